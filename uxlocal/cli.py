@@ -1,0 +1,287 @@
+"""The ``uxlocal`` command line: thin wrappers that parse options, call the library, print results.
+
+Only this module and ``errors.py`` import click. Suites' options are generated from their
+config classes, so adding a suite adds ``uxlocal run <suite>`` without touching this file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+
+import click
+
+from uxlocal import _env
+
+_env.apply_defaults()
+
+from uxlocal.errors import InputError, UxlocalError  # noqa: E402
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+
+
+def _parse_models(values: tuple[str, ...]) -> dict[str, str]:
+    models: dict[str, str] = {}
+    for value in values:
+        role, sep, spec = value.partition("=")
+        if not sep or not role or not spec:
+            raise InputError(None, None, f"--model expects ROLE=PRESET_OR_PATH, got {value!r}",
+                             "e.g. --model judge=embedded")
+        models[role.strip()] = spec.strip()
+    return models
+
+
+def common_run_options(fn: Any) -> Any:
+    """Options shared by every ``uxlocal run SUITE``."""
+    options = [
+        click.option("-m", "--model", "model", multiple=True, metavar="ROLE=SPEC",
+                     help="Bind a role to a preset, an HF folder, or either @backend (repeatable)."),
+        click.option("--db", default="uxlocal.duckdb", show_default=True, envvar="UXLOCAL_DB",
+                     type=click.Path(dir_okay=False), help="DuckDB store to write (resumes the same run)."),
+        click.option("--limit", type=int, default=None, envvar="UXLOCAL_LIMIT", help="At most N items per task."),
+        click.option("--seed", type=int, default=0, show_default=True, envvar="UXLOCAL_SEED", help="Base seed."),
+        click.option("--grammar", type=click.Choice(["xgrammar", "outlines"]), default="xgrammar",
+                     show_default=True, envvar="UXLOCAL_GRAMMAR", help="Grammar engine for constrained output."),
+        click.option("--max-batch", type=int, default=256, show_default=True, envvar="UXLOCAL_MAX_BATCH",
+                     help="Most requests per engine call."),
+        click.option("--shard", default=None, metavar="I/N", help="Run only shard I of N (stable hash of item ids)."),
+        click.option("--fresh", is_flag=True, help="Start a new run even if an identical one exists."),
+        click.option("--no-progress", is_flag=True, envvar="UXLOCAL_NO_PROGRESS", help="Hide the progress bar."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _field_option(name: str, field: Any) -> Any:
+    """A click option from a pydantic field: Literal -> Choice, bool -> flag, docstring -> help."""
+    flag = "--" + name.replace("_", "-")
+    annotation = field.annotation
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    if get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
+        annotation = args[0]
+    help_text = (field.description or "").strip()
+    default = None if field.default is None else field.default
+    if annotation is bool:
+        return click.option(f"{flag}/--no-{name.replace('_', '-')}", name, default=default, show_default=True,
+                            help=help_text)
+    if get_origin(annotation) is Literal:
+        return click.option(flag, name, type=click.Choice([str(a) for a in get_args(annotation)]),
+                            default=default, show_default=True, help=help_text)
+    kind = {int: int, float: float, Path: click.Path(path_type=Path)}.get(annotation, str)
+    return click.option(flag, name, type=kind, default=default, show_default=default is not None, help=help_text)
+
+
+def _suite_command(suite_cls: Any) -> click.Command:
+    """``uxlocal run <suite>`` with the suite's own options plus the common ones."""
+
+    @common_run_options
+    def command(**kwargs: Any) -> None:
+        from uxlocal.config import RunConfig
+        from uxlocal.runner import run_suite
+
+        common = {k: kwargs.pop(k) for k in ("model", "db", "limit", "seed", "grammar", "max_batch", "shard",
+                                             "fresh", "no_progress")}
+        suite_config = {k: v for k, v in kwargs.items() if v is not None}
+        specs = _parse_models(common["model"])
+        run = RunConfig(suite=suite_cls.name, suite_config=suite_config, model_names=specs, seed=common["seed"],
+                        limit=common["limit"], grammar=common["grammar"], db=common["db"],
+                        max_batch=common["max_batch"], shard=common["shard"], fresh=common["fresh"],
+                        progress=not common["no_progress"] and sys.stderr.isatty())
+        from uxlocal.runner import resolve_models
+
+        result = run_suite(run, models=resolve_models(specs))
+        _print_result(result)
+
+    for name, field in reversed(list(suite_cls.config_cls.model_fields.items())):
+        command = _field_option(name, field)(command)
+    doc = f"{suite_cls.help}\n\n\b\nExample:\n  uxlocal run {suite_cls.name} --model candidate=embedded --model judge=embedded"
+    return click.command(name=suite_cls.name, help=doc, context_settings=CONTEXT)(command)
+
+
+class SuiteGroup(click.Group):
+    """``uxlocal run``: one subcommand per registered suite, built on demand."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from uxlocal.suites.base import suites
+
+        return sorted(suites())
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        from uxlocal.suites.base import suites
+
+        known = suites()
+        return _suite_command(known[name]) if name in known else None
+
+
+@click.group(context_settings=CONTEXT)
+@click.option("--debug", is_flag=True, envvar="UXLOCAL_DEBUG", help="Show tracebacks for errors.")
+@click.version_option(package_name="uxlocal")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Evaluate multi-turn assistants and simulated users on local models.
+
+    \b
+    Examples:
+      uxlocal demo
+      uxlocal run uxbench --model candidate=embedded --model judge=embedded
+      uxlocal query --db uxlocal.duckdb "select * from run_summary"
+    """
+    ctx.obj = {"debug": debug}
+    if debug:
+        import logging
+
+        logging.basicConfig(level=logging.INFO)
+
+
+@cli.group(name="run", cls=SuiteGroup, context_settings=CONTEXT)
+def run_group() -> None:
+    """Run one suite on local models and print its results.
+
+    \b
+    Example:
+      uxlocal run selftest --model candidate=embedded --model user=embedded --model judge=embedded
+    """
+
+
+@cli.command(name="demo", context_settings=CONTEXT)
+@click.option("--db", default="uxlocal-demo.duckdb", show_default=True, envvar="UXLOCAL_DEMO_DB",
+              type=click.Path(dir_okay=False), help="DuckDB store the demo writes.")
+@click.option("--suites", "suite_names", default=None, help="Comma-separated subset of suites.")
+@click.option("--model", "model_spec", default="embedded", show_default=True, help="Model for every role.")
+@click.option("--no-progress", is_flag=True, help="Hide progress bars.")
+def demo_cmd(db: str, suite_names: str | None, model_spec: str, no_progress: bool) -> None:
+    """Run every suite on bundled sample data with the embedded model.
+
+    \b
+    Example:
+      uxlocal demo --db demo.duckdb
+    """
+    from uxlocal.demo import run_demo
+
+    chosen = [s.strip() for s in suite_names.split(",")] if suite_names else None
+    results = run_demo(db=Path(db), suites=chosen, model=model_spec,
+                       progress=not no_progress and sys.stderr.isatty(), echo=click.echo)
+    for result in results:
+        _print_result(result)
+    from uxlocal.demo import NEXT_STEPS
+
+    click.echo(f"\nDuckDB store: {Path(db).resolve()}")
+    click.echo(NEXT_STEPS)
+
+
+@cli.command(name="query", context_settings=CONTEXT)
+@click.argument("sql")
+@click.option("--db", required=True, envvar="UXLOCAL_DB", type=click.Path(dir_okay=False), help="Store to read.")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
+              help="Output format.")
+def query_cmd(sql: str, db: str, fmt: str) -> None:
+    """Run read-only SQL over a store (metric views included).
+
+    \b
+    Example:
+      uxlocal query --db uxlocal.duckdb "select * from run_summary"
+    """
+    import duckdb
+
+    from uxlocal.store.db import connect, query
+
+    con = connect(db, read_only=True)
+    try:
+        cols, rows = query(con, sql)
+    except duckdb.Error as exc:
+        raise InputError(None, None, f"SQL failed: {str(exc).splitlines()[0]}") from exc
+    finally:
+        con.close()
+    _print_rows(cols, rows, fmt)
+
+
+@cli.group(name="models", context_settings=CONTEXT)
+def models_group() -> None:
+    """List and prepare model presets."""
+
+
+@models_group.command(name="list")
+def models_list() -> None:
+    """Show presets and whether each is ready to load."""
+    from uxlocal.models import is_ready, load_presets
+
+    rows = []
+    for name, preset in sorted(load_presets().items()):
+        ready, why = is_ready(preset)
+        rows.append((name, preset.backend, preset.dtype, preset.max_model_len, "yes" if ready else "no", why))
+    _print_rows(["preset", "backend", "dtype", "max_model_len", "ready", "where / how"], rows, "table")
+
+
+@models_group.command(name="prepare")
+@click.argument("name")
+@click.option("--force", is_flag=True, help="Convert again even if ready.")
+def models_prepare(name: str, force: bool) -> None:
+    """Prepare a preset (convert the embedded GGUF once).
+
+    \b
+    Example:
+      uxlocal models prepare embedded
+    """
+    from uxlocal.models import load_presets, prepare
+
+    presets = load_presets()
+    if name not in presets:
+        raise InputError(None, None, f"unknown preset {name!r}", f"known: {', '.join(sorted(presets))}")
+    folder = prepare(presets[name], force=force)
+    click.echo(f"{name}: ready at {folder}")
+
+
+def _print_result(result: Any) -> None:
+    from uxlocal.report.tables import render_tables
+
+    stats = result.stats
+    state = "resumed" if result.resumed else "new"
+    click.echo(f"\nrun {result.run_id} ({state}): {stats.episodes_done} episodes done, "
+               f"{stats.episodes_skipped} already done, {stats.episodes_failed} failed; "
+               f"{stats.requests} requests, {stats.cache_hits} from cache, {stats.engine_calls} engine calls, "
+               f"{stats.wall_s:.1f}s")
+    for note in result.notes:
+        click.echo(f"note: {note}")
+    render_tables(result.tables)
+
+
+def _print_rows(cols: list[str], rows: list[tuple[Any, ...]], fmt: str) -> None:
+    from uxlocal.report.tables import ReportTable, render_tables
+
+    if fmt == "json":
+        click.echo(json.dumps([dict(zip(cols, row)) for row in rows], default=str, ensure_ascii=False, indent=1))
+    elif fmt == "csv":
+        import csv
+
+        writer = csv.writer(sys.stdout)
+        writer.writerow(cols)
+        writer.writerows(rows)
+    else:
+        render_tables([ReportTable("", cols, rows)])
+
+
+def main() -> None:
+    """Entry point: user errors exit 2 with one line; ``--debug`` shows the traceback."""
+    debug = "--debug" in sys.argv[1:] or bool(__import__("os").environ.get("UXLOCAL_DEBUG"))
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        if debug:
+            raise
+        exc.show()
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("interrupted; rerun the same command to resume", err=True)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""Chat rendering with the model's own template, without loading the model.
+
+Rendering happens before the cache lookup, so a fully cached run loads only the tokenizer
+(a fraction of a second) and never the weights.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+
+class HfChatRenderer:
+    """Renders chats with an HF tokenizer's chat template and tokenizes the result."""
+
+    def __init__(self, folder: str | Path) -> None:
+        from transformers import AutoTokenizer
+
+        self.folder = Path(folder)
+        self.tokenizer: Any = AutoTokenizer.from_pretrained(str(self.folder))
+        template = getattr(self.tokenizer, "chat_template", None) or ""
+        self.identity = hashlib.sha256(str(template).encode()).hexdigest()
+        self.eos_ids = _eos_ids(self.tokenizer)
+
+    def render(self, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
+        """Prompt text (template applied, generation prompt added) and its token ids."""
+        prompt = self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        return prompt, list(ids)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of plain text (no special tokens)."""
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def decode(self, ids: list[int]) -> str:
+        """Text of token ids, special tokens dropped."""
+        return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+    @cached_property
+    def _token_bytes(self) -> list[bytes]:
+        import xgrammar as xgr
+
+        info = xgr.TokenizerInfo.from_huggingface(self.tokenizer)
+        return [bytes(b) for b in info.decoded_vocab]
+
+    def token_bytes(self) -> list[bytes]:
+        """Byte string of every token id (special tokens decode to their text)."""
+        return self._token_bytes
+
+
+def _eos_ids(tokenizer: Any) -> set[int]:
+    ids: set[int] = set()
+    if tokenizer.eos_token_id is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    for name in ("<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<end_of_turn>"):
+        token_id = tokenizer.convert_tokens_to_ids(name)
+        if isinstance(token_id, int) and token_id != tokenizer.unk_token_id and token_id >= 0:
+            ids.add(token_id)
+    return ids
+
+
+class TemplateRenderer:
+    """Fast renderer: the folder's ``tokenizer.json`` (tokenizers) plus its Jinja chat template.
+
+    Loads in ~0.2 s against ~6 s for transformers' AutoTokenizer, which matters for fully cached
+    reruns. The template is rendered the way transformers does (sandboxed Jinja, trimmed blocks,
+    ``raise_exception`` and ``tojson``); a test checks parity with ``apply_chat_template``.
+    Token bytes for label walks come from the HF tokenizer, loaded only when an engine needs them.
+    """
+
+    def __init__(self, folder: str | Path) -> None:
+        import json
+
+        from tokenizers import Tokenizer
+
+        self.folder = Path(folder)
+        self.tokenizer = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
+        config = json.loads((self.folder / "tokenizer_config.json").read_text(encoding="utf-8")) \
+            if (self.folder / "tokenizer_config.json").is_file() else {}
+        self.special = {k: _token_text(config.get(k)) for k in ("bos_token", "eos_token", "pad_token", "unk_token")}
+        source = _chat_template_source(self.folder, config)
+        self.identity = hashlib.sha256(source.encode()).hexdigest()
+        self.template = _jinja_env().from_string(source)
+        self.eos_ids = {i for i in (self.tokenizer.token_to_id(t) for t in
+                                    [self.special["eos_token"], "<|im_end|>", "<|eot_id|>", "<|endoftext|>",
+                                     "<end_of_turn>"] if t) if i is not None}
+        self._hf: HfChatRenderer | None = None
+
+    def render(self, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
+        """Prompt text (template applied, generation prompt added) and its token ids."""
+        prompt = self.template.render(messages=list(messages), add_generation_prompt=True,
+                                      **{k: v for k, v in self.special.items() if v is not None})
+        return prompt, self.encode(prompt)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of text; special tokens written in the text are recognised."""
+        return list(self.tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def decode(self, ids: list[int]) -> str:
+        """Text of token ids, special tokens dropped."""
+        return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+    def token_bytes(self) -> list[bytes]:
+        """Byte string of every token id (via the HF tokenizer, loaded on first use)."""
+        if self._hf is None:
+            self._hf = HfChatRenderer(self.folder)
+        return self._hf.token_bytes()
+
+
+def _token_text(value: Any) -> str | None:
+    if isinstance(value, dict):
+        return value.get("content")
+    return value if isinstance(value, str) else None
+
+
+def _chat_template_source(folder: Path, config: dict[str, Any]) -> str:
+    file = folder / "chat_template.jinja"
+    if file.is_file():
+        return file.read_text(encoding="utf-8")
+    template = config.get("chat_template")
+    if isinstance(template, list):
+        named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
+        template = named.get("default") or next(iter(named.values()), None)
+    if not isinstance(template, str):
+        raise ValueError(f"{folder}: no chat template (chat_template.jinja or tokenizer_config.json)")
+    return template
+
+
+def _jinja_env() -> Any:
+    import json
+
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    def raise_exception(message: str) -> None:
+        from jinja2.exceptions import TemplateError
+
+        raise TemplateError(message)
+
+    def strftime_now(fmt: str) -> str:
+        import datetime as dt
+
+        return dt.datetime.now(dt.timezone.utc).strftime(fmt)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    env.filters["tojson"] = lambda x, indent=None, ensure_ascii=False: json.dumps(x, indent=indent,
+                                                                                   ensure_ascii=ensure_ascii)
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
+    return env
+
+
+def make_renderer(folder: str | Path) -> Any:
+    """The fast template renderer when the folder has ``tokenizer.json``, else transformers'."""
+    if (Path(folder) / "tokenizer.json").is_file():
+        try:
+            return TemplateRenderer(folder)
+        except ValueError:
+            pass
+    return HfChatRenderer(folder)
+
+
+class PlainRenderer:
+    """Deterministic renderer for the fake engine: ``role: content`` lines, one id per word."""
+
+    identity = "plain-v1"
+    eos_ids: set[int] = {0}
+
+    def render(self, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
+        """Join the messages; token ids are word positions (only counts matter)."""
+        prompt = "\n".join(f"{m['role']}: {m.get('content', '')}" for m in messages) + "\nassistant:"
+        return prompt, list(range(1, len(prompt.split()) + 1))
+
+    def token_bytes(self) -> list[bytes]:
+        """Not used by the fake engine."""
+        return []

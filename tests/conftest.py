@@ -1,0 +1,56 @@
+"""Test isolation: every test gets its own UXLOCAL_HOME; the converted model cache is shared.
+
+Integration tests share one in-process vLLM engine for the embedded model (loading costs ~10 s)
+and skip with a reason when vLLM or the model cannot be had.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_REAL_MODEL_CACHE = os.environ.get("UXLOCAL_MODEL_CACHE") or str(
+    Path(os.environ.get("UXLOCAL_HOME") or Path.home() / ".cache" / "uxlocal") / "models")
+TAU2_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau2"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UXLOCAL_HOME", str(tmp_path / "uxlocal-home"))
+    monkeypatch.setenv("UXLOCAL_MODEL_CACHE", _REAL_MODEL_CACHE)
+
+
+def _vllm_available() -> str | None:
+    try:
+        import vllm  # noqa: F401
+    except Exception as exc:  # pragma: no cover - environment dependent
+        return f"vLLM not importable: {exc}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def embedded_model() -> Any:
+    """The embedded SmolLM2 model, converted once into the shared cache."""
+    os.environ.setdefault("UXLOCAL_MODEL_CACHE", _REAL_MODEL_CACHE)
+    from uxlocal.models import resolve
+
+    try:
+        return resolve("embedded")
+    except Exception as exc:  # pragma: no cover
+        pytest.skip(f"embedded model unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def vllm_pool(embedded_model: Any) -> Any:
+    """One vLLM engine for the embedded model, bound to every role."""
+    reason = _vllm_available()
+    if reason:
+        pytest.skip(reason)
+    from uxlocal.engine.pool import ModelPool
+
+    pool = ModelPool.from_models({role: embedded_model for role in ("candidate", "user", "judge")})
+    yield pool
+    pool.close()

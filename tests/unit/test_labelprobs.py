@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import pytest
+
+from uxlocal.engine.labelprobs import expand, max_label_tokens, start_walk
+
+# a toy vocabulary: id -> bytes
+VOCAB = [b"", b"good", b"g", b"b", b"bad", b"ad", b"ood", b"\xe5", b"\xa5\xbd", b"\xb7\xae", b"\xe5\xa5", b"\xbd",
+         b"\xe5\xb7", b"\xae", b"x"]
+EOS = {0}
+
+
+def test_distinct_first_tokens_assign_prefix_mass_to_their_label() -> None:
+    walk, root = start_walk(("good", "bad"))
+    # P(b) + P(bad) all go to "bad" even though "b" is only a prefix
+    expand(walk, root, {1: 0.2, 2: 0.1, 3: 0.5, 4: 0.2}, VOCAB, EOS, masked=True)
+    assert walk.pending == []
+    assert walk.result() == pytest.approx({"good": 0.3, "bad": 0.7})
+
+
+def test_shared_lead_byte_is_expanded_before_assignment() -> None:
+    walk, root = start_walk(("好", "差"))
+    # 0.9 on the lead byte shared by both characters, 0.1 on the two-byte prefix of 差
+    expand(walk, root, {7: 0.9, 12: 0.1}, VOCAB, EOS, masked=True)
+    assert len(walk.pending) == 1 and walk.pending[0].mass == pytest.approx(0.9)
+    node = walk.pending.pop()
+    expand(walk, node, {8: 0.25, 9: 0.75}, VOCAB, EOS, masked=True)
+    assert walk.result() == pytest.approx({"好": 0.9 * 0.25, "差": 0.1 + 0.9 * 0.75})
+
+
+def test_unmasked_distribution_is_renormalised_over_consistent_tokens() -> None:
+    walk, root = start_walk(("好", "差"))
+    expand(walk, root, {7: 1.0}, VOCAB, EOS, masked=True)
+    node = walk.pending.pop()
+    # "x" is not consistent with either label and is dropped before renormalising
+    expand(walk, node, {8: 0.1, 9: 0.1, 14: 0.8}, VOCAB, EOS, masked=False)
+    assert walk.result() == pytest.approx({"好": 0.5, "差": 0.5})
+
+
+def test_label_that_prefixes_another_is_closed_by_the_end_token() -> None:
+    walk, root = start_walk(("good", "goodood"))
+    expand(walk, root, {1: 1.0}, VOCAB, EOS, masked=True)
+    node = walk.pending.pop()
+    expand(walk, node, {0: 0.4, 6: 0.6}, VOCAB, EOS, masked=True)
+    assert walk.result() == pytest.approx({"good": 0.4, "goodood": 0.6})
+
+
+def test_masked_mass_outside_top_k_is_reported_as_lost() -> None:
+    walk, root = start_walk(("good", "bad"))
+    expand(walk, root, {1: 0.5, 4: 0.3}, VOCAB, EOS, masked=True)
+    assert walk.lost_mass == pytest.approx(0.2)
+    assert sum(walk.result().values()) == pytest.approx(1.0)
+
+
+def test_no_consistent_token_gives_no_distribution() -> None:
+    walk, root = start_walk(("good", "bad"))
+    expand(walk, root, {14: 1.0}, VOCAB, EOS, masked=False)
+    assert walk.result() is None
+
+
+def test_max_label_tokens_counts_bytes_plus_end() -> None:
+    assert max_label_tokens(("good", "好")) == 5

@@ -1,0 +1,151 @@
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import pytest
+
+from uxlocal.engine.base import GenRequest, Sampling
+from uxlocal.engine.fake import FakeEngine, ScriptExhausted
+from uxlocal.engine.pool import ModelPool
+from uxlocal.grammar import Choice
+from uxlocal.rollout import EpisodeContext, EpisodeSpec, Outcome, Scheduler
+from uxlocal.store.db import connect
+from uxlocal.store.writer import StoreWriter
+
+
+def echo(prepared: Any) -> str:
+    """Reply with the last line of the prompt, so each episode can check it got its own answer."""
+    if isinstance(prepared.request.constraint, Choice):
+        return prepared.request.constraint.labels[0]
+    return "echo:" + prepared.request.messages[-1]["content"]
+
+
+def dialogue(ctx: EpisodeContext, name: str, steps: int, seen: dict[str, list[str]]) -> Any:
+    for step in range(steps):
+        result = yield GenRequest("candidate", ({"role": "user", "content": f"{name}-{step}"},), Sampling())
+        seen.setdefault(name, []).append(result.text)
+        ctx.turn("assistant", result.text, model_role="candidate", result=result)
+    return Outcome("done", reward=1.0)
+
+
+def specs(n: int, steps: int, seen: dict[str, list[str]]) -> list[EpisodeSpec]:
+    return [EpisodeSpec(f"ep{i}", (lambda i: lambda ctx: dialogue(ctx, f"ep{i}", steps, seen))(i), item_id=f"i{i}")
+            for i in range(n)]
+
+
+def test_scheduler_batches_one_engine_call_per_tick() -> None:
+    engine = FakeEngine(echo)
+    seen: dict[str, list[str]] = {}
+    stats = Scheduler(ModelPool.from_engines({"candidate": engine})).run(specs(10, 3, seen))
+    assert engine.calls == 3 and [len(b) for b in engine.batches] == [10, 10, 10]
+    assert stats.episodes_done == 10 and stats.requests == 30
+
+
+def test_scheduler_returns_each_result_to_the_episode_that_asked() -> None:
+    seen: dict[str, list[str]] = {}
+    Scheduler(ModelPool.from_engines({"candidate": FakeEngine(echo)})).run(specs(5, 2, seen))
+    for name, texts in seen.items():
+        assert texts == [f"echo:{name}-0", f"echo:{name}-1"]
+
+
+def test_list_asks_are_answered_together_in_order() -> None:
+    got: list[Any] = []
+
+    def program(ctx: EpisodeContext) -> Any:
+        results = yield [GenRequest("judge", ({"role": "user", "content": f"q{k}"},), constraint=None) for k in range(3)]
+        got.extend(r.text for r in results)
+
+    engine = FakeEngine(echo)
+    Scheduler(ModelPool.from_engines({"judge": engine})).run([EpisodeSpec("e", program)])
+    assert got == ["echo:q0", "echo:q1", "echo:q2"] and engine.calls == 1
+
+
+def test_roles_on_one_model_share_a_batch() -> None:
+    engine = FakeEngine(echo)
+
+    def program(ctx: EpisodeContext) -> Any:
+        yield [GenRequest("candidate", ({"role": "user", "content": "a"},)),
+               GenRequest("judge", ({"role": "user", "content": "b"},))]
+
+    Scheduler(ModelPool.from_engines({"candidate": engine, "judge": engine})).run([EpisodeSpec("e", program)])
+    assert engine.calls == 1 and len(engine.batches[0]) == 2
+
+
+def test_identical_requests_in_one_tick_are_generated_once() -> None:
+    engine = FakeEngine(echo)
+    seen: dict[str, list[str]] = {}
+
+    def program(ctx: EpisodeContext) -> Any:
+        yield GenRequest("candidate", ({"role": "user", "content": "same"},))
+
+    Scheduler(ModelPool.from_engines({"candidate": engine})).run([EpisodeSpec(f"e{i}", program) for i in range(4)])
+    assert len(engine.requests) == 1
+    del seen
+
+
+def test_failing_episode_is_recorded_and_others_finish() -> None:
+    def broken(ctx: EpisodeContext) -> Any:
+        yield GenRequest("candidate", ({"role": "user", "content": "x"},))
+        raise RuntimeError("boom")
+
+    seen: dict[str, list[str]] = {}
+    episodes = specs(3, 1, seen) + [EpisodeSpec("bad", broken)]
+    stats = Scheduler(ModelPool.from_engines({"candidate": FakeEngine(echo)})).run(episodes)
+    assert stats.episodes_done == 3 and stats.episodes_failed == 1 and "boom" in stats.failures[0]
+
+
+def test_unknown_role_fails_only_that_episode() -> None:
+    def program(ctx: EpisodeContext) -> Any:
+        yield GenRequest("judge", ({"role": "user", "content": "x"},))
+
+    stats = Scheduler(ModelPool.from_engines({"candidate": FakeEngine(echo)})).run([EpisodeSpec("e", program)])
+    assert stats.episodes_failed == 1 and "no model bound to role 'judge'" in stats.failures[0]
+
+
+def test_sampled_requests_get_distinct_derived_seeds() -> None:
+    engine = FakeEngine(echo)
+
+    def program(ctx: EpisodeContext) -> Any:
+        for _ in range(2):
+            yield GenRequest("user", ({"role": "user", "content": "same"},), Sampling(temperature=0.8))
+
+    Scheduler(ModelPool.from_engines({"user": engine}), seed=7).run([EpisodeSpec("e", program)])
+    seeds = [p.seed for p in engine.requests]
+    assert len(set(seeds)) == 2 and all(isinstance(s, int) for s in seeds)
+
+
+def test_fake_engine_raises_when_script_runs_out() -> None:
+    engine = FakeEngine(["one"])
+
+    def program(ctx: EpisodeContext) -> Any:
+        yield GenRequest("candidate", ({"role": "user", "content": "a"},))
+        yield GenRequest("candidate", ({"role": "user", "content": "b"},))
+
+    with pytest.raises(ScriptExhausted):
+        Scheduler(ModelPool.from_engines({"candidate": engine})).run([EpisodeSpec("e", program)])
+
+
+def test_rerun_with_store_makes_zero_engine_calls(tmp_path: Any) -> None:
+    con = connect(tmp_path / "s.duckdb")
+    seen: dict[str, list[str]] = {}
+    first = FakeEngine(echo)
+    Scheduler(ModelPool.from_engines({"candidate": first}), run_id="r1", writer=StoreWriter(con)).run(specs(4, 2, seen))
+    second = FakeEngine(echo)
+    stats = Scheduler(ModelPool.from_engines({"candidate": second}), run_id="r2",
+                      writer=StoreWriter(con)).run(specs(4, 2, seen))
+    assert first.calls == 2 and second.calls == 0 and stats.cache_hits == 8
+    counts = dict(con.execute("SELECT run_id, count(*) FROM turns GROUP BY run_id").fetchall())
+    assert counts == {"r1": 8, "r2": 8}
+    assert con.execute("SELECT count(*) FROM generations").fetchone()[0] == 8
+
+
+def test_store_rows_follow_the_episode(tmp_path: Any) -> None:
+    con = connect(tmp_path / "s.duckdb")
+    seen: dict[str, list[str]] = {}
+    Scheduler(ModelPool.from_engines({"candidate": FakeEngine(echo)}), run_id="r",
+              writer=StoreWriter(con)).run(specs(2, 3, seen))
+    rows = con.execute("SELECT episode_id, list(idx ORDER BY idx) FROM turns GROUP BY 1 ORDER BY 1").fetchall()
+    assert rows == [("ep0", [0, 1, 2]), ("ep1", [0, 1, 2])]
+    assert con.execute("SELECT count(*), sum(reward) FROM episodes WHERE status='done'").fetchone() == (2, 2.0)
+    assert isinstance(con, duckdb.DuckDBPyConnection)

@@ -1,0 +1,308 @@
+"""transformers backend: the portable fallback where vLLM does not run, and the training stack's twin.
+
+Requests are grouped by sampling settings and run as left-padded ``generate`` batches. Each row
+carries its own grammar matcher (xgrammar ``GrammarMatcher`` or an outlines_core ``Guide``), so
+one batch mixes constraints. For ``Choice`` rows the masked next-token distribution of every step
+is kept, which makes label-path probabilities exact (the full vocabulary, not a top-k).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from functools import cached_property
+from typing import Any
+
+from uxlocal.engine.base import GenResult, PreparedRequest
+from uxlocal.engine.labelprobs import LabelWalk, TrieNode, expand, max_label_tokens, start_walk
+from uxlocal.errors import UxlocalError
+from uxlocal.grammar import Choice, Constraint, JsonSchema, Regex, constraint_regex, parse_output
+from uxlocal.models import ResolvedModel
+
+CAPTURE_TOP = 256
+"""Probabilities kept per captured step (a Choice has few valid tokens; the rest is ~0)."""
+
+
+class XgrammarMatcher:
+    """Per-row xgrammar state."""
+
+    def __init__(self, compiled: Any, vocab_size: int) -> None:
+        import xgrammar as xgr
+
+        self._xgr = xgr
+        self.matcher = xgr.GrammarMatcher(compiled)
+        self.bitmask = xgr.allocate_token_bitmask(1, vocab_size)
+
+    @property
+    def finished(self) -> bool:
+        """The grammar accepted its end token; the row only pads from here."""
+        return bool(self.matcher.is_terminated())
+
+    def apply(self, logits: Any) -> None:
+        """Mask forbidden tokens of one row (in place)."""
+        self.matcher.fill_next_token_bitmask(self.bitmask)
+        self._xgr.apply_token_bitmask_inplace(logits.unsqueeze(0), self.bitmask.to(logits.device))
+
+    def accept(self, token_id: int) -> None:
+        """Advance past a generated token."""
+        if not self.matcher.is_terminated():
+            self.matcher.accept_token(token_id)
+
+
+class OutlinesMatcher:
+    """Per-row outlines_core state."""
+
+    def __init__(self, index: Any, eos_id: int) -> None:
+        from outlines_core import Guide
+
+        self.guide = Guide(index)
+        self.eos_id = eos_id
+
+    @property
+    def finished(self) -> bool:
+        """The guide reached a final state after the end token."""
+        return False
+
+    def apply(self, logits: Any) -> None:
+        """Mask forbidden tokens of one row (in place)."""
+        import torch
+
+        allowed = torch.tensor(self.guide.get_tokens(), dtype=torch.long)
+        keep = torch.full_like(logits, float("-inf"))
+        keep[allowed[allowed < logits.shape[-1]]] = 0.0
+        logits += keep
+
+    def accept(self, token_id: int) -> None:
+        """Advance past a generated token."""
+        if not self.guide.is_finished() or self.guide.accepts_tokens([token_id]):
+            self.guide.advance(token_id=token_id, return_tokens=False)
+
+
+class HfEngine:
+    """A transformers model in this process; built lazily on the first cache miss."""
+
+    def __init__(self, model: ResolvedModel, renderer: Any, *, grammar: str = "xgrammar") -> None:
+        self.model = model
+        self.identity = model.identity
+        self.max_model_len = model.max_model_len
+        self.renderer = renderer
+        self.grammar = grammar
+        self.calls = 0
+        self.busy_s = 0.0
+        self._compiled: dict[str, Any] = {}
+
+    @cached_property
+    def _hf(self) -> tuple[Any, Any]:
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as exc:  # pragma: no cover
+            raise UxlocalError(f"the hf backend needs torch and transformers: {exc}") from exc
+        dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}.get(
+            self.model.dtype, "auto")
+        tokenizer = AutoTokenizer.from_pretrained(self.model.path)
+        model = AutoModelForCausalLM.from_pretrained(self.model.path, dtype=dtype)
+        model.eval()
+        return model, tokenizer
+
+    @property
+    def eos_id(self) -> int:
+        """The end-of-turn token the chat template closes assistant turns with."""
+        tokenizer = self._hf[1]
+        return int(tokenizer.eos_token_id)
+
+    def generate(self, batch: list[PreparedRequest]) -> list[GenResult]:
+        """Run the batch in groups of equal sampling settings."""
+        self.calls += 1
+        started = time.perf_counter()
+        results: dict[int, GenResult] = {}
+        groups: dict[str, list[int]] = defaultdict(list)
+        for i, prepared in enumerate(batch):
+            if len(prepared.prompt_ids) >= self.max_model_len:
+                results[i] = GenResult("", "context_window", prompt_tokens=len(prepared.prompt_ids), valid=False,
+                                       error="prompt exceeds the model's context window")
+                continue
+            groups[json.dumps(prepared.sampling.key() | {"seed": prepared.seed}, sort_keys=True)].append(i)
+        for indices in groups.values():
+            for i, result in zip(indices, self._run_group([batch[i] for i in indices])):
+                results[i] = result
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        self.busy_s += elapsed_ms / 1000
+        for result in results.values():
+            result.latency_ms = elapsed_ms
+        return [results[i] for i in range(len(batch))]
+
+    def _matcher(self, constraint: Constraint | None) -> Any:
+        if constraint is None:
+            return None
+        key = json.dumps(constraint.key(), sort_keys=True)
+        if key not in self._compiled:
+            self._compiled[key] = self._compile(constraint)
+        vocab_size = self._hf[0].config.vocab_size
+        if self.grammar == "outlines":
+            return OutlinesMatcher(self._compiled[key], self.eos_id)
+        return XgrammarMatcher(self._compiled[key], vocab_size)
+
+    def _compile(self, constraint: Constraint) -> Any:
+        model, tokenizer = self._hf
+        if self.grammar == "outlines":
+            return self._outlines_index(constraint_regex(constraint))
+        compiler = self._xgr_compiler
+        if isinstance(constraint, JsonSchema):
+            return compiler.compile_json_schema(json.dumps(constraint.schema), any_whitespace=False)
+        pattern = constraint.to_regex() if isinstance(constraint, Choice) else constraint.pattern
+        return compiler.compile_regex(pattern)
+
+    @cached_property
+    def _xgr_compiler(self) -> Any:
+        import xgrammar as xgr
+
+        model, tokenizer = self._hf
+        info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=model.config.vocab_size)
+        return xgr.GrammarCompiler(info, max_threads=2)
+
+    @cached_property
+    def _outlines_vocab(self) -> Any:
+        """outlines_core vocabulary keyed by each token's raw bytes.
+
+        Built from bytes, not from ``convert_token_to_string``: byte-level tokens that hold part of
+        a UTF-8 character (the lead byte of 好 and 差) have no string form, and outlines then
+        rejects regexes with CJK characters.
+        """
+        from outlines_core import Vocabulary
+
+        tokenizer = self._hf[1]
+        special = set(tokenizer.all_special_ids) | {self.eos_id}
+        table: dict[bytes, list[int]] = defaultdict(list)
+        for token_id, raw in enumerate(self.renderer.token_bytes()):
+            if token_id not in special and raw:
+                table[raw].append(token_id)
+        return Vocabulary(self.eos_id, dict(table))
+
+    def _outlines_index(self, regex: str) -> Any:
+        from outlines_core import Index
+
+        return Index(regex, self._outlines_vocab)
+
+    def _run_group(self, group: list[PreparedRequest]) -> list[GenResult]:
+        """One left-padded ``generate`` for requests with identical sampling."""
+        import torch
+        from transformers import LogitsProcessorList
+
+        model, tokenizer = self._hf
+        sampling = group[0].sampling
+        width = max(len(p.prompt_ids) for p in group)
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
+        input_ids = torch.tensor([[pad] * (width - len(p.prompt_ids)) + p.prompt_ids for p in group])
+        attention = torch.tensor([[0] * (width - len(p.prompt_ids)) + [1] * len(p.prompt_ids) for p in group])
+        budget = max(self._budget(p) for p in group)
+        processor = _MaskProcessor([self._matcher(p.request.constraint) for p in group], width,
+                                   {i for i, p in enumerate(group) if isinstance(p.request.constraint, Choice)})
+        if group[0].seed is not None:
+            torch.manual_seed(group[0].seed)
+        with torch.no_grad():
+            out = model.generate(input_ids=input_ids, attention_mask=attention, max_new_tokens=budget,
+                                 do_sample=sampling.temperature > 0,
+                                 temperature=sampling.temperature if sampling.temperature > 0 else None,
+                                 top_p=sampling.top_p if sampling.temperature > 0 else None,
+                                 logits_processor=LogitsProcessorList([processor]),
+                                 pad_token_id=pad, eos_token_id=sorted(self.renderer.eos_ids | {self.eos_id}))
+        results = [self._result(p, out[i, width:].tolist(), processor.captured.get(i, []))
+                   for i, p in enumerate(group)]
+        self._finish_walks(group, results)
+        return results
+
+    def _budget(self, prepared: PreparedRequest) -> int:
+        room = self.max_model_len - len(prepared.prompt_ids)
+        budget = min(prepared.sampling.max_tokens, room)
+        constraint = prepared.request.constraint
+        if isinstance(constraint, Choice):
+            budget = min(budget, max_label_tokens(constraint.labels))
+        return max(1, budget)
+
+    def _result(self, prepared: PreparedRequest, ids: list[int], captured: list[dict[int, float]]) -> GenResult:
+        eos = self.renderer.eos_ids | {self.eos_id}
+        budget = self._budget(prepared)
+        ids = ids[:budget]
+        stopped = next((k for k, t in enumerate(ids) if t in eos), None)
+        finish = "stop" if stopped is not None else "length"
+        body = ids if stopped is None else ids[:stopped]
+        text = self._hf[1].decode(body, skip_special_tokens=True)
+        for stop in prepared.sampling.stop:
+            if stop in text:
+                text, finish = text.split(stop, 1)[0], "stop"
+        parsed = parse_output(prepared.request.constraint, text, finish)
+        result = GenResult(text, finish, prompt_tokens=len(prepared.prompt_ids),
+                           completion_tokens=len(body) + (1 if stopped is not None else 0),
+                           valid=parsed.valid, parsed=parsed.value, error=parsed.error)
+        result.__dict__["_walk_input"] = (body + ([ids[stopped]] if stopped is not None else []), captured)
+        return result
+
+    def _finish_walks(self, group: list[PreparedRequest], results: list[GenResult]) -> None:
+        """Label probabilities: captured steps on the generated path, one forward pass off it."""
+        token_bytes = self.renderer.token_bytes()
+        eos = self.renderer.eos_ids | {self.eos_id}
+        for prepared, result in zip(group, results):
+            path, captured = result.__dict__.pop("_walk_input")
+            constraint = prepared.request.constraint
+            if not isinstance(constraint, Choice) or not captured:
+                continue
+            walk, root = start_walk(constraint.labels)
+            pending: list[TrieNode] = [root]
+            while pending:
+                node = pending.pop()
+                depth = len(node.prefix_ids)
+                if list(node.prefix_ids) == path[:depth] and depth < len(captured):
+                    expand(walk, node, captured[depth], token_bytes, eos, masked=True)
+                else:
+                    expand(walk, node, self._next_dist(prepared.prompt_ids + list(node.prefix_ids)), token_bytes,
+                           eos, masked=False)
+                pending.extend(walk.pending)
+                walk.pending = []
+            result.label_probs = walk.result()
+
+    def _next_dist(self, ids: list[int]) -> dict[int, float]:
+        import torch
+
+        model = self._hf[0]
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([ids]), logits_to_keep=1).logits[0, -1].float()
+        probs = torch.softmax(logits, dim=-1)
+        top = torch.topk(probs, CAPTURE_TOP)
+        return {int(i): float(p) for p, i in zip(top.values, top.indices)}
+
+    def close(self) -> None:
+        """Drop the model."""
+        self.__dict__.pop("_hf", None)
+
+
+class _MaskProcessor:
+    """Applies each row's grammar mask and records Choice rows' masked distributions."""
+
+    def __init__(self, matchers: list[Any], prompt_width: int, capture_rows: set[int]) -> None:
+        self.matchers = matchers
+        self.prompt_width = prompt_width
+        self.capture_rows = capture_rows
+        self.captured: dict[int, list[dict[int, float]]] = defaultdict(list)
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        step = input_ids.shape[1] - self.prompt_width
+        for row, matcher in enumerate(self.matchers):
+            if matcher is None:
+                continue
+            if step > 0:
+                matcher.accept(int(input_ids[row, -1]))
+            if matcher.finished:  # a finished row keeps emitting the end token until the batch ends
+                end = int(input_ids[row, -1])
+                scores[row].fill_(float("-inf"))
+                scores[row, end] = 0.0
+                continue
+            matcher.apply(scores[row])
+            if row in self.capture_rows:
+                probs = torch.softmax(scores[row].float(), dim=-1)
+                top = torch.topk(probs, min(CAPTURE_TOP, probs.shape[-1]))
+                self.captured[row].append({int(i): float(p) for p, i in zip(top.values, top.indices) if p > 0})
+        return scores

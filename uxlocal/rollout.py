@@ -185,7 +185,8 @@ class Scheduler:
         self.pool = pool
         self.flush_every_s = float(os.environ.get("UXLOCAL_FLUSH_EVERY_S", "2.0")) if flush_every_s is None \
             else flush_every_s
-        """Commit buffered rows at least this often (seconds), so a crash loses little work."""
+        """Commit buffered rows at least this often (seconds), so a crash loses little work; 0 commits
+        synchronously after every tick (slower, but nothing in flight is ever lost)."""
         self.run_id = run_id
         self.writer = writer
         self.seed = seed
@@ -211,7 +212,7 @@ class Scheduler:
                 self._fill(queue, live)
                 bar.update(self.stats, time.perf_counter() - started)
                 if self.writer is not None and time.perf_counter() - last_flush >= self.flush_every_s:
-                    self.writer.flush()
+                    self.writer.flush(wait=self.flush_every_s == 0)
                     last_flush = time.perf_counter()
         if self.writer is not None:
             self.writer.flush()

@@ -78,7 +78,7 @@ def run_suite(run: RunConfig, *, pool: ModelPool | None = None, models: dict[str
         _end(con, run_id, stats)
         tables = suite.report(con, run_id)
     finally:
-        writer.flush()
+        writer.close()
         con.close()
     return RunResult(run_id, run.db_path, stats, tables, resumed, plan.notes)
 

@@ -56,13 +56,21 @@ register_backend("fake", lambda m: PlainRenderer(), _fake_engine)
 
 @dataclass
 class ModelSlot:
-    """One distinct model: its renderer (cheap, eager) and engine (heavy, lazy)."""
+    """One distinct model: its renderer (cheap) and engine (heavy), both built on first use."""
 
     model: ResolvedModel
-    renderer: Renderer
+    renderer_factory: RendererFactory
     factory: EngineFactory
     options: dict[str, Any] = field(default_factory=dict)
     engine_: Engine | None = None
+    renderer_: Renderer | None = None
+
+    @property
+    def renderer(self) -> Renderer:
+        """The chat renderer (a finished run that is re-reported never needs it)."""
+        if self.renderer_ is None:
+            self.renderer_ = self.renderer_factory(self.model)
+        return self.renderer_
 
     @property
     def engine(self) -> Engine:
@@ -94,7 +102,7 @@ class ModelPool:
                     raise InputError(None, None, f"unknown backend {model.backend!r} for role {role}",
                                      f"known: {', '.join(sorted(_BACKENDS))}")
                 renderer_factory, engine_factory = _BACKENDS[model.backend]
-                pool.slots[model.identity] = ModelSlot(model, renderer_factory(model), engine_factory, dict(options))
+                pool.slots[model.identity] = ModelSlot(model, renderer_factory, engine_factory, dict(options))
             pool.roles[role] = model.identity
         return pool
 
@@ -107,8 +115,9 @@ class ModelPool:
                 model = ResolvedModel(name=getattr(engine, "name", engine.identity[:12]), path="",
                                       backend="fake", dtype="none", max_model_len=engine.max_model_len,
                                       identity=engine.identity)
-                pool.slots[engine.identity] = ModelSlot(model, renderer or PlainRenderer(),
-                                                        lambda *a: engine, engine_=engine)
+                chosen = renderer or PlainRenderer()
+                pool.slots[engine.identity] = ModelSlot(model, lambda m, r=chosen: r, lambda *a: engine,
+                                                        engine_=engine, renderer_=chosen)
             pool.roles[role] = engine.identity
         return pool
 

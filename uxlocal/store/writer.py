@@ -1,8 +1,9 @@
 """The one writer: buffers rows per table and appends them as Arrow batches in one transaction.
 
-Row dicts are converted to Arrow columns in the table's column order; JSON columns take Python
-objects (serialised here). ``flush`` commits everything buffered atomically, so after a crash the
-store holds whole flushes only; the scheduler's resume logic removes rows of unfinished episodes.
+Row dicts are converted to Arrow in the table's column order and types; JSON columns take Python
+objects (serialised here). Each flush commits atomically, in order, on one background thread, so
+after a crash the store holds whole flushes only; the scheduler's resume logic removes rows of
+unfinished episodes.
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
-from uxlocal.store.db import table_columns
 
 JSON_COLUMNS = {"config", "versions", "data", "info", "meta", "arguments", "sampling", "constraint_spec",
                 "parsed", "label_probs", "value"}
@@ -28,6 +27,31 @@ def _encode(column: str, value: Any) -> Any:
     return value
 
 
+def _encode_row(row: dict[str, Any], json_cols: list[str]) -> dict[str, Any]:
+    """A copy of ``row`` with its JSON columns serialised (the row itself is left alone)."""
+    if not any(row.get(c) is not None for c in json_cols):
+        return row
+    return {**row, **{c: _encode(c, row[c]) for c in json_cols if row.get(c) is not None}}
+
+
+def _arrow_type(pa: Any, duck_type: str) -> Any:
+    """Arrow type for a DuckDB column type (JSON travels as text)."""
+    kind = duck_type.upper()
+    if kind in ("INTEGER", "SMALLINT", "TINYINT"):
+        return pa.int32()
+    if kind in ("BIGINT", "HUGEINT"):
+        return pa.int64()
+    if kind in ("DOUBLE", "FLOAT", "REAL") or kind.startswith("DECIMAL"):
+        return pa.float64()
+    if kind == "BOOLEAN":
+        return pa.bool_()
+    if kind.startswith("TIMESTAMP WITH TIME ZONE") or kind == "TIMESTAMPTZ":
+        return pa.timestamp("us", tz="UTC")
+    if kind.startswith("TIMESTAMP"):
+        return pa.timestamp("us")
+    return pa.string()
+
+
 class StoreWriter:
     """Buffered, batched appends to a writable store connection."""
 
@@ -37,18 +61,26 @@ class StoreWriter:
         self._rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._statements: list[tuple[str, list[Any]]] = []
         self._columns: dict[str, list[str]] = {}
+        self._buffered = 0
         self.rows_written = 0
+        self._worker: Any = None
+        self._queue: Any = None
+        self._cursor: Any = None
+        self._error: Exception | None = None
 
     def add(self, table: str, row: dict[str, Any]) -> None:
-        """Buffer one row; unknown columns are an error (catches typos early)."""
+        """Buffer one row; unknown columns are an error at flush (catches typos early)."""
         self._rows[table].append(row)
-        if sum(len(v) for v in self._rows.values()) >= self.flush_rows:
-            self.flush()
+        self._buffered += 1
+        if self._buffered >= self.flush_rows:
+            self.flush(wait=False)
 
     def add_many(self, table: str, rows: list[dict[str, Any]]) -> None:
         """Buffer many rows of one table."""
-        for row in rows:
-            self.add(table, row)
+        self._rows[table].extend(rows)
+        self._buffered += len(rows)
+        if self._buffered >= self.flush_rows:
+            self.flush(wait=False)
 
     def execute_in_flush(self, sql: str, params: list[Any] | None = None) -> None:
         """Run a statement inside the next flush's transaction, after that flush's inserts."""
@@ -56,43 +88,114 @@ class StoreWriter:
 
     def columns(self, table: str) -> list[str]:
         """Cached column order of a table."""
-        if table not in self._columns:
-            self._columns[table] = table_columns(self.con, table)
-        return self._columns[table]
+        return [name for name, _ in self._schema(table)]
 
-    def _arrow(self, table: str, rows: list[dict[str, Any]]) -> pa.Table:
-        cols = self.columns(table)
-        unknown = set().union(*(r.keys() for r in rows)) - set(cols)
+    def _schema(self, table: str) -> list[tuple[str, str]]:
+        if table not in self._columns:
+            rows = self.con.execute("SELECT column_name, data_type FROM information_schema.columns "
+                                    "WHERE table_name = ? AND table_schema = 'main' ORDER BY ordinal_position",
+                                    [table]).fetchall()
+            self._columns[table] = rows  # type: ignore[assignment]
+        return self._columns[table]  # type: ignore[return-value]
+
+    def _arrow(self, table: str, rows: list[dict[str, Any]]) -> Any:
+        """Rows -> Arrow table in the table's column order and types (missing keys become NULL)."""
+        import pyarrow as pa
+
+        schema = self._schema(table)
+        names = {name for name, _ in schema}
+        unknown = set().union(*rows) - names
         if unknown:
             raise KeyError(f"table {table} has no column(s) {sorted(unknown)}")
-        data = {c: [_encode(c, r.get(c)) for r in rows] for c in cols}
-        return pa.table(data)
+        json_cols = [name for name, _ in schema if name in JSON_COLUMNS]
+        if json_cols:
+            rows = [_encode_row(r, json_cols) for r in rows]
+        arrow_schema = pa.schema([(name, _arrow_type(pa, kind)) for name, kind in schema])
+        return pa.Table.from_pylist(rows, schema=arrow_schema)
 
     def insert_rows(self, table: str, rows: list[dict[str, Any]]) -> None:
         """Insert rows now, inside whatever transaction the caller holds (no buffering)."""
-        if not rows:
-            return
-        self.con.register("_uxlocal_buf", self._arrow(table, rows))
+        if rows:
+            self._insert_arrow(self.con, table, self._arrow(table, rows))
+            self.rows_written += len(rows)
+
+    @staticmethod
+    def _insert_arrow(con: duckdb.DuckDBPyConnection, table: str, arrow: Any) -> None:
+        con.register("_uxlocal_buf", arrow)
         verb = "INSERT OR IGNORE" if table in ("generations", "models") else "INSERT"
         try:
-            self.con.execute(f"{verb} INTO {table} SELECT * FROM _uxlocal_buf")
+            con.execute(f"{verb} INTO {table} SELECT * FROM _uxlocal_buf")
         finally:
-            self.con.unregister("_uxlocal_buf")
-        self.rows_written += len(rows)
+            con.unregister("_uxlocal_buf")
 
-    def flush(self) -> None:
-        """Write everything buffered in one transaction."""
-        if not self._rows and not self._statements:
-            return
-        rows, self._rows = self._rows, defaultdict(list)
-        statements, self._statements = self._statements, []
-        self.con.execute("BEGIN")
+    def flush(self, *, wait: bool = True) -> None:
+        """Commit everything buffered as one transaction.
+
+        Rows are converted to Arrow here and inserted by a single background thread, so the
+        caller (the scheduler, or an ingest loop) prepares the next batch while DuckDB writes this
+        one. Batches commit in order; ``wait=False`` returns before the commit, ``wait=True``
+        (the default) returns after every queued batch is committed and re-raises a failure.
+        """
+        if self._rows or self._statements:
+            rows, self._rows = self._rows, defaultdict(list)
+            self._buffered = 0
+            statements, self._statements = self._statements, []
+            batch = [(table, self._arrow(table, part), len(part)) for table, part in rows.items() if part]
+            self._start_worker()
+            self._queue.put((batch, statements))
+        if wait:
+            self.sync()
+
+    def sync(self) -> None:
+        """Wait for queued batches to commit; re-raise the first failure."""
+        if self._worker is not None:
+            self._queue.join()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def close(self) -> None:
+        """Commit what is buffered and stop the background thread."""
+        self.flush(wait=True)
+        if self._worker is not None:
+            self._queue.put(None)
+            self._worker.join()
+            self._worker = None
+
+    def _start_worker(self) -> None:
+        if self._worker is None:
+            import queue
+            import threading
+
+            self._queue = queue.Queue(maxsize=2)  # back-pressure: at most two batches in flight
+            self._cursor = self.con.cursor()
+            self._worker = threading.Thread(target=self._work, name="uxlocal-store-writer", daemon=True)
+            self._worker.start()
+
+    def _work(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                self._queue.task_done()
+                return
+            try:
+                if self._error is None:
+                    self._commit(*job)
+            except Exception as exc:  # surfaced to the caller at the next flush/sync
+                self._error = exc
+            finally:
+                self._queue.task_done()
+
+    def _commit(self, batch: list[tuple[str, Any, int]], statements: list[tuple[str, list[Any]]]) -> None:
+        con = self._cursor
+        con.execute("BEGIN")
         try:
-            for table, batch in rows.items():
-                self.insert_rows(table, batch)
+            for table, arrow, count in batch:
+                self._insert_arrow(con, table, arrow)
+                self.rows_written += count
             for sql, params in statements:
-                self.con.execute(sql, params)
-            self.con.execute("COMMIT")
+                con.execute(sql, params)
+            con.execute("COMMIT")
         except Exception:
-            self.con.execute("ROLLBACK")
+            con.execute("ROLLBACK")
             raise

@@ -1,0 +1,276 @@
+"""One episode's environment: the agent side and (optionally) the user side, each a DB plus tools.
+
+Contract: ``Environment.call`` never raises. Unknown tools, bad JSON, wrong types, missing or
+extra arguments, unknown ids and refused state changes all come back as ``ToolResult(ok=False)``
+with ``content="Error: …"``, which is what the calling seat reads (tau2 does the same, spec
+§B.4.2). A bug in our own tool code also comes back as an error result, flagged ``internal`` so
+tests and logs can tell it apart from the model's mistakes.
+
+Setup (``set_state``) and assertions use ``invoke``, which may raise: a task whose setup fails is
+broken data and should stop the run, not be scored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from .db import Database
+from .messages import Message, Requestor, ToolCall, trajectory_tool_calls
+from .toolkit import ToolError, ToolKind, Toolkit, ToolSpec, describe_validation_error, render_content
+
+if TYPE_CHECKING:
+    from .domains import Domain
+    from .tasks import EnvAssertion, InitialState
+
+
+class InitialStateError(ValueError):
+    """A task's initial state cannot be applied (bad patch, failing setup call, strict replay)."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The outcome of one tool call, as the calling seat will read it."""
+
+    ok: bool
+    content: str
+    """JSON (or plain text) on success; ``"Error: <reason>"`` on failure."""
+    error: str | None = None
+    """The reason alone, without the ``Error:`` prefix; ``None`` on success."""
+    internal: bool = False
+    """The failure is a bug in our tool code, not the caller's fault."""
+
+    @classmethod
+    def failure(cls, reason: str, *, internal: bool = False) -> ToolResult:
+        """Build an error result in tau2's ``Error: …`` form."""
+        return cls(ok=False, content=f"Error: {reason}", error=reason, internal=internal)
+
+
+@dataclass(frozen=True)
+class ReplayMismatch:
+    """A replayed call whose output differs from the one recorded in the trajectory."""
+
+    tool: str
+    requestor: Requestor
+    recorded: str
+    replayed: str
+
+
+class Environment:
+    """Tools and DBs of one episode; build it with ``Domain.environment(task)``."""
+
+    def __init__(self, domain: Domain) -> None:
+        self.domain = domain
+        self.agent_db: Database = domain.new_agent_db()
+        self.user_db: Database | None = domain.new_user_db()
+        self._user_allowed: frozenset[str] | None = None
+
+    # --- what the seats see ---------------------------------------------------------------
+
+    def policy_text(self) -> str:
+        """Return the domain policy the candidate must follow (read from the data dir)."""
+        return self.domain.policy_text()
+
+    def restrict_user_tools(self, names: Sequence[str] | None) -> None:
+        """Offer the user only ``names`` (a task's ``user_tools``); ``None`` offers all of them."""
+        if names is None:
+            self._user_allowed = None
+            return
+        known = set(self.domain.spec.user_tools.names()) if self.domain.spec.user_tools else set()
+        unknown = sorted(set(names) - known)
+        if unknown:
+            raise ValueError(f"domain {self.domain.name!r} has no user tools named {', '.join(unknown)}")
+        self._user_allowed = frozenset(names)
+
+    def tool_specs(self, requestor: Requestor = "assistant") -> list[ToolSpec]:
+        """List the tools a seat may call, sorted by name."""
+        toolkit = self._toolkit(requestor)
+        if toolkit is None:
+            return []
+        specs = toolkit.tools()
+        if requestor == "user" and self._user_allowed is not None:
+            specs = [s for s in specs if s.name in self._user_allowed]
+        return sorted(specs, key=lambda s: s.name)
+
+    def tool_schemas(self, requestor: Requestor = "assistant") -> list[dict[str, Any]]:
+        """OpenAI function schemas for a seat: ``"assistant"`` (candidate) or ``"user"`` (simulator)."""
+        return [spec.openai_schema() for spec in self.tool_specs(requestor)]
+
+    def tool_kind(self, name: str, requestor: Requestor = "assistant") -> ToolKind | None:
+        """``read``/``write``/``generic`` for a seat's tool, or ``None`` if it has no such tool."""
+        spec = next((s for s in self.tool_specs(requestor) if s.name == name), None)
+        return spec.kind if spec else None
+
+    # --- calls ------------------------------------------------------------------------------
+
+    def call(
+        self, name: str, arguments: Mapping[str, Any] | str | None = None, requestor: Requestor = "assistant"
+    ) -> ToolResult:
+        """Run one tool for a seat; never raises (see the module docstring)."""
+        try:
+            spec, db = self._offered(name, requestor)
+            parsed = _parse_arguments(arguments)
+            try:
+                value = spec.run(db, parsed)
+            except ValidationError as err:
+                if err.title == spec.args_model.__name__:
+                    return ToolResult.failure(describe_validation_error(name, err))
+                raise
+            return ToolResult(ok=True, content=render_content(value))
+        except ToolError as err:
+            return ToolResult.failure(str(err))
+        except Exception as err:  # noqa: BLE001 - the contract is "never raises"; flagged as internal
+            return ToolResult.failure(f"internal error in {name}: {type(err).__name__}: {err}", internal=True)
+
+    def call_tool(self, call: ToolCall) -> ToolResult:
+        """``call`` for a message's tool call, on the side its ``requestor`` names."""
+        return self.call(call.name, call.arguments, call.requestor)
+
+    def invoke(self, side: Requestor, func_name: str, arguments: Mapping[str, Any]) -> object:
+        """Run any function of a side, helpers included, returning its raw value; raises ``ToolError``."""
+        toolkit, db = self._toolkit(side), self._db(side)
+        spec = toolkit.spec(func_name) if toolkit is not None else None
+        if spec is None or db is None:
+            raise ToolError(f"the {side} side has no function {func_name!r}")
+        try:
+            return spec.run(db, arguments)
+        except ValidationError as err:
+            raise ToolError(describe_validation_error(func_name, err)) from None
+
+    def check_assertion(self, assertion: EnvAssertion) -> bool:
+        """Whether an env assertion holds here; a function that fails counts as not met."""
+        try:
+            return (
+                self.invoke(assertion.env_type, assertion.func_name, assertion.arguments)
+                == assertion.assert_value
+            )
+        except ToolError:
+            return False
+
+    # --- state ------------------------------------------------------------------------------
+
+    def db_hash(self) -> str:
+        """Hash of the agent DB (spec §B.4.3)."""
+        return self.agent_db.hash()
+
+    def user_db_hash(self) -> str | None:
+        """Hash of the user DB, or ``None`` when the domain has no user side."""
+        return self.user_db.hash() if self.user_db is not None else None
+
+    def set_state(self, state: InitialState | None, *, strict: bool = False) -> list[ReplayMismatch]:
+        """Apply DB patches, then setup calls, then replay the history's writes (spec §B.4.3).
+
+        Returns the replayed calls whose output differs from the recorded one; with ``strict``
+        such a difference raises instead.
+        """
+        if state is None:
+            return []
+        self.apply_setup(state)
+        mismatches = self.replay(state.message_history or [])
+        if strict and mismatches:
+            raise InitialStateError(f"history replay differs at {mismatches[0].tool}: {mismatches[0]}")
+        return mismatches
+
+    def apply_setup(self, state: InitialState | None) -> None:
+        """Apply DB patches and setup calls only, not the history.
+
+        The predicted replay uses this, then replays the whole trajectory (history included) itself.
+        """
+        if state is None:
+            return
+        data = state.initialization_data
+        try:
+            if data is not None and data.agent_data:
+                self.agent_db.apply_patch(data.agent_data)
+            if data is not None and data.user_data:
+                if self.user_db is None:
+                    raise ValueError("user_data given but the domain has no user DB")
+                self.user_db.apply_patch(data.user_data)
+            for action in state.initialization_actions or []:
+                self.invoke(action.env_type, action.func_name, action.arguments)
+        except (ValueError, ToolError) as err:
+            raise InitialStateError(f"cannot apply the initial state: {err}") from None
+
+    def replay(self, messages: Sequence[Message]) -> list[ReplayMismatch]:
+        """Re-run the write calls of a trajectory in order; reads and unknown tools are skipped."""
+        recorded = _pair_results(messages)
+        mismatches: list[ReplayMismatch] = []
+        for index, call in enumerate(trajectory_tool_calls(messages)):
+            if self.tool_kind(call.name, call.requestor) != "write":
+                continue
+            result = self.call_tool(call)
+            answer = recorded.get(index)
+            if answer is not None and not _same_output(result, answer):
+                mismatches.append(
+                    ReplayMismatch(call.name, call.requestor, answer.content or "", result.content)
+                )
+        return mismatches
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _toolkit(self, side: str) -> Toolkit | None:
+        if side == "assistant":
+            return self.domain.spec.agent_tools
+        if side == "user":
+            return self.domain.spec.user_tools
+        return None
+
+    def _db(self, side: str) -> Database | None:
+        return self.agent_db if side == "assistant" else self.user_db if side == "user" else None
+
+    def _offered(self, name: str, requestor: str) -> tuple[ToolSpec, Database]:
+        if requestor not in ("assistant", "user"):
+            raise ToolError(f"unknown requestor {requestor!r}; use 'assistant' or 'user'")
+        specs = self.tool_specs(requestor)  # type: ignore[arg-type]
+        spec = next((s for s in specs if s.name == name), None)
+        db = self._db(requestor)
+        if spec is None or db is None:
+            offered = ", ".join(s.name for s in specs) or "none"
+            raise ToolError(f"unknown tool {name!r} for the {requestor}; available: {offered}")
+        return spec, db
+
+
+def _parse_arguments(arguments: Mapping[str, Any] | str | None) -> Mapping[str, Any]:
+    """Arguments as a mapping; models often send a JSON string, which is accepted too."""
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as err:
+            raise ToolError(f"arguments are not valid JSON: {err.msg}") from None
+    if not isinstance(arguments, Mapping):
+        raise ToolError("arguments must be a JSON object")
+    return arguments
+
+
+def _pair_results(messages: Sequence[Message]) -> dict[int, Message]:
+    """Map call index → its recorded tool message: by id when it matches, else the oldest open call."""
+    open_calls: list[tuple[int, str]] = []
+    paired: dict[int, Message] = {}
+    index = 0
+    for message in messages:
+        if message.role in ("assistant", "user"):
+            for call in message.tool_calls or []:
+                open_calls.append((index, call.id))
+                index += 1
+        elif message.role == "tool" and open_calls:
+            match = next((p for p in open_calls if message.id and p[1] == message.id), open_calls[0])
+            open_calls.remove(match)
+            paired[match[0]] = message
+    return paired
+
+
+def _same_output(result: ToolResult, recorded: Message) -> bool:
+    """Whether a replay reproduced the recorded answer (as JSON when both sides parse)."""
+    recorded_error = recorded.error or (recorded.content or "").startswith("Error")
+    if recorded_error or not result.ok:
+        return recorded_error and not result.ok
+    try:
+        return bool(json.loads(result.content) == json.loads(recorded.content or ""))
+    except json.JSONDecodeError:
+        return result.content == (recorded.content or "")

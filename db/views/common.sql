@@ -42,3 +42,13 @@ FROM run_generations rg
 JOIN generations g USING (request_hash)
 LEFT JOIN models m ON m.model_identity = g.model_identity
 GROUP BY ALL;
+
+-- macro: py_round(x, n) | Python's round(x, n) on a DOUBLE: exact binary ties (x * 2^(n+1) odd)
+-- round half to even; everything else is DuckDB's round, which already rounds the binary value
+-- (75.05 -> 75.0 as in Python). Needed for UXBench's published Avg-Acc rounding (spec §3.1).
+CREATE OR REPLACE MACRO py_round(x, n) AS
+    CASE WHEN x * pow(2, n + 1) = floor(x * pow(2, n + 1))
+              AND CAST(floor(x * pow(2, n + 1)) AS BIGINT) % 2 <> 0
+         THEN (CASE WHEN CAST(floor(x * pow(10, n)) AS BIGINT) % 2 = 0 THEN floor(x * pow(10, n))
+                    ELSE floor(x * pow(10, n)) + 1 END) / pow(10, n)
+         ELSE round(x, n) END;

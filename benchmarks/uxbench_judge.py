@@ -1,13 +1,15 @@
 """UXBench T1: label mode (one constrained label read + probabilities) vs free generation + parsing.
 
-    .venv/bin/python benchmarks/uxbench_judge.py [--items 80] [--free-max-tokens 256]
+    .venv/bin/python benchmarks/uxbench_judge.py [--items 40] [--free-max-tokens 4096]
 
 Both arms judge the same T1 items (bundled samples unless ``--data``) with the same prompt on
 the same engine instance, batched through the scheduler. Arm A is uxlocal's ``label`` mode:
 a Choice constraint over the two labels, a few tokens, label probabilities from the label
-paths. Arm B is the original harness's way: unconstrained generation (temperature 0 here, for
-determinism) then a lenient text parse (the first label word found). Printed: wall times, the
-speed ratio (goal >= 5x), B's parse rate and the A/B label agreement on items both parsed.
+paths. Arm B is the original harness's way: unconstrained generation with its T1 settings
+(temperature 0.2, max_tokens 4096, clamped to the model's window; seeded) then a lenient text
+parse (the first label word found). The prefix cache is reset before each timed arm, so neither
+arm reuses the other's prefill. Printed: wall times, the speed ratio (goal >= 5x), B's parse rate
+and the A/B label agreement on items both parsed.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ def lenient_parse(text: str, lang: str) -> int | None:
     return 1 if match.group(1).lower() == good else -1
 
 
-def run_arm(pool: ModelPool, items: list[JudgeItem], constrained: bool, free_max_tokens: int) -> dict[str, Any]:
+def run_arm(pool: ModelPool, items: list[JudgeItem], constrained: bool, free_max_tokens: int,
+            free_temperature: float = 0.2) -> dict[str, Any]:
     """Judge every item once; returns {item_id: verdict} and the scheduler stats."""
     verdicts: dict[str, int | None] = {}
 
@@ -52,7 +55,8 @@ def run_arm(pool: ModelPool, items: list[JudgeItem], constrained: bool, free_max
             verdicts[item.item_id] = None if not result.valid else (1 if result.parsed == labels_for(item.lang)[0]
                                                                      else -1)
         else:
-            result = yield GenRequest("judge", messages, Sampling(temperature=0.0, max_tokens=free_max_tokens))
+            result = yield GenRequest("judge", messages, Sampling(temperature=free_temperature,
+                                                                  max_tokens=free_max_tokens))
             verdicts[item.item_id] = lenient_parse(result.text, item.lang)
 
     specs = [EpisodeSpec(f"{'A' if constrained else 'B'}-{i.item_id}", (lambda it: lambda ctx: program(ctx, it))(i))
@@ -64,17 +68,24 @@ def run_arm(pool: ModelPool, items: list[JudgeItem], constrained: bool, free_max
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--data", default=str(SAMPLE_DIR), help="folder with the T1 files (default: samples)")
-    p.add_argument("--items", type=int, default=80)
-    p.add_argument("--free-max-tokens", type=int, default=256)
+    p.add_argument("--items", type=int, default=40)
+    p.add_argument("--free-max-tokens", type=int, default=4096)
+    p.add_argument("--free-temperature", type=float, default=0.2)
     args = p.parse_args()
-    items = load_judge(args.data).items[: args.items]
+    loaded = load_judge(args.data).items
+    bad = [i for i in loaded if i.ground_truth == -1]
+    good = [i for i in loaded if i.ground_truth == 1]
+    items = (bad[: (args.items + 1) // 2] + good[: args.items // 2])
     pool = ModelPool.from_models({"judge": resolve(args.model)})
     try:
         run_arm(pool, items[:2], True, args.free_max_tokens)  # warm-up: engine load, grammar, compile
         run_arm(pool, items[:2], False, 8)
+        llm = pool.slot("judge").engine.llm  # type: ignore[attr-defined]
         load = wait_quiet()
+        llm.reset_prefix_cache()
         time_a, arm_a = timed(lambda: run_arm(pool, items, True, args.free_max_tokens))
-        time_b, arm_b = timed(lambda: run_arm(pool, items, False, args.free_max_tokens))
+        llm.reset_prefix_cache()
+        time_b, arm_b = timed(lambda: run_arm(pool, items, False, args.free_max_tokens, args.free_temperature))
     finally:
         pool.close()
     a, b = arm_a["verdicts"], arm_b["verdicts"]
@@ -82,6 +93,7 @@ def main() -> None:
     agree = sum(1 for k in both if a[k] == b[k])
     report("UXBench T1 judge: label mode vs free generation + parse",
            {"model": args.model, "items": len(items), "free max_tokens": args.free_max_tokens,
+            "free temperature": args.free_temperature,
             "load before timing": f"{load:.2f}"},
            [("label mode wall s", time_a), ("free generation wall s", time_b),
             ("speed ratio (free / label)", time_b / time_a if time_a else float("nan")),

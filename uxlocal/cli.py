@@ -87,7 +87,9 @@ def _suite_command(suite_cls: Any) -> click.Command:
         common = {k: kwargs.pop(k) for k in ("model", "db", "limit", "seed", "grammar", "max_batch", "shard",
                                              "fresh", "no_progress")}
         suite_config = {k: v for k, v in kwargs.items() if v is not None}
-        specs = _parse_models(common["model"])
+        from uxlocal.runner import bind_roles
+
+        specs = bind_roles(suite_cls(), suite_config, _parse_models(common["model"]))
         run = RunConfig(suite=suite_cls.name, suite_config=suite_config, model_names=specs, seed=common["seed"],
                         limit=common["limit"], grammar=common["grammar"], db=common["db"],
                         max_batch=common["max_batch"], shard=common["shard"], fresh=common["fresh"],
@@ -99,7 +101,8 @@ def _suite_command(suite_cls: Any) -> click.Command:
 
     for name, field in reversed(list(suite_cls.config_cls.model_fields.items())):
         command = _field_option(name, field)(command)
-    doc = f"{suite_cls.help}\n\n\b\nExample:\n  uxlocal run {suite_cls.name} --model candidate=embedded --model judge=embedded"
+    binds = " ".join(f"--model {role}=embedded" for role in suite_cls.roles)
+    doc = f"{suite_cls.help}\n\n\b\nExample:\n  uxlocal run {suite_cls.name} {binds}"
     return click.command(name=suite_cls.name, help=doc, context_settings=CONTEXT)(command)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +28,14 @@ class SuiteConfig(BaseModel):
     """Base for a suite's own options; field docstrings become ``--help`` texts."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    not_in_identity: ClassVar[dict[str, str]] = {}
+    """Suite fields left out of the run identity, each with its reason (like ``NOT_IN_IDENTITY``):
+    where an export goes or where data sits does not change what a result is."""
+
+    def identity_dump(self) -> dict[str, Any]:
+        """The options as hashed into the run identity (``not_in_identity`` fields dropped)."""
+        return self.model_dump(mode="json", exclude=set(self.not_in_identity))
 
 
 class RunConfig(BaseModel):

@@ -30,16 +30,24 @@ def run_demo(*, db: Path, suites: list[str] | None = None, model: str = "embedde
     unknown = [name for name in chosen if name not in registered]
     if unknown:
         raise InputError(None, None, f"unknown suite(s) {', '.join(unknown)}", f"known: {', '.join(registered)}")
+    specs = {name: registered[name]().demo() for name in chosen}
+    missing = [name for name, spec in specs.items() if spec is None]
+    if missing:
+        raise InputError(None, None, f"suite(s) {', '.join(missing)} have no demo settings")
     echo(f"preparing model {model!r} (converted once, then cached)...")
     resolved = resolve(model)
     results = []
-    pool_roles = sorted({role for name in chosen for role in (registered[name]().demo().roles)})  # type: ignore[union-attr]
+    runnable = {name: spec for name, spec in specs.items() if spec is not None and spec.unavailable is None}
+    pool_roles = sorted({role for spec in runnable.values() for role in spec.roles})
     pool = ModelPool.from_models({role: resolved for role in pool_roles})
     try:
         for name in chosen:
-            spec = registered[name]().demo()
+            spec = specs[name]
             assert spec is not None
             echo(f"\n== {name} ==")
+            if spec.unavailable is not None:
+                echo(f"skipped: {spec.unavailable}")
+                continue
             run = RunConfig(suite=name, suite_config=spec.config, model_names={r: model for r in spec.roles},
                             limit=spec.limit, db=str(db), progress=progress)
             results.append(run_suite(run, pool=_subpool(pool, spec.roles)))

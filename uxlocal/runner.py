@@ -50,17 +50,15 @@ def run_suite(run: RunConfig, *, pool: ModelPool | None = None, models: dict[str
               suite: Suite | None = None) -> RunResult:
     """Plan, execute (resuming if the run exists) and report one suite run."""
     suite = suite or get_suite(run.suite)
-    try:
-        config = suite.config_cls(**run.suite_config)
-    except ValidationError as exc:
-        raise InputError(None, None, f"bad options for {suite.name}: {format_validation_error(exc)}") from exc
+    config = suite_config(suite, run.suite_config)
     if pool is None:
-        models = models or resolve_models(run.models)
+        models = models or resolve_models(suite.role_specs(config, dict(run.models)))
+        models = suite.adapt_models(config, models)
         _check_roles(suite, models)
         pool = ModelPool.from_models(models, grammar=run.grammar)
     models = {role: pool.model(role) for role in pool.roles}
     run = run.model_copy(update={"models": {r: m.identity for r, m in models.items()},
-                                 "suite_config": config.model_dump(mode="json"),
+                                 "suite_config": config.identity_dump(),
                                  "prompt_hashes": suite.prompt_hashes(config)})
     run_id = run.run_id(nonce=str(time.time_ns()) if run.fresh else "")
     con = connect(run.db_path)
@@ -76,11 +74,25 @@ def run_suite(run: RunConfig, *, pool: ModelPool | None = None, models: dict[str
         scheduler.stats.episodes_skipped = len(plan.episodes) - len(todo)
         stats = scheduler.run(todo, total=len(todo))
         _end(con, run_id, stats)
+        notes = plan.notes + suite.after_run(config, con, run_id)
         tables = suite.report(con, run_id)
     finally:
         writer.close()
         con.close()
-    return RunResult(run_id, run.db_path, stats, tables, resumed, plan.notes)
+    return RunResult(run_id, run.db_path, stats, tables, resumed, notes)
+
+
+def suite_config(suite: Suite, options: dict[str, Any]) -> Any:
+    """The suite's validated config; bad options are an ``InputError`` naming the fields."""
+    try:
+        return suite.config_cls(**options)
+    except ValidationError as exc:
+        raise InputError(None, None, f"bad options for {suite.name}: {format_validation_error(exc)}") from exc
+
+
+def bind_roles(suite: Suite, options: dict[str, Any], specs: dict[str, str]) -> dict[str, str]:
+    """``--model`` bindings plus the ones the suite's options imply (``Suite.role_specs``)."""
+    return suite.role_specs(suite_config(suite, options), dict(specs))
 
 
 def _check_roles(suite: Suite, models: dict[str, ResolvedModel]) -> None:

@@ -8,10 +8,13 @@ branches on a suite's name; a plugin suite registers with the same call.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.rollout import EpisodeSpec
+
+if TYPE_CHECKING:
+    from uxlocal.models import ResolvedModel
 
 
 @dataclass
@@ -43,6 +46,9 @@ class DemoSpec:
     config: dict[str, Any]
     roles: dict[str, str]
     limit: int | None = None
+    unavailable: str | None = None
+    """Why the demo cannot run this suite here (e.g. its data is missing); the demo prints it and
+    moves on instead of failing."""
 
 
 class Suite:
@@ -55,6 +61,18 @@ class Suite:
     """Roles the suite asks models for (each needs ``--model ROLE=...``)."""
     optional_roles: ClassVar[tuple[str, ...]] = ()
 
+    def role_specs(self, config: SuiteConfig, specs: dict[str, str]) -> dict[str, str]:
+        """Role -> model spec bindings the suite's options imply, merged with ``--model``'s.
+
+        A suite whose options name models (palate's ``--candidates A,B``) turns them into roles
+        here, before resolution; explicit ``--model`` bindings win.
+        """
+        return specs
+
+    def adapt_models(self, config: SuiteConfig, models: dict[str, "ResolvedModel"]) -> dict[str, "ResolvedModel"]:
+        """Adjust resolved models before engines are built (palate attaches per-user LoRA adapters)."""
+        return models
+
     def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
         """sha256 per prompt file used (part of the run identity)."""
         return {}
@@ -65,6 +83,10 @@ class Suite:
 
     def report(self, con: Any, run_id: str) -> list[ReportTable]:
         """Result tables for one run, read from the suite's SQL views."""
+        return []
+
+    def after_run(self, config: SuiteConfig, con: Any, run_id: str) -> list[str]:
+        """Work after the episodes finish (e.g. an export file); returns notes to print."""
         return []
 
     def demo(self) -> DemoSpec | None:
@@ -100,7 +122,7 @@ def get_suite(name: str) -> Suite:
 
 
 _BUILTINS = ("uxlocal.suites.selftest",)
-_OPTIONAL_BUILTINS = ("uxlocal.suites.uxbench.suite", "uxlocal.suites.userproxy.tau2.suite",
+_OPTIONAL_BUILTINS = ("uxlocal.suites.uxbench.suite", "uxlocal.suites.userproxy.tau2_suite.suite",
                       "uxlocal.suites.userproxy.suite", "uxlocal.suites.palate.suite")
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -64,6 +64,9 @@ LABEL_TOKENS = 8
 
 class UXBenchConfig(SuiteConfig):
     """Options of ``uxlocal run uxbench``."""
+
+    not_in_identity: ClassVar[dict[str, str]] = {
+        "data": "where the files sit; their contents are hashed into the run identity instead"}
 
     data: str | None = None
     """Folder with the released files (default: the bundled sample data we wrote)."""

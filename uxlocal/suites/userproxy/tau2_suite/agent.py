@@ -1,0 +1,59 @@
+"""The agent seat (the candidate under test): a policy-following agent on any local model.
+
+System prompt = our instructions (``prompts/agent.md``) + the domain policy + the agent tools.
+Every turn is produced under the turn constraint (``actions.py``): a message or one tool call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from uxlocal.engine.base import GenRequest, GenResult, Sampling
+from uxlocal.grammar import JsonSchema
+from uxlocal.suites.userproxy.tau2 import Message
+
+from .actions import ToolGrammar, TurnAction, parse_turn, turn_constraint
+from .prompts import fill
+from .views import seat_view, tool_list, with_retry_notes
+
+AGENT_ROLE = "agent"
+"""The model role of this seat (``--model agent=...``)."""
+GREETING = "Hi! How can I help you today?"
+"""tau2's fixed opening line (spec §B.2), sent before any model speaks unless the task has a history."""
+
+
+@dataclass(frozen=True)
+class AgentSeat:
+    """The agent's prompt and constraint for one domain; shared by every episode of that domain."""
+
+    system: str
+    constraint: JsonSchema
+    sampling: Sampling
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        policy: str,
+        tool_schemas: Sequence[dict[str, Any]],
+        sampling: Sampling,
+        grammar: ToolGrammar = "strict",
+    ) -> AgentSeat:
+        """Assemble the system prompt from the policy and the tools the agent may call."""
+        system = fill("agent.md", policy=policy.strip(), tools=tool_list(tool_schemas))
+        constraint = turn_constraint(tool_schemas, grammar, max_tokens=sampling.max_tokens)
+        return cls(system=system, constraint=constraint, sampling=sampling)
+
+    def request(self, messages: Sequence[Message], retries: Sequence[tuple[str, str]] = ()) -> GenRequest:
+        """Ask for the agent's next turn; ``retries`` = (rejected output, problem) of this turn so far."""
+        chat = seat_view("assistant", self.system, messages)
+        if retries:
+            chat = with_retry_notes(chat, retries, json_turns=True)
+        return GenRequest(AGENT_ROLE, tuple(chat), self.sampling, self.constraint, tag="agent")
+
+    @staticmethod
+    def parse(result: GenResult) -> TurnAction:
+        """Read the turn in ``result``; raise ``TurnFormatError`` when it is unusable."""
+        return parse_turn(result)

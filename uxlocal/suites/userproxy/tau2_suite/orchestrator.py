@@ -1,0 +1,286 @@
+"""One tau2 episode as a scheduler program: greeting, alternating seats, tool calls, limits, reward.
+
+Layer contract: a pure episode program. It yields ``GenRequest``s, runs tools on its own
+environment, records turns, tool calls and verdicts on the ``EpisodeContext`` and returns an
+``Outcome``; it never opens the store or a file. The scheduler runs many of these at once and
+batches their requests per model, so episodes of any length interleave freely.
+
+The turn machine follows tau2's half-duplex orchestrator (spec §B.3.2-B.3.3, §B.4.2):
+
+- The trajectory opens with the task's ``message_history`` (its writes are already applied to the
+  environment) or, without one, with the fixed agent greeting; the next seat follows from the
+  last message. Neither counts as a step.
+- A step is one routed message: an agent or user message, a tool call, a tool result. After a
+  tool result the same seat speaks again; after a message the other seat does.
+- A user message containing ``###STOP###``, ``###TRANSFER###`` or ``###OUT-OF-SCOPE###`` ends the
+  episode as ``user_stop`` (checked before the step limit: the user did finish).
+- Tool errors count toward ``max_errors`` (``too_many_errors``); ``max_steps`` ends as
+  ``max_steps``; both are checked after a tool's result, never between a call and its result.
+
+Decisions where tau2 has no equivalent (local models, constrained decoding):
+
+- **Unusable output** (invalid or truncated JSON, an empty message, neither a message nor a call)
+  counts as one error toward ``max_errors``, like a tool error, and the same seat is asked again
+  with every rejected output of this turn and a short note appended, so each retry prompt differs
+  and neither greedy decoding nor the cache can loop on one answer. The rejected output never
+  enters the trajectory; it stays in the store's ``generations`` and is listed in the episode's
+  ``info.format_errors``. Re-asking is not a step.
+- **Context window**: a seat whose prompt no longer fits its model (the engine answers with
+  ``finish_reason="context_window"``) ends the episode normally as ``context_window_exceeded``.
+- **Engine failure** (``finish_reason="error"``) ends it as ``infrastructure_error``, which tau2
+  leaves out of average reward and pass^k (so do our views).
+
+Reward (spec §B.4.8) is ``score_episode`` (model-free), then the judge seat for NL assertions when
+they gate the reward (or always, on request), then ``draft.finish(verdicts)``; every verdict is
+a ``verdicts`` row and the whole ``reward_info`` goes into ``Outcome.info``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from uxlocal.engine.base import GenResult
+from uxlocal.rollout import Ask, EpisodeContext, Outcome
+from uxlocal.suites.userproxy.tau2 import (
+    CONTEXT_WINDOW_EXCEEDED,
+    DEFAULT_MAX_ERRORS,
+    DEFAULT_MAX_STEPS,
+    INFRASTRUCTURE_ERROR,
+    MAX_STEPS,
+    TOO_MANY_ERRORS,
+    USER_STOP,
+    Domain,
+    Message,
+    NLVerdict,
+    RewardInfo,
+    Task,
+    ToolCall,
+    score_episode,
+    user_stop_token,
+    utc_now,
+)
+
+from .actions import TurnAction, TurnFormatError, action_json
+from .agent import AGENT_ROLE, GREETING, AgentSeat
+from .judge import JUDGE_ROLE, JudgeSeat
+from .user_proxy import USER_ROLE, UserSeat
+from .views import Seat
+
+Gen = Generator[Ask, Any, Any]
+MODEL_ROLE: dict[str, str] = {"assistant": AGENT_ROLE, "user": USER_ROLE}
+"""Trajectory role of a seat -> the model role that plays it."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """When an episode is cut off (tau2's defaults)."""
+
+    max_steps: int = DEFAULT_MAX_STEPS
+    max_errors: int = DEFAULT_MAX_ERRORS
+
+
+@dataclass(frozen=True)
+class EpisodeSetup:
+    """Everything one episode needs; the seats and the domain are shared between episodes."""
+
+    domain: Domain
+    task: Task
+    trial: int
+    agent: AgentSeat
+    user: UserSeat
+    judge: JudgeSeat
+    limits: Limits = field(default_factory=Limits)
+    judge_always: bool = False
+    """Judge NL assertions even where they do not gate the reward (a diagnostic, as tau2's batch
+    runs do); otherwise only where ``NL_ASSERTION`` is in the reward basis."""
+
+
+class _Ended(Exception):
+    """Internal: the conversation is over, for ``reason``."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.detail = detail
+
+
+def tau2_episode(ctx: EpisodeContext, setup: EpisodeSetup) -> Gen:
+    """Run one episode: converse until a termination, then score; returns an ``Outcome``."""
+    episode = _Episode(ctx, setup)
+    termination = yield from episode.converse()
+    outcome: Outcome = yield from episode.score(termination)
+    return outcome
+
+
+class _Episode:
+    """The mutable state of one episode: the trajectory, the environment and the counters."""
+
+    def __init__(self, ctx: EpisodeContext, setup: EpisodeSetup) -> None:
+        self.ctx = ctx
+        self.setup = setup
+        self.env = setup.domain.environment(setup.task)
+        self.messages: list[Message] = []
+        self.steps = 0
+        self.errors = 0
+        self.format_errors: list[dict[str, Any]] = []
+        self.detail = ""
+        self.start_time = utc_now()
+        self._clock = time.perf_counter()
+
+    # --- conversation ---------------------------------------------------------------------
+
+    def converse(self) -> Gen:
+        """Alternate the seats until a termination reason; returns it."""
+        seat = self._open()
+        try:
+            while True:
+                seat = yield from self._turn(seat)
+        except _Ended as end:
+            self.detail = end.detail
+            return end.reason
+
+    def _open(self) -> Seat:
+        """Start from the task's history, or from the greeting; return who speaks next."""
+        state = self.setup.task.initial_state
+        history = list(state.message_history or []) if state is not None else []
+        if not history:
+            self._append(Message.text("assistant", GREETING), step=False)
+            return "user"
+        for message in history:
+            self._append(message.model_copy(deep=True), step=False)
+        return _next_seat(history)
+
+    def _turn(self, seat: Seat) -> Gen:
+        action, result = yield from self._ask(seat)
+        if action.kind == "message":
+            self._append(Message.text(seat, action.text), result=result)
+            if seat == "user" and user_stop_token(action.text):
+                raise _Ended(USER_STOP)
+            self._check_limits()
+            return "user" if seat == "assistant" else "assistant"
+        self._call_tool(seat, action, result)
+        self._check_limits()
+        return seat
+
+    def _ask(self, seat: Seat) -> Gen:
+        """One usable turn from ``seat``, re-asking after unusable output (each one an error)."""
+        chooser = self.setup.agent if seat == "assistant" else self.setup.user
+        retries: list[tuple[str, str]] = []
+        while True:
+            result: GenResult = yield chooser.request(self.messages, retries)
+            _check_finish(seat, result)
+            try:
+                return chooser.parse(result), result
+            except TurnFormatError as err:
+                self.errors += 1
+                self.format_errors.append({"seat": MODEL_ROLE[seat], "turn_idx": len(self.messages),
+                                           "error": str(err), "request_hash": result.request_hash})
+                self._check_limits()
+                retries.append((result.text, str(err)))
+
+    def _call_tool(self, seat: Seat, action: TurnAction, result: GenResult) -> None:
+        """Record the call, run it on the caller's side of the environment, record the result."""
+        call = ToolCall(id=f"tc_{len(self.messages)}", name=action.tool, arguments=action.arguments,
+                        requestor=seat)
+        call_idx = self._append(Message.calls(seat, [call]), result=result)
+        answer = self.env.call(call.name, call.arguments, seat)
+        self._append(Message.tool_result(call, answer.content, error=not answer.ok))
+        error = answer.error if not answer.internal else f"internal: {answer.error}"
+        self.ctx.tool_call(turn_idx=call_idx, call_idx=0, requestor=seat, name=call.name,
+                           arguments=call.arguments, ok=answer.ok, result=answer.content, error=error)
+        if not answer.ok:
+            self.errors += 1
+
+    def _append(self, message: Message, *, result: GenResult | None = None, step: bool = True) -> int:
+        """Add a message to the trajectory and the store's turns; ``turn_idx`` is its position."""
+        idx = len(self.messages)
+        update: dict[str, Any] = {"turn_idx": idx}
+        if result is not None:
+            update["usage"] = {"prompt_tokens": result.prompt_tokens,
+                               "completion_tokens": result.completion_tokens}
+        message = message.model_copy(update=update)
+        self.messages.append(message)
+        self.steps += int(step)
+        model_role = MODEL_ROLE.get(message.role) if result is not None else None
+        self.ctx.turn(message.role, _turn_text(message), model_role=model_role, result=result,
+                      meta={"message": message.model_dump(mode="json")})
+        return idx
+
+    def _check_limits(self) -> None:
+        limits = self.setup.limits
+        if self.errors >= limits.max_errors:
+            raise _Ended(TOO_MANY_ERRORS, f"{self.errors} errors (limit {limits.max_errors})")
+        if self.steps >= limits.max_steps:
+            raise _Ended(MAX_STEPS, f"{self.steps} steps (limit {limits.max_steps})")
+
+    # --- reward -----------------------------------------------------------------------------
+
+    def score(self, termination: str) -> Gen:
+        """Model-free checks, the judge when needed, then the final reward."""
+        setup = self.setup
+        draft = score_episode(setup.domain, setup.task, self.messages, termination)
+        verdicts: list[NLVerdict] | None = None
+        if draft.scored and draft.nl_assertions and (draft.needs_judge or setup.judge_always):
+            results = yield setup.judge.requests(draft.nl_assertions, self.messages)
+            verdicts = [self._verdict(k, text, r)
+                        for k, (text, r) in enumerate(zip(draft.nl_assertions, results, strict=True))]
+        info = draft.finish(verdicts)
+        return Outcome(termination, reward=info.reward, info=self._info(info))
+
+    def _verdict(self, k: int, assertion: str, result: GenResult) -> NLVerdict:
+        verdict, usable = JudgeSeat.verdict(result)
+        self.ctx.verdict(f"nl_assertion:{k}", result=result, judge_role=JUDGE_ROLE,
+                         label="met" if verdict.met else "not_met", score=float(verdict.met), valid=usable,
+                         value={"nl_assertion": assertion, "met": verdict.met},
+                         rationale=verdict.justification)
+        return verdict
+
+    def _info(self, reward_info: RewardInfo) -> dict[str, Any]:
+        task = self.setup.task
+        return {
+            "domain": self.setup.domain.name, "task_id": task.id, "trial": self.setup.trial,
+            "steps": self.steps, "errors": self.errors, "format_errors": self.format_errors,
+            "termination_detail": self.detail, "start_time": self.start_time, "end_time": utc_now(),
+            "duration": round(time.perf_counter() - self._clock, 3),
+            "reward_info": reward_info.model_dump(mode="json"),
+        }
+
+
+def _check_finish(seat: Seat, result: GenResult) -> None:
+    """End the episode when the engine could not answer at all."""
+    if result.finish_reason == "context_window":
+        raise _Ended(CONTEXT_WINDOW_EXCEEDED, f"the {MODEL_ROLE[seat]} prompt exceeds its model's window")
+    if result.finish_reason == "error":
+        raise _Ended(INFRASTRUCTURE_ERROR, f"{MODEL_ROLE[seat]} generation failed: {result.error}")
+
+
+def _next_seat(history: list[Message]) -> Seat:
+    """Who speaks after a task's message history."""
+    last = history[-1]
+    if last.role == "tool":
+        return last.requestor or _caller(history, last.id) or "assistant"
+    if last.role == "user":
+        return "assistant" if last.has_text() else "user"
+    return "user" if last.has_text() else "assistant"
+
+
+def _caller(history: list[Message], call_id: str | None) -> Seat | None:
+    for message in reversed(history):
+        for call in message.tool_calls or []:
+            if call.id == call_id and message.role in ("assistant", "user"):
+                return message.role  # type: ignore[return-value]
+    return None
+
+
+def _turn_text(message: Message) -> str:
+    """Render a message for ``turns.content``: its text, its calls as protocol JSON, or a result."""
+    if message.tool_calls:
+        calls = [action_json(TurnAction("tool", tool=c.name, arguments=c.arguments))
+                 for c in message.tool_calls]
+        text = [message.content.strip()] if message.has_text() and message.content else []
+        return "\n".join(text + calls)
+    return message.content or ""
+

@@ -1,0 +1,236 @@
+"""``uxlocal run tau2``: tau2-bench tasks offline, with local agent, user-proxy and judge models.
+
+Plan: one episode per (domain, task, trial), id ``<domain>/<task id>/trial-<k>``, and one
+``items`` row per task holding the whole task. Every episode is a ``tau2_episode`` program; the
+scheduler batches all of them per model. Metrics are the views in ``db/views/tau2.sql``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from uxlocal.config import RunConfig, SuiteConfig
+from uxlocal.engine.base import Sampling
+from uxlocal.errors import InputError
+from uxlocal.rollout import EpisodeSpec
+from uxlocal.store.db import query
+from uxlocal.suites.base import DemoSpec, ReportTable, Suite, SuitePlan, register_suite
+from uxlocal.suites.userproxy.tau2 import (
+    DEFAULT_MAX_ERRORS,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_SPLIT,
+    Domain,
+    Task,
+    domain_spec,
+    load_domain,
+    load_tasks,
+)
+from uxlocal.suites.userproxy.tau2.layout import domain_dir
+
+from .agent import AGENT_ROLE, AgentSeat
+from .data import data_hashes as _data_hashes
+from .data import default_data_dir, resolve_data_dir
+from .export import export_run
+from .judge import JUDGE_ROLE, JudgeSeat
+from .orchestrator import EpisodeSetup, Limits, tau2_episode
+from .prompts import prompt_hashes as _prompt_hashes
+from .user_proxy import USER_ROLE, UserSeat, guidelines
+
+
+class Tau2Config(SuiteConfig):
+    """Options of ``uxlocal run tau2``."""
+
+    not_in_identity: ClassVar[dict[str, str]] = {
+        "tau2_data": "where the data sits; the sha256 of every file read is in the identity instead",
+        "export_tau2": "where a copy of the results goes, not what they are",
+    }
+
+    domain: str = "retail"
+    """tau2 domain (mock, retail, airline); several, comma-separated, run as one batched run."""
+    tau2_data: Path | None = None
+    """Folder with domains/<domain>/tasks.json, or a tau2-bench checkout (default: $UXLOCAL_TAU2_DATA)."""
+    split: str = DEFAULT_SPLIT
+    """Task split from split_tasks.json (base = tau2's evaluation set)."""
+    tasks: str | None = None
+    """Comma-separated task ids (e.g. 0,5,12; retail/5 names one domain's task); default: the whole split."""
+    trials: int = Field(default=1, ge=1)
+    """Episodes per task; pass^k is reported for k = 1..trials."""
+    max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1)
+    """Routed messages (agent, user, tool call, tool result) before an episode ends as max_steps."""
+    max_errors: int = Field(default=DEFAULT_MAX_ERRORS, ge=1)
+    """Tool errors plus unusable seat outputs before an episode ends as too_many_errors."""
+    agent_max_tokens: int = Field(default=1024, ge=8)
+    """Completion budget of one agent turn (tokens); a JSON turn cut off here is an error."""
+    user_max_tokens: int = Field(default=512, ge=8)
+    """Completion budget of one user-proxy turn (tokens)."""
+    judge_max_tokens: int = Field(default=512, ge=24)
+    """Completion budget of one NL-assertion verdict (tokens); caps the justification's length."""
+    agent_temperature: float = Field(default=0.0, ge=0.0)
+    """Agent sampling temperature (tau2 default 0); above 0 each episode derives its own seed."""
+    user_temperature: float = Field(default=0.0, ge=0.0)
+    """User-proxy sampling temperature (tau2 default 0)."""
+    tool_grammar: Literal["strict", "loose"] = "strict"
+    """strict: each tool's argument schema is in the turn grammar; loose: only the tool name is."""
+    judge_nl: Literal["gating", "always"] = "gating"
+    """Judge NL assertions only where they gate the reward, or always (as a diagnostic)."""
+    export_tau2: Path | None = None
+    """Also write tau2's results.json here (a folder with one file per domain if several)."""
+
+    def domains(self) -> list[str]:
+        """Return the domain names in the order given; unknown domains are an input error."""
+        names = list(dict.fromkeys(name.strip() for name in self.domain.split(",") if name.strip()))
+        if not names:
+            raise InputError(None, None, "--domain names no domain", "e.g. --domain retail")
+        for name in names:
+            try:
+                domain_spec(name)
+            except KeyError as err:
+                raise InputError(None, None, str(err.args[0]),
+                                 "pass --domain mock, retail or airline") from None
+        return names
+
+    def task_ids(self, domain: str) -> list[str] | None:
+        """Return the ``--tasks`` ids for one domain (bare ids apply to every domain), or None."""
+        if self.tasks is None:
+            return None
+        ids = []
+        for raw in (part.strip() for part in self.tasks.split(",")):
+            scope, sep, task_id = raw.partition("/")
+            if raw and (not sep or scope == domain):
+                ids.append(task_id if sep else raw)
+        return ids
+
+    def sampling(self, role: str) -> Sampling:
+        """Return the decoding settings of one seat."""
+        if role == AGENT_ROLE:
+            return Sampling(temperature=self.agent_temperature, max_tokens=self.agent_max_tokens)
+        if role == USER_ROLE:
+            return Sampling(temperature=self.user_temperature, max_tokens=self.user_max_tokens)
+        return Sampling(temperature=0.0, max_tokens=self.judge_max_tokens)
+
+
+@register_suite
+class Tau2Suite(Suite):
+    """tau2-bench text mode with local models in the agent, user and judge seats."""
+
+    name = "tau2"
+    help = "Run tau2-bench tasks offline: local agent, user-proxy and NL-judge models."
+    config_cls = Tau2Config
+    roles = (AGENT_ROLE, USER_ROLE, JUDGE_ROLE)
+
+    def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
+        """Our prompt files plus every data file the run reads (policy, tasks, splits, DBs)."""
+        assert isinstance(config, Tau2Config)
+        root = resolve_data_dir(config.tau2_data)
+        return {**_prompt_hashes(), **_data_hashes(root, config.domains())}
+
+    def plan(self, config: SuiteConfig, run: RunConfig) -> SuitePlan:
+        """One episode per (domain, task, trial); ``--limit`` caps the tasks per domain."""
+        assert isinstance(config, Tau2Config)
+        root = resolve_data_dir(config.tau2_data)
+        plan = SuitePlan(episodes=[])
+        for name in config.domains():
+            domain = load_domain(root, name)
+            tasks = load_tasks(root, name, split=config.split, task_ids=config.task_ids(name),
+                               limit=run.limit)
+            _add_domain(plan, config, domain, tasks, source=domain_dir(root, name) / "tasks.json")
+        if not plan.episodes:
+            raise InputError(None, None, "no tau2 tasks selected", "check --split, --tasks and --limit")
+        return plan
+
+    def after_run(self, config: SuiteConfig, con: Any, run_id: str) -> list[str]:
+        """Write tau2's results.json when ``--export-tau2`` is given."""
+        assert isinstance(config, Tau2Config)
+        if config.export_tau2 is None:
+            return []
+        root = resolve_data_dir(config.tau2_data)
+        domains = {name: load_domain(root, name) for name in config.domains()}
+        seed = con.execute("SELECT json_extract(config, '$.seed') FROM runs WHERE run_id = ?",
+                           [run_id]).fetchone()
+        settings = {
+            "num_trials": config.trials, "max_steps": config.max_steps, "max_errors": config.max_errors,
+            "seed": int(seed[0]) if seed and seed[0] is not None else None,
+            "agent_llm_args": _llm_args(config.sampling(AGENT_ROLE)),
+            "user_llm_args": _llm_args(config.sampling(USER_ROLE)),
+        }
+        written = export_run(
+            con, run_id, config.export_tau2, settings=settings,
+            policies={name: d.policy_text() for name, d in domains.items()},
+            guidelines={name: guidelines(d.environment().tool_schemas("user"))
+                        for name, d in domains.items()},
+        )
+        return [f"tau2 results.json written: {path}" for path in written]
+
+    def report(self, con: Any, run_id: str) -> list[ReportTable]:
+        """Reward, pass^k, terminations and cost, from the ``tau2_*`` views."""
+        tables = []
+        for title, view, columns, note in _REPORTS:
+            cols, rows = query(con, f"SELECT {columns} FROM {view} WHERE run_id = ?", [run_id])
+            tables.append(ReportTable(title, cols, rows, note))
+        return tables
+
+    def demo(self) -> DemoSpec:
+        """Two mock-domain tasks with short budgets (mock's prompts fit the embedded model's window)."""
+        roles = {AGENT_ROLE: "embedded", USER_ROLE: "embedded", JUDGE_ROLE: "embedded"}
+        if default_data_dir() is None:
+            return DemoSpec({}, roles, unavailable="tau2 data not found; set UXLOCAL_TAU2_DATA to a folder "
+                            "holding domains/<domain>/tasks.json (or a tau2-bench checkout)")
+        config = {"domain": "mock", "max_steps": 8, "agent_max_tokens": 96, "user_max_tokens": 48,
+                  "judge_max_tokens": 64}
+        return DemoSpec(config, roles, limit=2)
+
+
+_REPORTS = (
+    ("tau2 reward", "tau2_summary",
+     "domain, episodes, tasks, avg_reward, success_rate, mean_turns, mean_tool_calls, mean_tool_errors",
+     "reward = product of the task's reward-basis checks; infrastructure errors are left out (as tau2 does)"),
+    ("tau2 pass^k", "tau2_pass_k", "domain, k, pass_k, tasks",
+     "pass^k = mean over tasks of C(successes, k) / C(trials, k)"),
+    ("tau2 terminations", "tau2_terminations",
+     "domain, termination, episodes, share, mean_reward, mean_turns",
+     "only user_stop/agent_stop episodes are scored; every other ending gets reward 0"),
+    ("tau2 cost per episode", "tau2_cost",
+     "domain, role, episodes, generations, tokens_per_episode, cost_per_episode_usd, total_cost_usd",
+     "USD from tokens x the model presets' prices (episode_cost view)"),
+)
+
+
+def _add_domain(plan: SuitePlan, config: Tau2Config, domain: Domain, tasks: list[Task], *,
+                source: Path) -> None:
+    """Items and episodes of one domain; the agent seat is shared by all its episodes."""
+    probe = domain.environment()
+    agent = AgentSeat.build(policy=domain.policy_text(), tool_schemas=probe.tool_schemas("assistant"),
+                            sampling=config.sampling(AGENT_ROLE), grammar=config.tool_grammar)
+    judge = JudgeSeat(config.sampling(JUDGE_ROLE))
+    limits = Limits(max_steps=config.max_steps, max_errors=config.max_errors)
+    for task in tasks:
+        item_id = f"{domain.name}/{task.id}"
+        data = {"domain": domain.name, "position": len(plan.items), "task": task.model_dump(mode="json")}
+        plan.items.append({"item_id": item_id, "task": domain.name, "data": data, "source_file": str(source)})
+        user = UserSeat.build(task, tool_schemas=_user_tools(domain, task),
+                              sampling=config.sampling(USER_ROLE), grammar=config.tool_grammar)
+        for trial in range(config.trials):
+            setup = EpisodeSetup(domain, task, trial, agent, user, judge, limits,
+                                 judge_always=config.judge_nl == "always")
+            plan.episodes.append(EpisodeSpec(f"{item_id}/trial-{trial}", _bind(setup), item_id=item_id,
+                                             task=domain.name, trial=trial))
+    plan.notes.append(f"{domain.name}: {len(tasks)} tasks x {config.trials} trial(s), "
+                      f"split {config.split!r}, max_steps {config.max_steps}, max_errors {config.max_errors}")
+
+
+def _user_tools(domain: Domain, task: Task) -> list[dict[str, Any]]:
+    env = domain.environment()
+    env.restrict_user_tools(task.user_tools)
+    return env.tool_schemas("user")
+
+
+def _bind(setup: EpisodeSetup) -> Any:
+    return lambda ctx: tau2_episode(ctx, setup)
+
+
+def _llm_args(sampling: Sampling) -> dict[str, Any]:
+    return {"temperature": sampling.temperature, "max_tokens": sampling.max_tokens}
+

@@ -239,6 +239,182 @@ def models_prepare(name: str, force: bool) -> None:
     click.echo(f"{name}: ready at {folder}")
 
 
+def _store_option(fn: Any) -> Any:
+    return click.option("--db", default="uxlocal.duckdb", show_default=True, envvar="UXLOCAL_DB",
+                        type=click.Path(dir_okay=False), help="DuckDB store to write.")(fn)
+
+
+def _names_options(fn: Any) -> Any:
+    fn = click.option("--agent", default=None, help="Agent model name (default: the file's).")(fn)
+    return click.option("--proxy", default=None, help="User-proxy model name (default: the file's).")(fn)
+
+
+@cli.group(name="ingest", context_settings=CONTEXT)
+def ingest_group() -> None:
+    """Load trajectories produced elsewhere into a store.
+
+    \b
+    Example:
+      uxlocal ingest tau2 results.json --db runs.duckdb
+    """
+
+
+@ingest_group.command(name="tau2")
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@_store_option
+@_names_options
+def ingest_tau2_cmd(path: Path, db: str, proxy: str | None, agent: str | None) -> None:
+    """Load a tau2 results.json (file or run folder).
+
+    \b
+    Example:
+      uxlocal ingest tau2 data/simulations/my-run/results.json --db runs.duckdb
+    """
+    from uxlocal.store.db import connect
+    from uxlocal.suites.userproxy.ufs.ingest import ingest_tau2
+
+    con = connect(db)
+    try:
+        report = ingest_tau2(con, path, proxy=proxy, agent=agent)
+    finally:
+        con.close()
+    _print_ingest(report)
+
+
+@ingest_group.command(name="taubench-v1")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@_store_option
+@click.option("--domain", type=click.Choice(["retail", "airline"]), default=None,
+              help="Domain of the file (default: read from its tool names).")
+@_names_options
+def ingest_taubench_v1_cmd(path: Path, db: str, domain: str | None, proxy: str | None,
+                           agent: str | None) -> None:
+    """Load a tau-bench v1 result file.
+
+    \b
+    Example:
+      uxlocal ingest taubench-v1 results/tool-calling-gpt-4o-0.0_range_0--1_user-gpt-4o-llm_0101.json
+    """
+    from uxlocal.store.db import connect
+    from uxlocal.suites.userproxy.ufs.ingest import ingest_taubench_v1
+
+    con = connect(db)
+    try:
+        report = ingest_taubench_v1(con, path, domain=domain, proxy=proxy, agent=agent)
+    finally:
+        con.close()
+    _print_ingest(report)
+
+
+def _print_ingest(report: Any) -> None:
+    if report.already:
+        click.echo(f"already ingested as run {report.run_id} ({report.episodes} episodes); nothing added")
+        return
+    click.echo(f"run {report.run_id}: {report.episodes} episodes of {report.domain} ({report.tasks} tasks), "
+               f"proxy {report.proxy}, agent {report.agent}")
+
+
+@cli.group(name="ufs", context_settings=CONTEXT)
+def ufs_group() -> None:
+    """Score user proxies: criteria sets, pre-checks, frontier.
+
+    \b
+    Example:
+      uxlocal ufs precheck --db runs.duckdb
+    """
+
+
+@ufs_group.command(name="precheck")
+@_store_option
+@click.option("--run", "run_id", default=None, help="Only this run (default: every tau2-shaped run).")
+def ufs_precheck(db: str, run_id: str | None) -> None:
+    """Run the model-free pre-checks on stored trajectories.
+
+    \b
+    Example:
+      uxlocal ufs precheck --db runs.duckdb
+    """
+    from uxlocal.store.db import connect
+    from uxlocal.suites.userproxy.ufs.episodes import run_store_prechecks
+
+    con = connect(db)
+    try:
+        trajectories, flagged = run_store_prechecks(con, run_id=run_id)
+    finally:
+        con.close()
+    click.echo(f"pre-checks on {trajectories} trajectories: {flagged} flagged (view ufs_prechecks)")
+
+
+@ufs_group.command(name="criteria-import")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--set", "criteria_set", required=True, help="Name of the criteria set to freeze them into.")
+@click.option("--tau2-data", type=click.Path(path_type=Path), default=None, envvar="UXLOCAL_TAU2_DATA",
+              help="Folder with domains/<domain>/tasks.json.")
+@click.option("--contract", default="ours", show_default=True, envvar="UXLOCAL_UFS_CONTRACT",
+              help="Guidelines the proxy saw: ours, tau2, or a file.")
+@click.option("--lenient", is_flag=True, help="Store failing criteria as dropped instead of stopping.")
+@_store_option
+def ufs_criteria_import(path: Path, criteria_set: str, tau2_data: Path | None, contract: str, lenient: bool,
+                        db: str) -> None:
+    """Freeze a hand-written criteria file (JSONL) into a set.
+
+    \b
+    Example:
+      uxlocal ufs criteria-import retail.jsonl --set handmade --tau2-data /data/tau2
+    """
+    from uxlocal.store.db import connect
+    from uxlocal.suites.userproxy.tau2_suite.data import resolve_data_dir
+    from uxlocal.suites.userproxy.ufs.sets import import_criteria_file
+
+    root = resolve_data_dir(tau2_data)
+    con = connect(db)
+    try:
+        written, unchanged, dropped = import_criteria_file(
+            con, path, criteria_set=criteria_set, data_dir=root, contract=contract, strict=not lenient)
+    finally:
+        con.close()
+    click.echo(f"set {criteria_set!r}: {written} tasks written, {unchanged} already identical, "
+               f"{dropped} criteria dropped")
+
+
+@ufs_group.command(name="frontier")
+@click.option("--db", required=True, envvar="UXLOCAL_DB", type=click.Path(dir_okay=False),
+              help="Store to read.")
+@click.option("--axis", type=click.Choice(["cost", "engine"]), default="cost", show_default=True,
+              help="cost: USD per simulation; engine: engine seconds per simulation.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also draw it (.svg, or .png with matplotlib).")
+def ufs_frontier(db: str, axis: str, plot_path: Path | None) -> None:
+    """Show which proxies are cost-fidelity efficient.
+
+    \b
+    Example:
+      uxlocal ufs frontier --db runs.duckdb --plot frontier.svg
+    """
+    from uxlocal.report.tables import ReportTable, render_tables
+    from uxlocal.store.db import connect
+    from uxlocal.suites.userproxy.ufs.frontier import frontier_table
+    from uxlocal.suites.userproxy.ufs.plot import write_frontier_plot
+    from uxlocal.suites.userproxy.ufs.report import store_frontier
+
+    con = connect(db, read_only=True)
+    try:
+        groups = store_frontier(con, axis=axis)
+    finally:
+        con.close()
+    if not groups:
+        raise UxlocalError("no graded proxies with a cost in this store (grade some trajectories first)")
+    for number, ((criteria_set, judge, agent), rows) in enumerate(groups.items(), start=1):
+        columns, table = frontier_table(rows)
+        title = f"frontier: criteria {criteria_set}, judge {judge}, agent {agent}"
+        render_tables([ReportTable(title, columns, table)])
+        if plot_path is not None:
+            target = plot_path if len(groups) == 1 else plot_path.with_stem(f"{plot_path.stem}-{number}")
+            x_label = "engine seconds per simulation" if axis == "engine" else None
+            written = write_frontier_plot(target, rows, **({"x_label": x_label} if x_label else {}))
+            click.echo(f"plot written: {written}")
+
+
 def _print_result(result: Any) -> None:
     from uxlocal.report.tables import render_tables
 

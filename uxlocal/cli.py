@@ -377,6 +377,42 @@ def ufs_criteria_import(path: Path, criteria_set: str, tau2_data: Path | None, c
                f"{dropped} criteria dropped")
 
 
+@ufs_group.command(name="criteria")
+@click.option("--domain", default="retail", show_default=True, help="tau2 domain whose tasks get criteria.")
+@click.option("--tau2-data", type=click.Path(path_type=Path), default=None, envvar="UXLOCAL_TAU2_DATA",
+              help="Folder with domains/<domain>/tasks.json.")
+@click.option("-m", "--model", "model", multiple=True, metavar="ROLE=SPEC",
+              help="writer=SPEC and verifier=SPEC (preset, folder, or either @backend).")
+@click.option("--set", "criteria_set", default="default", show_default=True,
+              help="Name of the criteria set to freeze them into.")
+@click.option("--tasks", default=None, help="Comma-separated task ids (default: all).")
+@click.option("--split", default=None, help="Task split (default: every task in tasks.json).")
+@click.option("--contract", default="ours", show_default=True, envvar="UXLOCAL_UFS_CONTRACT",
+              help="Guidelines the graded proxies see: ours, tau2, or a file.")
+@click.option("--limit", type=int, default=None, help="At most N tasks.")
+@click.option("--db", default="uxlocal.duckdb", show_default=True, envvar="UXLOCAL_DB",
+              type=click.Path(dir_okay=False), help="DuckDB store to write (resumes the same run).")
+def ufs_criteria(domain: str, tau2_data: Path | None, model: tuple[str, ...], criteria_set: str, tasks: str | None,
+                 split: str | None, contract: str, limit: int | None, db: str) -> None:
+    """Write and verify a domain's criteria with local models, then freeze them into a set.
+
+    \b
+    Example:
+      uxlocal ufs criteria --domain retail --model writer=embedded --model verifier=embedded --set v1
+    """
+    from uxlocal.config import RunConfig
+    from uxlocal.runner import resolve_models, run_suite
+    from uxlocal.suites.userproxy.criteria_run import SUITE_NAME, CriteriaSuite
+
+    options = {"domain": domain, "criteria_set": criteria_set, "tasks": tasks, "split": split,
+               "contract": contract, "tau2_data": tau2_data}
+    specs = _parse_models(model)
+    run = RunConfig(suite=SUITE_NAME, suite_config={k: v for k, v in options.items() if v is not None},
+                    model_names=specs, limit=limit, db=db, progress=sys.stderr.isatty())
+    result = run_suite(run, models=resolve_models(specs), suite=CriteriaSuite())
+    _print_result(result)
+
+
 @ufs_group.command(name="frontier")
 @click.option("--db", required=True, envvar="UXLOCAL_DB", type=click.Path(dir_okay=False),
               help="Store to read.")

@@ -109,10 +109,20 @@ class _Ended(Exception):
 
 def tau2_episode(ctx: EpisodeContext, setup: EpisodeSetup) -> Gen:
     """Run one episode: converse until a termination, then score; returns an ``Outcome``."""
+    outcome, _ = yield from tau2_trajectory(ctx, setup)
+    return outcome
+
+
+def tau2_trajectory(ctx: EpisodeContext, setup: EpisodeSetup) -> Gen:
+    """``tau2_episode`` that also returns the trajectory: (``Outcome``, messages).
+
+    For programs that work on the finished conversation in the same episode (UFS grading in
+    ``uxlocal run userproxy``) without reading the store back.
+    """
     episode = _Episode(ctx, setup)
     termination = yield from episode.converse()
     outcome: Outcome = yield from episode.score(termination)
-    return outcome
+    return outcome, list(episode.messages)
 
 
 class _Episode:
@@ -204,7 +214,8 @@ class _Episode:
         message = message.model_copy(update=update)
         self.messages.append(message)
         self.steps += int(step)
-        model_role = MODEL_ROLE.get(message.role) if result is not None else None
+        seat_role = self.setup.user.role if message.role == "user" else MODEL_ROLE.get(message.role)
+        model_role = seat_role if result is not None else None
         self.ctx.turn(message.role, _turn_text(message), model_role=model_role, result=result,
                       meta={"message": message.model_dump(mode="json")})
         return idx

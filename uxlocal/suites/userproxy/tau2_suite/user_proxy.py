@@ -39,6 +39,8 @@ class UserSeat:
     system: str
     constraint: JsonSchema | None
     sampling: Sampling
+    role: str = USER_ROLE
+    """Model role the requests go to; ``uxlocal run userproxy`` seats each proxy as ``user:<name>``."""
 
     @classmethod
     def build(
@@ -48,13 +50,14 @@ class UserSeat:
         tool_schemas: Sequence[dict[str, Any]],
         sampling: Sampling,
         grammar: ToolGrammar = "strict",
+        role: str = USER_ROLE,
     ) -> UserSeat:
         """Build the seat for one task; ``tool_schemas`` are the user tools this task allows."""
         scenario = render_scenario(task.user_scenario)
         system = f"{guidelines(tool_schemas)}\n\n<scenario>\n{scenario}\n</scenario>"
         constraint = (turn_constraint(tool_schemas, grammar, max_tokens=sampling.max_tokens)
                       if tool_schemas else None)
-        return cls(system=system, constraint=constraint, sampling=sampling)
+        return cls(system=system, constraint=constraint, sampling=sampling, role=role)
 
     @property
     def json_turns(self) -> bool:
@@ -66,7 +69,7 @@ class UserSeat:
         chat = seat_view("user", self.system, messages, json_turns=self.json_turns)
         if retries:
             chat = with_retry_notes(chat, retries, json_turns=self.json_turns)
-        return GenRequest(USER_ROLE, tuple(chat), self.sampling, self.constraint, tag="user")
+        return GenRequest(self.role, tuple(chat), self.sampling, self.constraint, tag="user")
 
     def parse(self, result: GenResult) -> TurnAction:
         """Read the turn in ``result``; raise ``TurnFormatError`` when it is unusable."""

@@ -1,0 +1,142 @@
+"""``uxlocal ufs criteria``: write, screen, verify and freeze a domain's UFS criteria with local models.
+
+Spec userproxybench.md §A.4 and §A.9 steps 1-4. One ``criteria_program`` episode per task (id
+``<domain>/<task id>``): a writer request, the code screen, a verifier request; the scheduler
+batches every task's writer requests together, then the verifiers'. It runs as a store run of
+the unregistered suite ``ufs-criteria`` through ``run_suite``, so generations are cached and an
+interrupted command resumes; afterwards every task with a usable writer answer is frozen into the
+set with ``save_criteria`` (a task already in the set with other criteria is refused: sets are
+frozen). Tasks whose writer answer was unusable are not stored; they are listed in the notes.
+
+The blueprints use the contract ``ours`` by default: the guidelines ``uxlocal run tau2`` and
+``uxlocal run userproxy`` give their user seat, which is what ``run userproxy`` checks criteria
+against. No sample trajectory is shown to the writer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from uxlocal.config import RunConfig, SuiteConfig
+from uxlocal.engine.base import Sampling
+from uxlocal.errors import InputError
+from uxlocal.rollout import EpisodeSpec
+from uxlocal.suites.base import ReportTable, Suite, SuitePlan
+from uxlocal.suites.userproxy.tau2 import domain_spec
+from uxlocal.suites.userproxy.tau2.layout import domain_dir
+from uxlocal.suites.userproxy.tau2_suite.data import data_hashes, resolve_data_dir
+from uxlocal.suites.userproxy.ufs.programs import VERIFIER_ROLE, WRITER_ROLE, CriteriaJob, criteria_program
+from uxlocal.suites.userproxy.ufs.programs import task_criteria_from_outcome
+from uxlocal.suites.userproxy.ufs.prompts import prompt_hashes
+from uxlocal.suites.userproxy.ufs.sets import domain_blueprints
+from uxlocal.suites.userproxy.ufs.store import save_criteria
+
+SUITE_NAME = "ufs-criteria"
+"""``runs.suite`` of a criteria-writing run (not a ``uxlocal run`` suite)."""
+
+
+class CriteriaConfig(SuiteConfig):
+    """Options of ``uxlocal ufs criteria``."""
+
+    not_in_identity: ClassVar[dict[str, str]] = {
+        "tau2_data": "where the data sits; the sha256 of every file read is in the identity instead",
+    }
+
+    domain: str = "retail"
+    """tau2 domain whose tasks get criteria."""
+    criteria_set: str = "default"
+    """Name of the set the criteria are frozen into."""
+    tau2_data: Path | None = None
+    """Folder with domains/<domain>/tasks.json (default: $UXLOCAL_TAU2_DATA)."""
+    split: str | None = None
+    """Task split (default: every task in tasks.json)."""
+    tasks: str | None = None
+    """Comma-separated task ids (default: all)."""
+    contract: str = "ours"
+    """Guidelines the graded proxies see: ours, tau2, or a file path."""
+    writer_max_tokens: int = Field(default=2048, ge=64)
+    """Completion budget of the writer's answer (tokens)."""
+    verifier_max_tokens: int = Field(default=1024, ge=64)
+    """Completion budget of the verifier's answer (tokens)."""
+    writer_temperature: float = Field(default=0.0, ge=0.0)
+    """Writer sampling temperature."""
+
+
+class CriteriaSuite(Suite):
+    """Criteria writing as a run: one ``criteria_program`` episode per task (unregistered)."""
+
+    name = SUITE_NAME
+    help = "Write and verify UFS criteria for a tau2 domain."
+    config_cls = CriteriaConfig
+    roles = (WRITER_ROLE, VERIFIER_ROLE)
+
+    def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
+        """The writer/verifier/grader prompts and the domain's data files."""
+        assert isinstance(config, CriteriaConfig)
+        return {**prompt_hashes(), **data_hashes(resolve_data_dir(config.tau2_data), [config.domain])}
+
+    def plan(self, config: SuiteConfig, run: RunConfig) -> SuitePlan:
+        """One episode per task of the domain; ``--limit`` caps the tasks."""
+        assert isinstance(config, CriteriaConfig)
+        try:
+            domain_spec(config.domain)
+        except KeyError as err:
+            raise InputError(None, None, str(err.args[0]), "pass --domain mock, retail or airline") from None
+        root = resolve_data_dir(config.tau2_data)
+        ids = [t.strip() for t in config.tasks.split(",") if t.strip()] if config.tasks else None
+        blueprints = domain_blueprints(root, config.domain, contract=config.contract, split=config.split,
+                                       task_ids=ids)
+        if run.limit is not None:
+            blueprints = dict(list(blueprints.items())[: run.limit])
+        if not blueprints:
+            raise InputError(None, None, f"no {config.domain} tasks selected", "check --split, --tasks and --limit")
+        writer = Sampling(temperature=config.writer_temperature, max_tokens=config.writer_max_tokens)
+        verifier = Sampling(temperature=0.0, max_tokens=config.verifier_max_tokens)
+        plan = SuitePlan(episodes=[])
+        source = str(domain_dir(root, config.domain) / "tasks.json")
+        for (domain, task_id), bp in blueprints.items():
+            item_id = f"{domain}/{task_id}"
+            plan.items.append({"item_id": item_id, "task": domain, "source_file": source,
+                               "data": {"domain": domain, "task_id": task_id, "blueprint_sha256": bp.sha256()}})
+            job = CriteriaJob(bp, writer, verifier)
+            plan.episodes.append(EpisodeSpec(item_id, _bind(job), item_id=item_id, task=domain))
+        plan.notes.append(f"{config.domain}: {len(blueprints)} tasks, contract {config.contract!r}")
+        return plan
+
+    def after_run(self, config: SuiteConfig, con: Any, run_id: str) -> list[str]:
+        """Freeze every written task into the set."""
+        assert isinstance(config, CriteriaConfig)
+        import json
+
+        models = {role: (name, identity) for role, identity, name in con.execute(
+            "SELECT role, model_identity, model_name FROM run_models WHERE run_id = ?", [run_id]).fetchall()}
+        tasks, unusable = [], []
+        for episode_id, termination, info in con.execute(
+                "SELECT episode_id, termination, info FROM episodes WHERE run_id = ? AND status = 'done' "
+                "ORDER BY episode_id", [run_id]).fetchall():
+            info = json.loads(info) if isinstance(info, str) else info
+            if termination != "written":
+                unusable.append(episode_id)
+                continue
+            tasks.append(task_criteria_from_outcome(info, writer=models.get(WRITER_ROLE),
+                                                    verifier=models.get(VERIFIER_ROLE)))
+        written, unchanged = save_criteria(con, config.criteria_set, tasks)
+        notes = [f"criteria set {config.criteria_set!r}: {written} tasks written, {unchanged} already identical"]
+        if unusable:
+            notes.append(f"{len(unusable)} task(s) got no usable writer output and were not stored: "
+                         + ", ".join(unusable[:5]) + (" ..." if len(unusable) > 5 else ""))
+        return notes
+
+    def report(self, con: Any, run_id: str) -> list[ReportTable]:
+        """Criteria per domain of the set(s) (view ``ufs_criteria_summary``)."""
+        from uxlocal.store.db import query
+
+        cols, rows = query(con, "SELECT * FROM ufs_criteria_summary ORDER BY criteria_set, domain")
+        return [ReportTable("UFS criteria sets", cols, rows)]
+
+
+def _bind(job: CriteriaJob) -> Any:
+    return lambda ctx: criteria_program(ctx, job)

@@ -1,0 +1,390 @@
+"""``uxlocal run userproxy``: UserProxyBench, several user proxies on the same tau2 episodes, graded by UFS.
+
+Spec userproxybench.md Part A (§A.6, §A.9). For every selected (domain, task, trial) and every
+proxy in ``--proxies`` there is one episode, id ``<domain>/<task id>/<proxy>/trial-<k>``. Each
+is a tau2 episode (the ``tau2`` suite's orchestrator and seats, unchanged) whose user seat is
+played by model role ``user:<proxy>``, so generations, tokens and cost are attributed per proxy,
+followed in the same episode by ``grading_program``: one judge request per frozen criterion of
+the task, sent as one batch, recorded as ``ufs:<criterion_id>`` verdicts on the trajectory
+itself. The agent, its sampling and seeds (one per task and trial when the agent samples) and the
+judge are the same for every proxy, so proxies differ only by what the user seat does. After the
+episodes, the deterministic pre-checks run on the run's trajectories (``precheck:<kind>``
+verdicts). Metrics are the views in ``db/views/userproxy.sql`` (read through ``ufs/report.py``).
+
+"Unchanged" above means the tau2 seats are reused as they are: ``UserSeat`` only takes the model
+role to ask, and ``tau2_trajectory`` hands the finished messages to the grading step.
+
+Proxy specs (``--proxies P1,P2``): each entry is a model preset, a model folder, or either with
+``@temp=T`` appended (``embedded@temp=0.7``), which seats the same model at user temperature
+``T`` instead of ``--user-temperature``. The entry as typed is the proxy's name (``info.proxy``,
+the ``proxy`` column of the views) and its role is ``user:<entry>``; two variants of one model
+share one engine. An explicit ``--model user:<entry>=SPEC`` wins over the entry's own model.
+
+Criteria come from a frozen set in the store (``--criteria-set NAME``, written by ``uxlocal ufs
+criteria`` or ``uxlocal ufs criteria-import``) or from a JSONL file (``--criteria-file F``,
+screened and frozen into the set ``--criteria-set`` or ``file:<stem>`` before any episode runs).
+Every selected task must have criteria in the set, written against the blueprint this run's user
+seat sees (contract ``ours``); otherwise the run stops before it starts, with an ``InputError``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from uxlocal.config import RunConfig, SuiteConfig
+from uxlocal.engine.base import Sampling
+from uxlocal.errors import InputError
+from uxlocal.rollout import EpisodeContext, EpisodeSpec, Outcome
+from uxlocal.store.db import connect, query
+from uxlocal.suites.base import ReportTable, Suite, SuitePlan, register_suite
+from uxlocal.suites.userproxy.tau2 import (
+    DEFAULT_MAX_ERRORS,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_SPLIT,
+    INFRASTRUCTURE_ERROR,
+    Domain,
+    Task,
+    load_domain,
+    load_tasks,
+)
+from uxlocal.suites.userproxy.tau2.layout import domain_dir
+from uxlocal.suites.userproxy.tau2_suite.agent import AGENT_ROLE, AgentSeat
+from uxlocal.suites.userproxy.tau2_suite.data import data_hashes, resolve_data_dir
+from uxlocal.suites.userproxy.tau2_suite.judge import JUDGE_ROLE, JudgeSeat
+from uxlocal.suites.userproxy.tau2_suite.orchestrator import EpisodeSetup, Limits, tau2_trajectory
+from uxlocal.suites.userproxy.tau2_suite.prompts import prompt_hashes as tau2_prompt_hashes
+from uxlocal.suites.userproxy.tau2_suite.suite import Tau2Config
+from uxlocal.suites.userproxy.tau2_suite.user_proxy import USER_ROLE, UserSeat, guidelines
+from uxlocal.suites.userproxy.ufs.criteria import Blueprint
+from uxlocal.suites.userproxy.ufs.episodes import run_store_prechecks
+from uxlocal.suites.userproxy.ufs.programs import GradingJob, graded_criteria, grading_program
+from uxlocal.suites.userproxy.ufs.prompts import prompt_hashes as ufs_prompt_hashes
+from uxlocal.suites.userproxy.ufs.report import ufs_tables
+from uxlocal.suites.userproxy.ufs.sets import import_criteria_file, task_user_tools
+from uxlocal.suites.userproxy.ufs.store import TaskCriteria, load_criteria
+
+PROXY_ROLE_PREFIX = "user:"
+"""Model role of a proxy: ``user:<proxy name>``."""
+_TEMP_SUFFIX = "@temp="
+
+
+@dataclass(frozen=True)
+class Proxy:
+    """One ``--proxies`` entry: its name (as typed), the model spec, and its own temperature, if any."""
+
+    name: str
+    spec: str
+    temperature: float | None = None
+
+    @property
+    def role(self) -> str:
+        """The model role this proxy's user seat asks (``user:<name>``)."""
+        return PROXY_ROLE_PREFIX + self.name
+
+
+def parse_proxies(text: str | None) -> list[Proxy]:
+    """Read ``--proxies``: comma-separated ``SPEC`` or ``SPEC@temp=T``; names must be unique."""
+    entries = [part.strip() for part in (text or "").split(",") if part.strip()]
+    if not entries:
+        raise InputError(None, None, "--proxies names no user proxy",
+                         "e.g. --proxies embedded or --proxies embedded@temp=0,embedded@temp=0.7")
+    proxies: list[Proxy] = []
+    for entry in entries:
+        spec, sep, raw = entry.partition(_TEMP_SUFFIX)
+        temperature = None
+        if sep:
+            try:
+                temperature = float(raw)
+            except ValueError:
+                temperature = -1.0
+            if not spec or temperature < 0:
+                raise InputError(None, None, f"--proxies entry {entry!r}: expected SPEC@temp=T with T >= 0",
+                                 "e.g. embedded@temp=0.7")
+        if any(p.name == entry for p in proxies):
+            raise InputError(None, None, f"--proxies names {entry!r} twice")
+        proxies.append(Proxy(entry, spec, temperature))
+    return proxies
+
+
+class UserProxyConfig(SuiteConfig):
+    """Options of ``uxlocal run userproxy``."""
+
+    not_in_identity: ClassVar[dict[str, str]] = {
+        "tau2_data": "where the data sits; the sha256 of every file read is in the identity instead",
+        "criteria_file": "where the file sits; its sha256 is in the identity instead",
+    }
+
+    proxies: str | None = None
+    """User proxies to compare, comma-separated: preset, folder, or either with @temp=T (required)."""
+    domains: str = "mock"
+    """tau2 domains (mock, retail, airline), comma-separated; every proxy plays the same tasks."""
+    tau2_data: Path | None = None
+    """Folder with domains/<domain>/tasks.json, or a tau2-bench checkout (default: $UXLOCAL_TAU2_DATA)."""
+    criteria_set: str | None = None
+    """Frozen criteria set to grade against (or the set name --criteria-file is frozen into)."""
+    criteria_file: Path | None = None
+    """Criteria JSONL file, screened and frozen into --criteria-set (default name file:<stem>)."""
+    split: str = DEFAULT_SPLIT
+    """Task split from split_tasks.json (base = tau2's evaluation set)."""
+    tasks: str | None = None
+    """Comma-separated task ids (e.g. 0,5,12; retail/5 names one domain's task); default: the whole split."""
+    trials: int = Field(default=1, ge=1)
+    """Episodes per task and proxy."""
+    max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1)
+    """Routed messages before an episode ends as max_steps."""
+    max_errors: int = Field(default=DEFAULT_MAX_ERRORS, ge=1)
+    """Tool errors plus unusable seat outputs before an episode ends as too_many_errors."""
+    agent_max_tokens: int = Field(default=1024, ge=8)
+    """Completion budget of one agent turn (tokens)."""
+    user_max_tokens: int = Field(default=512, ge=8)
+    """Completion budget of one user-proxy turn (tokens)."""
+    judge_max_tokens: int = Field(default=512, ge=24)
+    """Completion budget of one tau2 NL-assertion verdict (tokens)."""
+    grader_max_tokens: int = Field(default=512, ge=24)
+    """Completion budget of one UFS criterion grade (tokens)."""
+    agent_temperature: float = Field(default=0.0, ge=0.0)
+    """Agent sampling temperature (0 keeps the agent fixed across proxies)."""
+    user_temperature: float = Field(default=0.0, ge=0.0)
+    """User-proxy temperature for entries without @temp=T."""
+    tool_grammar: Literal["strict", "loose"] = "strict"
+    """strict: each tool's argument schema is in the turn grammar; loose: only the tool name is."""
+
+    def tau2(self) -> Tau2Config:
+        """Return the ``tau2`` suite's options these imply (the episodes are built from them)."""
+        shared = self.model_dump(include=set(Tau2Config.model_fields) & set(type(self).model_fields))
+        return Tau2Config(**shared, domain=self.domains)
+
+    def proxy_list(self) -> list[Proxy]:
+        """Return the ``--proxies`` entries (an ``InputError`` when none or malformed)."""
+        return parse_proxies(self.proxies)
+
+    def set_name(self) -> str:
+        """Return the criteria set graded against; one of --criteria-set / --criteria-file is required."""
+        if self.criteria_set:
+            return self.criteria_set
+        if self.criteria_file is not None:
+            return f"file:{self.criteria_file.stem}"
+        raise InputError(None, None, "no criteria to grade against",
+                         "pass --criteria-set NAME (written by `uxlocal ufs criteria`) or --criteria-file F.jsonl")
+
+    def user_sampling(self, proxy: Proxy) -> Sampling:
+        """Return one proxy's user-seat decoding settings."""
+        temperature = self.user_temperature if proxy.temperature is None else proxy.temperature
+        return Sampling(temperature=temperature, max_tokens=self.user_max_tokens)
+
+
+@register_suite
+class UserProxySuite(Suite):
+    """Compare user proxies on the same tau2 episodes by User Fidelity Score."""
+
+    name = "userproxy"
+    help = ("Compare user proxies on the same tau2 episodes: agent reward, UFS, violations, cost, frontier. "
+            "Needs --proxies P1,P2 and --criteria-set or --criteria-file.")
+    config_cls = UserProxyConfig
+    roles = (AGENT_ROLE, JUDGE_ROLE)
+
+    def role_specs(self, config: SuiteConfig, specs: dict[str, str]) -> dict[str, str]:
+        """Add ``user:<proxy>`` per ``--proxies`` entry (an explicit ``--model user:<proxy>=`` wins)."""
+        assert isinstance(config, UserProxyConfig)
+        out = dict(specs)
+        for proxy in config.proxy_list():
+            out.setdefault(proxy.role, proxy.spec)
+        return out
+
+    def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
+        """tau2 and UFS prompts, every tau2 data file read, and the criteria file (if any)."""
+        assert isinstance(config, UserProxyConfig)
+        root = resolve_data_dir(config.tau2_data)
+        hashes = {**tau2_prompt_hashes(), **ufs_prompt_hashes(), **data_hashes(root, config.tau2().domains())}
+        if config.criteria_file is not None:
+            hashes["criteria-file"] = _file_sha256(config.criteria_file)
+        return hashes
+
+    def plan(self, config: SuiteConfig, run: RunConfig) -> SuitePlan:
+        """One episode per (domain, task, proxy, trial); ``--limit`` caps the tasks per domain."""
+        assert isinstance(config, UserProxyConfig)
+        tau2 = config.tau2()
+        proxies = config.proxy_list()
+        set_name = config.set_name()
+        root = resolve_data_dir(config.tau2_data)
+        selected = []
+        for name in tau2.domains():
+            tasks = load_tasks(root, name, split=tau2.split, task_ids=tau2.task_ids(name), limit=run.limit)
+            selected.append((load_domain(root, name), tasks))
+        if not any(tasks for _, tasks in selected):
+            raise InputError(None, None, "no tau2 tasks selected", "check --split, --tasks and --limit")
+        stored = _criteria(run, config, set_name, root)
+        blueprints = {(d.name, t.id): _blueprint(d, t) for d, tasks in selected for t in tasks}
+        _check_criteria(set_name, blueprints, stored, config)
+        plan = SuitePlan(episodes=[])
+        for domain, tasks in selected:
+            _add_domain(plan, config, tau2, run.seed, domain, tasks, proxies, set_name,
+                        {t.id: (blueprints[(domain.name, t.id)], stored[(domain.name, t.id)]) for t in tasks},
+                        source=domain_dir(root, domain.name) / "tasks.json")
+        plan.notes.append(f"proxies: {', '.join(p.name for p in proxies)}; criteria set {set_name!r}")
+        return plan
+
+    def after_run(self, config: SuiteConfig, con: Any, run_id: str) -> list[str]:
+        """Run the deterministic pre-checks on this run's trajectories."""
+        trajectories, flagged = run_store_prechecks(con, run_id=run_id)
+        return [f"pre-checks on {trajectories} trajectories: {flagged} flagged (view ufs_prechecks)"]
+
+    def report(self, con: Any, run_id: str) -> list[ReportTable]:
+        """Table 1 and per-domain UFS with intervals, failures, effort deltas, pre-checks, frontier."""
+        proxies = [r[0] for r in con.execute(
+            "SELECT DISTINCT json_extract_string(info, '$.proxy') FROM episodes WHERE run_id = ? "
+            "ORDER BY 1", [run_id]).fetchall() if r[0] is not None]
+        sets = [r[0] for r in con.execute(
+            "SELECT DISTINCT json_extract_string(info, '$.ufs.criteria_set') FROM episodes WHERE run_id = ?",
+            [run_id]).fetchall() if r[0] is not None]
+        if not proxies or not sets:
+            return []
+        tables = []
+        for table in ufs_tables(con):
+            if table.title == "Failures by family":
+                continue  # replaced below by the set-filtered query
+            rows = [r for r in table.rows if r[0] in proxies]
+            note = (table.note + "; " if table.note else "") + "store-wide numbers for this run's proxies"
+            tables.append(ReportTable(table.title, table.columns, rows, note))
+        marks = ", ".join("?" for _ in proxies)
+        where = f"criteria_set = ? AND proxy IN ({marks})"
+        params = [sets[0], *proxies]
+        for title, view, columns, note in _REPORTS:
+            cols, rows = query(con, f"SELECT {columns} FROM {view} WHERE {where} ORDER BY proxy", params)
+            tables.append(ReportTable(title, cols, rows, note))
+        cols, rows = query(
+            con, "SELECT proxy, kind, family, count(*) AS episodes, count(*) FILTER (WHERE flagged) AS flagged "
+            "FROM ufs_prechecks WHERE run_id = ? GROUP BY ALL ORDER BY proxy, kind", [run_id])
+        tables.append(ReportTable("Pre-checks (no model)", cols, rows, "deterministic audits of the judge"))
+        return tables
+
+
+_REPORTS = (
+    ("Violations by family", "ufs_family_failures",
+     "proxy, judge_model, family, failures, episodes, graded_episodes",
+     "failures = failed criteria; episodes = episodes with at least one failure in the family"),
+    ("Agent effort when a family is violated", "ufs_effort_deltas",
+     "proxy, family, n_with, n_without, tool_calls_with, tool_calls_without, delta_tool_calls, delta_questions",
+     "agent tool calls and questions, episodes with a violation minus those without"),
+    ("Cost-fidelity frontier", "ufs_frontier",
+     "proxy, judge_model, mean_ufs, mean_reward, cost_per_sim_usd, dominated, dominated_by, frontier_rank",
+     "a proxy is dominated when another is no costlier and no less faithful (one strictly)"),
+)
+
+
+# --- criteria -------------------------------------------------------------------------------------
+
+
+def _criteria(run: RunConfig, config: UserProxyConfig, set_name: str,
+              root: Path) -> dict[tuple[str, str], TaskCriteria]:
+    """The set's criteria, freezing ``--criteria-file`` into it first."""
+    con = connect(run.db_path)
+    try:
+        if config.criteria_file is not None:
+            import_criteria_file(con, config.criteria_file, criteria_set=set_name, data_dir=root, contract="ours")
+        return load_criteria(con, set_name)
+    finally:
+        con.close()
+
+
+def _blueprint(domain: Domain, task: Task) -> Blueprint:
+    """What the grader sees of the task: scenario, our user seat's guidelines, the user tools."""
+    tools = task_user_tools(domain, task)
+    return Blueprint.from_task(task, domain=domain.name, contract=guidelines(tools), user_tools=tools)
+
+
+def _check_criteria(set_name: str, blueprints: dict[tuple[str, str], Blueprint],
+                    stored: dict[tuple[str, str], TaskCriteria], config: UserProxyConfig) -> None:
+    """Every selected task has criteria in the set, written against its current blueprint."""
+    missing = [key for key in blueprints if key not in stored]
+    if missing:
+        shown = ", ".join(f"{d}/{t}" for d, t in missing[:5]) + (" ..." if len(missing) > 5 else "")
+        domains = ",".join(dict.fromkeys(d for d, _ in missing))
+        data = f" --tau2-data {config.tau2_data}" if config.tau2_data else ""
+        raise InputError(None, None, f"criteria set {set_name!r} has no criteria for {len(missing)} selected "
+                         f"task(s): {shown}",
+                         f"run `uxlocal ufs criteria --domain {domains}{data} --model writer=... "
+                         f"--model verifier=... --set {set_name} --db ...` first, or pass --criteria-file F.jsonl")
+    stale = [key for key, bp in blueprints.items() if bp.sha256() != stored[key].blueprint_sha256]
+    if stale:
+        shown = ", ".join(f"{d}/{t}" for d, t in stale[:5])
+        raise InputError(None, None, f"criteria set {set_name!r} was written for another version of "
+                         f"{len(stale)} task(s) or another user contract: {shown}",
+                         "write criteria for this data into a new set (sets are frozen)")
+
+
+# --- episodes -------------------------------------------------------------------------------------
+
+
+def _add_domain(plan: SuitePlan, config: UserProxyConfig, tau2: Tau2Config, seed: int, domain: Domain,
+                tasks: list[Task],
+                proxies: list[Proxy], set_name: str, graded: dict[str, tuple[Blueprint, TaskCriteria]], *,
+                source: Path) -> None:
+    """Items, and one episode per (task, proxy, trial); agent and judge seats are shared.
+
+    A sampled agent (temperature > 0) gets one seed per (task, trial), the same for every proxy,
+    so the agent's randomness never differs between proxies (the scheduler would otherwise derive
+    it from the episode id, which names the proxy).
+    """
+    probe = domain.environment()
+    agent_sampling = tau2.sampling(AGENT_ROLE)
+    agent = AgentSeat.build(policy=domain.policy_text(), tool_schemas=probe.tool_schemas("assistant"),
+                            sampling=agent_sampling, grammar=tau2.tool_grammar)
+    judge = JudgeSeat(tau2.sampling(JUDGE_ROLE))
+    limits = Limits(max_steps=tau2.max_steps, max_errors=tau2.max_errors)
+    grader = Sampling(temperature=0.0, max_tokens=config.grader_max_tokens)
+    for task in tasks:
+        item_id = f"{domain.name}/{task.id}"
+        data = {"domain": domain.name, "position": len(plan.items), "task": task.model_dump(mode="json")}
+        plan.items.append({"item_id": item_id, "task": domain.name, "data": data, "source_file": str(source)})
+        blueprint, criteria = graded[task.id]
+        job = GradingJob(set_name, blueprint, graded_criteria(criteria.graded()), (), grader)
+        tools = task_user_tools(domain, task)
+        for proxy in proxies:
+            user = UserSeat.build(task, tool_schemas=tools, sampling=config.user_sampling(proxy),
+                                  grammar=tau2.tool_grammar, role=proxy.role)
+            for trial in range(tau2.trials):
+                seat = agent
+                if agent_sampling.temperature > 0:
+                    fixed = replace(agent_sampling, seed=_seed(seed, item_id, trial))
+                    seat = replace(agent, sampling=fixed)
+                setup = EpisodeSetup(domain, task, trial, seat, user, judge, limits)
+                plan.episodes.append(EpisodeSpec(f"{item_id}/{proxy.name}/trial-{trial}",
+                                                 _bind(setup, job, proxy.name), item_id=item_id,
+                                                 task=domain.name, trial=trial))
+    plan.notes.append(f"{domain.name}: {len(tasks)} tasks x {len(proxies)} proxies x {tau2.trials} trial(s), "
+                      f"split {tau2.split!r}, max_steps {tau2.max_steps}")
+
+
+def userproxy_episode(ctx: EpisodeContext, setup: EpisodeSetup, job: GradingJob, proxy: str) -> Any:
+    """A tau2 episode, then UFS grading of its trajectory; ``info.proxy`` names the proxy."""
+    outcome, messages = yield from tau2_trajectory(ctx, setup)
+    info = {**outcome.info, "proxy": proxy}
+    if outcome.termination != INFRASTRUCTURE_ERROR:
+        graded = yield from grading_program(ctx, replace(job, trajectory=tuple(messages)))
+        info["ufs"] = graded.info
+    return Outcome(outcome.termination, reward=outcome.reward, info=info)
+
+
+def _bind(setup: EpisodeSetup, job: GradingJob, proxy: str) -> Any:
+    return lambda ctx: userproxy_episode(ctx, setup, job, proxy)
+
+
+def _seed(base: int, item_id: str, trial: int) -> int:
+    return int(hashlib.sha256(f"{base}:{item_id}:{trial}".encode()).hexdigest()[:8], 16)
+
+
+def _file_sha256(path: Path) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except FileNotFoundError:
+        raise InputError(path, None, "criteria file not found") from None
+
+
+__all__ = ["PROXY_ROLE_PREFIX", "USER_ROLE", "Proxy", "UserProxyConfig", "UserProxySuite", "parse_proxies",
+           "userproxy_episode"]

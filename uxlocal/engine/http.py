@@ -1,0 +1,676 @@
+"""openai-http backend: chat completions against running OpenAI-compatible servers.
+
+The scale-out path. A model is one or more endpoints (vLLM ``serve``, SGLang, llama.cpp server)
+that all serve the same weights; ``generate`` fans a scheduler batch out as concurrent requests,
+each to the least-loaded endpoint (fewest in flight for its capacity), and returns results in
+order. The server does the batching; our concurrency limit per endpoint is its batch from us.
+
+Decisions (and why):
+
+- **Cache key = the chat messages**, not a locally rendered prompt: the server applies its own
+  chat template, so what we send (canonical JSON of the messages) is what determines the output.
+  ``MessagesRenderer`` returns that JSON as the "prompt", so ``request_hash`` covers messages,
+  model identity, sampling and constraint exactly as for the in-process backends, and the
+  ``generations.prompt`` column shows what was sent. The model identity (``models.py``) is the
+  served name plus a fingerprint, never the endpoints.
+- **Constraints**: vLLM's ``structured_outputs`` (``choice`` / ``json`` / ``regex``) when the server
+  is vLLM (``/models`` says ``owned_by: vllm``) or ``structured = "vllm"``; otherwise
+  ``response_format`` with a JSON schema (a Choice becomes a string enum, unquoted before
+  parsing; a Regex has no portable form and is sent unconstrained, then parsed).
+- **Label probabilities** come from the returned ``top_logprobs`` and the same trie walk as the
+  in-process engine (``labelprobs.py``). With a local tokenizer folder (preset ``path``, or a
+  served name that is a local folder) we ask vLLM for ``token_id:N`` tokens and use the exact
+  token bytes; a shared-prefix node off the generated path is expanded with one extra
+  ``/completions`` call on the locally rendered token ids (vLLM accepts token-id prompts). That
+  is the in-process computation, so results agree within numerical noise. Without a tokenizer,
+  token bytes come from the response (a token that splits a UTF-8 character arrives as "" or
+  U+FFFD and is skipped), and an off-path node's mass is shared among its candidate labels in
+  proportion to what they already have: an approximation, exact for labels whose first tokens
+  differ (``good``/``bad``), approximate for labels sharing a prefix token.
+- **Failures**: connection errors, timeouts and 5xx are retried with exponential backoff (an
+  unreachable endpoint is benched for the backoff so its requests move to the other endpoints).
+  A 4xx is never retried unless the preset opts in with ``retry_statuses`` (e.g. ``[429]`` behind
+  a rate-limiting gateway; vLLM itself queues instead of answering 429): 400/422 become an invalid result for that request (a
+  context overflow becomes ``context_window``), 401/403/404 stop the run (configuration). When a
+  request runs out of retries the whole batch fails with ``EndpointError``: nothing of it is
+  cached, finished episodes are already in the store, and the same command resumes later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import os
+import random
+import re
+import threading
+import time
+import weakref
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from uxlocal.engine.base import GenResult, PreparedRequest
+from uxlocal.engine.labelprobs import LabelWalk, TrieNode, expand, max_label_tokens, start_walk
+from uxlocal.errors import InputError, UxlocalError, format_validation_error
+from uxlocal.grammar import Choice, JsonSchema, parse_output
+from uxlocal.models import ResolvedModel
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+CONFIG_STATUSES = frozenset({401, 403, 404})
+"""Answers that no retry or other request can fix: wrong key, wrong model name, wrong URL."""
+EOS_TEXTS = frozenset({"<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<end_of_turn>", "</s>", "<|end|>",
+                       "<eos>"})
+"""End-of-turn tokens as servers print them (used only without a local tokenizer)."""
+_CONTEXT_ERROR = re.compile(r"context (length|size|window)|maximum context|too long", re.IGNORECASE)
+_TOKEN_ID = re.compile(r"^token_id:(\d+)$")
+
+
+class HttpOptions(BaseModel):
+    """Knobs of the openai-http backend (a preset's ``engine_args``)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    max_concurrency: int = Field(default=64, gt=0)
+    """Requests in flight per endpoint. vLLM batches whatever is in flight, so this is the batch
+    size we give each server; past its KV cache it queues them itself."""
+    timeout_s: float = Field(default=600.0, gt=0)
+    """Seconds to wait for one response (a long completion on a busy server takes minutes)."""
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    """Seconds to wait for a TCP connection before counting the endpoint as unreachable."""
+    max_retries: int = Field(default=4, ge=0)
+    """Retries per request after a connection error, timeout or 5xx (never a 4xx, see ``retry_statuses``)."""
+    retry_statuses: list[int] = Field(default_factory=list)
+    """4xx codes to retry like a 5xx (opt-in, e.g. ``[429]`` behind a rate-limiting gateway)."""
+    backoff_s: float = Field(default=0.5, gt=0)
+    """First retry delay in seconds; it doubles per consecutive failure up to ``backoff_max_s``."""
+    backoff_max_s: float = Field(default=8.0, gt=0)
+    """Longest retry delay in seconds."""
+    top_logprobs: int = Field(default=20, ge=1)
+    """Alternatives per position for label probabilities. vLLM allows up to its
+    ``--max-logprobs`` (20 by default); OpenAI's API caps it at 20."""
+    structured: Literal["auto", "vllm", "response_format"] = "auto"
+    """How constraints are sent: vLLM's ``structured_outputs``, or ``response_format`` JSON schema
+    (SGLang, llama.cpp); ``auto`` asks the server's ``/models`` who owns the model."""
+    api_key_env: str = "UXLOCAL_API_KEY"
+    """Environment variable holding the bearer token (vLLM ``--api-key``); unset = no header."""
+
+    @classmethod
+    def from_engine_args(cls, name: str, engine_args: dict[str, Any]) -> "HttpOptions":
+        """The backend's options from a preset's ``engine_args`` (other backends' keys are ignored)."""
+        known = {k: v for k, v in engine_args.items() if k in cls.model_fields}
+        ignored = sorted(set(engine_args) - set(known))
+        if ignored:
+            log.warning("model %s: engine_args %s do not apply to openai-http; ignored", name, ignored)
+        try:
+            return cls(**known)
+        except ValidationError as exc:
+            raise InputError(None, None, f"model {name}: bad openai-http engine_args: "
+                             f"{format_validation_error(exc)}") from exc
+
+
+class EndpointError(UxlocalError):
+    """Endpoints that stay unreachable (or keep failing) after every retry; the run can resume later."""
+
+
+class MessagesRenderer:
+    """The "prompt" of an http request: canonical JSON of its chat messages (the cache key's text).
+
+    With a local tokenizer folder it also renders token ids with the model's template; they are
+    used for exact label walks (off-path expansions) only, never for the key.
+    """
+
+    identity = "openai-chat-messages-v1"
+
+    def __init__(self, tokenizer_folder: str | Path | None = None) -> None:
+        self._local: Any = None
+        if tokenizer_folder:
+            from uxlocal.engine.render import make_renderer
+
+            self._local = make_renderer(tokenizer_folder)
+        self.eos_ids: set[int] = set(self._local.eos_ids) if self._local is not None else set()
+
+    @property
+    def has_tokenizer(self) -> bool:
+        """Whether token ids and token bytes are available."""
+        return self._local is not None
+
+    def render(self, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
+        """Canonical messages JSON, and the locally rendered token ids when a tokenizer is known."""
+        text = json.dumps([dict(m) for m in messages], ensure_ascii=False, sort_keys=True,
+                          separators=(",", ":"))
+        ids = self._local.render(list(messages))[1] if self._local is not None else []
+        return text, ids
+
+    def token_bytes(self) -> list[bytes]:
+        """Byte string of every token id (empty without a tokenizer)."""
+        return self._local.token_bytes() if self._local is not None else []
+
+
+@dataclass
+class Endpoint:
+    """One server and its load; ``down_until`` benches it after a connection failure."""
+
+    url: str
+    limit: int
+    in_flight: int = 0
+    sent: int = 0
+    failed: int = 0
+    failures_in_a_row: int = 0
+    down_until: float = 0.0
+    marked_at: float = -1.0
+
+
+class Dispatcher:
+    """Least-loaded choice among healthy endpoints, with a per-endpoint concurrency limit.
+
+    Used from one event loop. A request waits when every healthy endpoint is full, or while every
+    endpoint is benched. A failed attempt benches its endpoint for an exponential delay, but only
+    the first failure after a bench counts: requests that were already in flight when the server
+    died must not each double the delay.
+    """
+
+    def __init__(self, endpoints: list[Endpoint], *, backoff_s: float, backoff_max_s: float) -> None:
+        self.endpoints = endpoints
+        self.backoff_s = backoff_s
+        self.backoff_max_s = backoff_max_s
+        self._cond = asyncio.Condition()
+
+    def _pick(self, now: float) -> Endpoint | None:
+        ready = [e for e in self.endpoints if e.in_flight < e.limit and e.down_until <= now]
+        if not ready:
+            return None
+        return min(ready, key=lambda e: (e.in_flight / e.limit, e.sent))
+
+    async def acquire(self) -> Endpoint:
+        """Wait for a slot on the least-loaded healthy endpoint and take it."""
+        async with self._cond:
+            while True:
+                now = time.monotonic()
+                chosen = self._pick(now)
+                if chosen is not None:
+                    chosen.in_flight += 1
+                    chosen.sent += 1
+                    return chosen
+                benched = [e.down_until for e in self.endpoints if e.down_until > now]
+                wait_s = (min(benched) - now) if benched else None
+                try:
+                    await asyncio.wait_for(self._cond.wait(), timeout=wait_s)
+                except TimeoutError:
+                    pass
+
+    async def release(self, endpoint: Endpoint, *, started: float, unreachable: bool = False) -> None:
+        """Give the slot back; ``unreachable`` benches the endpoint (see the class docstring)."""
+        async with self._cond:
+            endpoint.in_flight -= 1
+            now = time.monotonic()
+            if unreachable:
+                endpoint.failed += 1
+                if started >= endpoint.marked_at:
+                    endpoint.failures_in_a_row += 1
+                    endpoint.marked_at = now
+                    endpoint.down_until = now + backoff_delay(endpoint.failures_in_a_row, self.backoff_s,
+                                                              self.backoff_max_s)
+            else:
+                endpoint.failures_in_a_row = 0
+            self._cond.notify_all()
+
+
+def backoff_delay(failures: int, base_s: float, max_s: float) -> float:
+    """Exponential delay with +-20 % jitter, so retries from many clients do not arrive together."""
+    return float(min(max_s, base_s * 2 ** max(0, failures - 1)) * random.uniform(0.8, 1.2))
+
+
+class _LoopThread:
+    """An event loop on a daemon thread, and the HTTP client that lives on it.
+
+    Keeps connections alive across scheduler ticks and works when the caller's thread already runs
+    a loop (notebooks). Closed by ``HttpEngine.close`` or, failing that, when the engine is
+    garbage-collected (``run_suite`` does not close the pools it builds).
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.client: Any = None
+        self.thread = threading.Thread(target=self.loop.run_forever, name="uxlocal-http", daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()  # Ctrl-C or a failure: stop what is still in flight
+            raise
+
+    def close(self) -> None:
+        if not self.thread.is_alive():
+            return
+        if self.client is not None:
+            try:
+                self.run(self.client.aclose())
+            except Exception as exc:  # closing must not hide the error that ended the run
+                log.debug("closing the http client failed: %s", exc)
+            self.client = None
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+        if not self.loop.is_running():
+            self.loop.close()
+
+
+class _FinalError(Exception):
+    """A 4xx answer that retrying cannot change."""
+
+    def __init__(self, status: int, message: str, url: str) -> None:
+        super().__init__(f"HTTP {status} from {url}: {message}")
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class _Served:
+    """What an endpoint's ``/models`` says about our model."""
+
+    owned_by: str | None = None
+    max_model_len: int | None = None
+    names: list[str] = field(default_factory=list)
+
+
+class HttpEngine:
+    """A model behind one or more OpenAI-compatible endpoints (see the module docstring)."""
+
+    def __init__(self, model: ResolvedModel, renderer: MessagesRenderer,
+                 options: HttpOptions | None = None) -> None:
+        if not model.endpoints:
+            raise InputError(None, None, f"model {model.name} has no endpoints")
+        self.model = model
+        self.identity = model.identity
+        self.max_model_len = model.max_model_len
+        self.renderer = renderer
+        self.options = options or HttpOptions.from_engine_args(model.name, dict(model.engine_args))
+        self.calls = 0
+        self.busy_s = 0.0
+        self.endpoints = [Endpoint(url, self.options.max_concurrency) for url in model.endpoints]
+        self.dialect: Literal["vllm", "response_format"] | None = (
+            None if self.options.structured == "auto" else self.options.structured)
+        self._loop: _LoopThread | None = None
+        self._client: Any = None
+        self._dispatch: Dispatcher | None = None
+        self._probed = False
+        self._headers = {"content-type": "application/json"}
+        key = os.environ.get(self.options.api_key_env)
+        if key:
+            self._headers["authorization"] = f"Bearer {key}"
+
+    @property
+    def mode(self) -> Literal["vllm", "response_format"]:
+        """How constraints are sent: the configured or detected dialect; vLLM's until a server answers."""
+        return self.dialect or "vllm"
+
+    # ---- Engine protocol --------------------------------------------------------------------
+    def generate(self, batch: list[PreparedRequest]) -> list[GenResult]:
+        """Send the batch concurrently; results in order. Raises ``EndpointError`` when retries run out."""
+        if not batch:
+            return []
+        self.calls += 1
+        started = time.perf_counter()
+        if self._loop is None:
+            self._loop = _LoopThread()
+            weakref.finalize(self, self._loop.close)
+        try:
+            return self._loop.run(self._batch(batch))
+        finally:
+            self.busy_s += time.perf_counter() - started
+
+    def close(self) -> None:
+        """Close connections and stop the event-loop thread."""
+        if self._loop is not None:
+            self._loop.close()
+        self._loop, self._client, self._dispatch, self._probed = None, None, None, False
+
+    def endpoint_stats(self) -> list[dict[str, Any]]:
+        """Requests sent and failed per endpoint (for logs and benchmarks)."""
+        return [{"url": e.url, "sent": e.sent, "failed": e.failed, "in_flight": e.in_flight}
+                for e in self.endpoints]
+
+    # ---- batch ------------------------------------------------------------------------------
+    async def _batch(self, batch: list[PreparedRequest]) -> list[GenResult]:
+        await self._start()
+        tasks = [asyncio.ensure_future(self._one(p)) for p in batch]
+        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        failed = [t for t in done if t.exception() is not None]
+        if failed:
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            raise failed[0].exception()  # type: ignore[misc]
+        return [t.result() for t in tasks]
+
+    async def _start(self) -> None:
+        """Create the client once; ask each endpoint what it serves until one answers."""
+        if self._client is None:
+            import httpx
+
+            total = sum(e.limit for e in self.endpoints)
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.options.timeout_s, connect=self.options.connect_timeout_s),
+                limits=httpx.Limits(max_connections=total + len(self.endpoints),
+                                    max_keepalive_connections=total))
+            assert self._loop is not None
+            self._loop.client = self._client
+            self._dispatch = Dispatcher(self.endpoints, backoff_s=self.options.backoff_s,
+                                        backoff_max_s=self.options.backoff_max_s)
+        if not self._probed:
+            served = await asyncio.gather(*(self._probe(e) for e in self.endpoints))
+            self._check_served(served)
+
+    async def _probe(self, endpoint: Endpoint) -> _Served | None:
+        try:
+            response = await self._client.get(f"{endpoint.url}/models", headers=self._headers,
+                                              timeout=self.options.connect_timeout_s)
+            body = response.json()
+        except Exception as exc:  # unreachable now: the requests' retries decide what happens
+            log.info("%s/models did not answer (%s); requests will retry", endpoint.url, exc)
+            return None
+        if response.status_code in CONFIG_STATUSES:
+            raise UxlocalError(f"{endpoint.url}/models answered HTTP {response.status_code}: "
+                               f"{_error_message(body)} (check the URL and {self.options.api_key_env})")
+        entries = body.get("data", []) if isinstance(body, dict) else []
+        names = [str(m.get("id")) for m in entries if isinstance(m, dict)]
+        served = self.model.served_model
+        mine = next((m for m in entries if isinstance(m, dict) and m.get("id") == served), None)
+        if mine is None:
+            return _Served(names=names)
+        length = mine.get("max_model_len")
+        return _Served(mine.get("owned_by"), int(length) if isinstance(length, int) else None, names)
+
+    def _check_served(self, served: list[_Served | None]) -> None:
+        answered = [(e, s) for e, s in zip(self.endpoints, served, strict=True) if s is not None]
+        for endpoint, info in answered:
+            if self.model.served_model not in info.names:
+                raise UxlocalError(f"{endpoint.url} serves {info.names}, not {self.model.served_model!r} "
+                                   "(fix the name after # in --model, or the preset's served_model)")
+        if not answered:
+            return
+        self._probed = True
+        first = answered[0][1]
+        if self.dialect is None:
+            self.dialect = "vllm" if (first.owned_by or "").lower() == "vllm" else "response_format"
+        windows = [s.max_model_len for _, s in answered if s.max_model_len]
+        if windows and not self.max_model_len:
+            self.max_model_len = min(windows)
+        log.info("model %s: %d endpoint(s), constraints via %s", self.model.name, len(self.endpoints),
+                 self.dialect)
+
+    # ---- one request ------------------------------------------------------------------------
+    async def _one(self, prepared: PreparedRequest) -> GenResult:
+        started = time.perf_counter()
+        payload = self._payload(prepared)
+        try:
+            body = await self._post("/chat/completions", payload)
+        except _FinalError as exc:
+            return self._final_error(prepared, exc)
+        result = self._result(prepared, body)
+        constraint = prepared.request.constraint
+        if isinstance(constraint, Choice):
+            content = ((body.get("choices") or [{}])[0].get("logprobs") or {}).get("content") or []
+            result.label_probs = await self._label_probs(prepared, constraint.labels, content)
+        result.latency_ms = (time.perf_counter() - started) * 1000
+        return result
+
+    def _payload(self, prepared: PreparedRequest) -> dict[str, Any]:
+        request, sampling = prepared.request, prepared.sampling
+        body: dict[str, Any] = {
+            "model": request.lora or self.model.served_model,
+            "messages": [dict(m) for m in request.messages],
+            "max_tokens": sampling.max_tokens, "temperature": sampling.temperature, "top_p": sampling.top_p,
+        }
+        if sampling.temperature > 0 and prepared.seed is not None:
+            body["seed"] = prepared.seed
+        if sampling.stop:
+            body["stop"] = list(sampling.stop)
+        constraint = request.constraint
+        if constraint is None:
+            return body
+        if isinstance(constraint, Choice):
+            quote = 0 if self.mode == "vllm" else 2
+            body["max_tokens"] = max(1, min(sampling.max_tokens, max_label_tokens(constraint.labels) + quote))
+            body.update(logprobs=True, top_logprobs=self.options.top_logprobs)
+            if self.mode == "vllm" and self.renderer.has_tokenizer:
+                body["return_tokens_as_token_ids"] = True
+        body.update(self._constraint_fields(constraint))
+        return body
+
+    def _constraint_fields(self, constraint: Any) -> dict[str, Any]:
+        if self.mode == "vllm":
+            if isinstance(constraint, Choice):
+                return {"structured_outputs": {"choice": list(constraint.labels)}}
+            if isinstance(constraint, JsonSchema):
+                return {"structured_outputs": {"json": constraint.schema}}
+            return {"structured_outputs": {"regex": constraint.pattern}}
+        if isinstance(constraint, Choice):
+            schema: dict[str, Any] = {"type": "string", "enum": list(constraint.labels)}
+        elif isinstance(constraint, JsonSchema):
+            schema = constraint.schema
+        else:
+            return {}  # no portable regex constraint: generate freely, the parser judges
+        return {"response_format": {"type": "json_schema",
+                                    "json_schema": {"name": "output", "schema": schema}}}
+
+    def _result(self, prepared: PreparedRequest, body: dict[str, Any]) -> GenResult:
+        choices = body.get("choices") or []
+        choice = choices[0] if choices and isinstance(choices[0], dict) else {}
+        text = str((choice.get("message") or {}).get("content") or "")
+        finish = {"stop": "stop", "length": "length", "tool_calls": "stop", None: "stop"}.get(
+            choice.get("finish_reason"), "error")
+        constraint = prepared.request.constraint
+        if isinstance(constraint, Choice) and self.mode == "response_format":
+            text = _unquote(text)
+        parsed = parse_output(constraint, text, finish)
+        usage = body.get("usage") or {}
+        prompt_tokens = int(usage.get("prompt_tokens") or len(prepared.prompt_ids))
+        return GenResult(text, finish, prompt_tokens=prompt_tokens,
+                         completion_tokens=int(usage.get("completion_tokens") or 0), valid=parsed.valid,
+                         parsed=parsed.value, error=parsed.error)
+
+    def _final_error(self, prepared: PreparedRequest, exc: _FinalError) -> GenResult:
+        if exc.status in CONFIG_STATUSES:
+            raise UxlocalError(f"model {self.model.name}: {exc} (check the served model name "
+                               f"{self.model.served_model!r}, the URL and "
+                               f"{self.options.api_key_env})") from None
+        if _CONTEXT_ERROR.search(exc.message):
+            return GenResult("", "context_window", prompt_tokens=len(prepared.prompt_ids), valid=False,
+                             error=f"prompt exceeds the server's context window: {exc.message[:300]}")
+        return GenResult("", "error", prompt_tokens=len(prepared.prompt_ids), valid=False,
+                         error=str(exc)[:500])
+
+    # ---- transport --------------------------------------------------------------------------
+    async def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """POST to the least-loaded endpoint, retrying what can succeed later (see module docstring)."""
+        import httpx
+
+        assert self._dispatch is not None
+        last = ""
+        for attempt in range(self.options.max_retries + 1):
+            endpoint = await self._dispatch.acquire()
+            started = time.monotonic()
+            try:
+                response = await self._client.post(endpoint.url + path, json=payload, headers=self._headers)
+            except httpx.TransportError as exc:  # refused, reset, timed out, died mid-answer
+                await self._dispatch.release(endpoint, started=started, unreachable=True)
+                last = f"{type(exc).__name__}: {str(exc) or 'no detail'} ({endpoint.url})"
+                continue
+            await self._dispatch.release(endpoint, started=started)
+            status = response.status_code
+            if status < 400:
+                try:
+                    return dict(response.json())
+                except ValueError:
+                    last = f"HTTP {status} with a body that is not JSON ({endpoint.url})"
+            else:
+                message = _error_message(_json_or_text(response))
+                if status < 500 and status not in self.options.retry_statuses:
+                    raise _FinalError(status, message, endpoint.url)
+                last = f"HTTP {status}: {message[:200]} ({endpoint.url})"
+            endpoint.failed += 1
+            if attempt < self.options.max_retries:
+                await asyncio.sleep(backoff_delay(attempt + 1, self.options.backoff_s,
+                                                  self.options.backoff_max_s))
+        raise EndpointError(
+            f"model {self.model.name}: a request failed {self.options.max_retries + 1} times on "
+            f"{len(self.endpoints)} endpoint(s); last error: {last}. Finished episodes are saved in the "
+            "store: when the server is back, run the same command again to resume.")
+
+    # ---- label probabilities ----------------------------------------------------------------
+    async def _label_probs(self, prepared: PreparedRequest, labels: tuple[str, ...],
+                           content: list[dict[str, Any]]) -> dict[str, float] | None:
+        """Label distribution from the per-position alternatives (see the module docstring)."""
+        if not content:
+            return None
+        table = TokenTable.for_response(content, self.renderer)
+        positions = [table.dist(entry.get("top_logprobs") or []) for entry in content]
+        path = [table.id_of(entry) for entry in content]
+        quote = '"' if self.mode == "response_format" else ""
+        walk, root = start_walk(tuple(quote + label for label in labels))
+        masked = self.mode == "vllm"  # vLLM's logprobs come after the grammar mask
+        expand(walk, root, positions[0], table.token_bytes, table.eos_ids, masked=masked)
+        for _round in range(8):
+            nodes, walk.pending = walk.pending, []
+            for node in nodes:
+                depth = len(node.prefix_ids)
+                if list(node.prefix_ids) == path[:depth] and depth < len(positions):
+                    expand(walk, node, positions[depth], table.token_bytes, table.eos_ids, masked=masked)
+                    continue
+                dist = await self._next_token(prepared, node) if table.exact else None
+                if dist:
+                    expand(walk, node, dist, table.token_bytes, table.eos_ids, masked=False)
+                else:
+                    settle_in_proportion(walk, node)
+            if not walk.pending:
+                break
+        for node in walk.pending:
+            settle_in_proportion(walk, node)
+        probs = walk.result()
+        return None if probs is None else {label: probs[quote + label] for label in labels}
+
+    async def _next_token(self, prepared: PreparedRequest, node: TrieNode) -> dict[int, float] | None:
+        """Unconstrained next-token alternatives after the prompt plus ``node``'s tokens (vLLM only)."""
+        if self.mode != "vllm" or not prepared.prompt_ids:
+            return None
+        payload = {"model": prepared.request.lora or self.model.served_model, "max_tokens": 1,
+                   "temperature": 0.0,
+                   "prompt": list(prepared.prompt_ids) + list(node.prefix_ids),
+                   "logprobs": self.options.top_logprobs, "return_tokens_as_token_ids": True}
+        try:
+            body = await self._post("/completions", payload)
+        except _FinalError as exc:
+            log.info("off-path label expansion refused (%s); using the proportional estimate", exc)
+            return None
+        logprobs = (body.get("choices") or [{}])[0].get("logprobs") or {}
+        tops = (logprobs.get("top_logprobs") or [None])[0] or {}
+        dist: dict[int, float] = {}
+        for token, logprob in tops.items():
+            match = _TOKEN_ID.match(str(token))
+            if match and logprob is not None and logprob > -9999:
+                dist[int(match.group(1))] = math.exp(logprob)
+        return dist
+
+
+class TokenTable:
+    """Token ids and bytes for one response's label walk.
+
+    Exact mode: the server returned ``token_id:N`` and we have the tokenizer's bytes. Byte mode:
+    each distinct (bytes, end-of-turn) pair gets a local id; tokens whose bytes were lost in
+    decoding ("" or U+FFFD: part of a UTF-8 character) are skipped.
+    """
+
+    def __init__(self, token_bytes: list[bytes] | None, eos_ids: set[int]) -> None:
+        self.exact = bool(token_bytes)
+        self.token_bytes: list[bytes] = token_bytes if token_bytes else []
+        self.eos_ids: set[int] = set(eos_ids) if self.exact else set()
+        self._local: dict[tuple[bytes, bool], int] = {}
+
+    @classmethod
+    def for_response(cls, content: list[dict[str, Any]], renderer: MessagesRenderer) -> "TokenTable":
+        """Exact when the response carries token ids and a tokenizer is known, else byte mode."""
+        first = str(content[0].get("token", ""))
+        if renderer.has_tokenizer and _TOKEN_ID.match(first):
+            return cls(renderer.token_bytes(), renderer.eos_ids)
+        return cls(None, set())
+
+    def id_of(self, entry: dict[str, Any]) -> int | None:
+        """The id the walk uses for one returned token (None: unusable)."""
+        token = str(entry.get("token", ""))
+        if self.exact:
+            match = _TOKEN_ID.match(token)
+            return int(match.group(1)) if match else None
+        raw = entry.get("bytes")
+        data = bytes(raw) if isinstance(raw, list) else token.encode("utf-8")
+        eos = token in EOS_TEXTS
+        if not eos and (not data or "\ufffd".encode() in data):
+            return None
+        key = (data, eos)
+        if key not in self._local:
+            self._local[key] = len(self.token_bytes)
+            self.token_bytes.append(b"" if eos else data)
+            if eos:
+                self.eos_ids.add(self._local[key])
+        return self._local[key]
+
+    def dist(self, alternatives: list[dict[str, Any]]) -> dict[int, float]:
+        """Probabilities of one position's alternatives, by walk id."""
+        out: dict[int, float] = {}
+        for entry in alternatives:
+            token_id, logprob = self.id_of(entry), entry.get("logprob")
+            if token_id is None or logprob is None or logprob <= -9999:
+                continue
+            out[token_id] = out.get(token_id, 0.0) + math.exp(logprob)
+        return out
+
+
+def settle_in_proportion(walk: LabelWalk, node: TrieNode) -> None:
+    """Share an unexpandable node's mass among its labels in proportion to what they already have.
+
+    The estimate assumes the split below a shared prefix resembles the split elsewhere; with no
+    other evidence the labels share equally. Used only when the exact expansion is unavailable.
+    """
+    have = [walk.assigned.get(label, 0.0) for label in node.candidates]
+    total = sum(have)
+    for label, mass in zip(node.candidates, have, strict=True):
+        share = mass / total if total > 0 else 1.0 / len(node.candidates)
+        walk.assigned[label] = walk.assigned.get(label, 0.0) + node.mass * share
+
+
+def _unquote(text: str) -> str:
+    """A JSON string (``"good"``) as its value; anything else unchanged."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, str) else text
+
+
+def _json_or_text(response: Any) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
+
+
+def _error_message(body: Any) -> str:
+    """The human part of an error body: OpenAI ``{"error": {"message"}}``, FastAPI ``detail``, text."""
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        for key in ("message", "detail", "error"):
+            if body.get(key):
+                return str(body[key])
+    return str(body)[:500]

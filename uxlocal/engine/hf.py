@@ -103,6 +103,8 @@ class HfEngine:
             self.model.dtype, "auto")
         tokenizer = AutoTokenizer.from_pretrained(self.model.path)
         model = AutoModelForCausalLM.from_pretrained(self.model.path, dtype=dtype)
+        if self.model.lora:
+            model = _load_adapters(model, self.model.lora)
         model.eval()
         return model, tokenizer
 
@@ -123,7 +125,8 @@ class HfEngine:
                 results[i] = GenResult("", "context_window", prompt_tokens=len(prepared.prompt_ids), valid=False,
                                        error="prompt exceeds the model's context window")
                 continue
-            groups[json.dumps(prepared.sampling.key() | {"seed": prepared.seed}, sort_keys=True)].append(i)
+            key = prepared.sampling.key() | {"seed": prepared.seed, "lora": prepared.request.lora}
+            groups[json.dumps(key, sort_keys=True)].append(i)
         for indices in groups.values():
             for i, result in zip(indices, self._run_group([batch[i] for i in indices])):
                 results[i] = result
@@ -186,6 +189,22 @@ class HfEngine:
         return Index(regex, self._outlines_vocab)
 
     def _run_group(self, group: list[PreparedRequest]) -> list[GenResult]:
+        """One group (same sampling, same adapter) under its adapter, or with adapters disabled."""
+        model = self._hf[0]
+        name = group[0].request.lora
+        if not hasattr(model, "disable_adapter"):
+            if name:
+                raise UxlocalError(f"model {self.model.name} has no LoRA adapter named {name!r}")
+            return self._generate_group(group)
+        if name is None:
+            with model.disable_adapter():
+                return self._generate_group(group)
+        if name not in self.model.lora:
+            raise UxlocalError(f"model {self.model.name} has no LoRA adapter named {name!r}")
+        model.set_adapter(name)
+        return self._generate_group(group)
+
+    def _generate_group(self, group: list[PreparedRequest]) -> list[GenResult]:
         """One left-padded ``generate`` for requests with identical sampling."""
         import torch
         from transformers import LogitsProcessorList
@@ -275,6 +294,19 @@ class HfEngine:
     def close(self) -> None:
         """Drop the model."""
         self.__dict__.pop("_hf", None)
+
+
+def _load_adapters(model: Any, adapters: dict[str, str]) -> Any:
+    """Wrap ``model`` with every named peft adapter; requests pick one by name (or none)."""
+    try:
+        from peft import PeftModel
+    except ImportError as exc:  # pragma: no cover - environment dependent
+        raise UxlocalError("LoRA adapters on the hf backend need peft: pip install 'uxlocal[train]'") from exc
+    names = list(adapters)
+    wrapped = PeftModel.from_pretrained(model, adapters[names[0]], adapter_name=names[0])
+    for name in names[1:]:
+        wrapped.load_adapter(adapters[name], adapter_name=name)
+    return wrapped
 
 
 class _MaskProcessor:

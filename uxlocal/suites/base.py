@@ -60,6 +60,8 @@ class Suite:
     roles: ClassVar[tuple[str, ...]] = ("candidate", "judge")
     """Roles the suite asks models for (each needs ``--model ROLE=...``)."""
     optional_roles: ClassVar[tuple[str, ...]] = ()
+    example: ClassVar[str] = ""
+    """Options for the ``--help`` example after ``uxlocal run <name>`` (default: one ``--model`` per role)."""
 
     def role_specs(self, config: SuiteConfig, specs: dict[str, str]) -> dict[str, str]:
         """Role -> model spec bindings the suite's options imply, merged with ``--model``'s.
@@ -69,7 +71,8 @@ class Suite:
         """
         return specs
 
-    def adapt_models(self, config: SuiteConfig, models: dict[str, "ResolvedModel"]) -> dict[str, "ResolvedModel"]:
+    def adapt_models(self, config: SuiteConfig,
+                     models: dict[str, "ResolvedModel"]) -> dict[str, "ResolvedModel"]:
         """Adjust resolved models before engines are built (palate attaches per-user LoRA adapters)."""
         return models
 

@@ -1,1 +1,24 @@
-"""Reports: terminal tables now; HTML with plots later."""
+"""Reports: terminal tables, HTML with plots, Markdown, and the local trajectory viewer.
+
+See ``README.md`` in this folder for the map; the viewer lives in ``viewer/``.
+"""
+
+from uxlocal.report.build import NoData, build_report
+from uxlocal.report.html import render_html
+from uxlocal.report.markdown import render_markdown
+from uxlocal.report.model import Figure, Report, RunInfo, Section, TableGroup
+from uxlocal.report.registry import register_figure, register_section
+
+__all__ = [
+    "Figure",
+    "NoData",
+    "Report",
+    "RunInfo",
+    "Section",
+    "TableGroup",
+    "build_report",
+    "register_figure",
+    "register_section",
+    "render_html",
+    "render_markdown",
+]

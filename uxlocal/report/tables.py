@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uxlocal.suites.base import ReportTable
 
-__all__ = ["ReportTable", "format_cell", "render_tables"]
+if TYPE_CHECKING:
+    from uxlocal.report.model import Report
+
+__all__ = ["ReportTable", "format_cell", "render_report", "render_tables"]
 
 
 def format_cell(value: Any) -> str:
@@ -33,3 +36,21 @@ def render_tables(tables: list[ReportTable]) -> None:
         console.print(grid)
         if table.note:
             console.print(f"[dim]{table.note}[/dim]")
+
+
+def render_report(report: "Report") -> None:
+    """Print a report's tables, section by section, to stdout (what ``uxlocal report`` shows)."""
+    from rich.console import Console
+
+    console = Console(width=max(100, Console().width))
+    for section in report.sections:
+        console.rule(f"[bold]{section.title}")
+        for group in section.groups:
+            heading = group.heading or (f"run {group.run_id}" if group.run_id else "")
+            if heading:
+                console.print(f"[bold]{heading}[/bold]")
+            render_tables(group.tables)
+        for note in section.notes:
+            console.print(f"[yellow]note:[/yellow] {note}")
+    for line in report.skipped:
+        console.print(f"[dim]not shown: {line}[/dim]")

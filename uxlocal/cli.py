@@ -486,26 +486,59 @@ def ufs_criteria_import(path: Path, criteria_set: str, tau2_data: Path | None, c
 @click.option("--contract", default="ours", show_default=True, envvar="UXLOCAL_UFS_CONTRACT",
               help="Guidelines the graded proxies see: ours, tau2, or a file.")
 @click.option("--limit", type=int, default=None, help="At most N tasks.")
+@click.option("--template", is_flag=True,
+              help="No models: freeze the rule-based baseline criteria (ufs/template_writer.py).")
+@click.option("--sample-run", default=None, metavar="RUN_ID",
+              help="Show the writer this run's trajectory of each task (labelled: not an oracle).")
 @click.option("--db", default="uxlocal.duckdb", show_default=True, envvar="UXLOCAL_DB",
               type=click.Path(dir_okay=False), help="DuckDB store to write (resumes the same run).")
 def ufs_criteria(domain: str, tau2_data: Path | None, model: tuple[str, ...], criteria_set: str, tasks: str | None,
-                 split: str | None, contract: str, limit: int | None, db: str) -> None:
+                 split: str | None, contract: str, limit: int | None, template: bool, sample_run: str | None,
+                 db: str) -> None:
     """Write and verify a domain's criteria with local models, then freeze them into a set.
 
     \b
-    Example:
+    Examples:
       uxlocal ufs criteria --domain retail --model writer=embedded --model verifier=embedded --set v1
+      uxlocal ufs criteria --domain retail --template --set rules
     """
     from uxlocal.config import RunConfig
     from uxlocal.runner import resolve_models, run_suite
-    from uxlocal.suites.userproxy.criteria_run import SUITE_NAME, CriteriaSuite
+    from uxlocal.store.db import connect
+    from uxlocal.suites.userproxy.criteria_run import SUITE_NAME, CriteriaSuite, load_samples
+    from uxlocal.suites.userproxy.tau2_suite.data import resolve_data_dir
 
+    if template:
+        from uxlocal.suites.userproxy.ufs.template_writer import freeze_template_set
+
+        if model or sample_run:
+            raise click.UsageError("--template writes criteria without models: drop --model and --sample-run")
+        ids = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+        con = connect(db)
+        try:
+            written, unchanged, summary = freeze_template_set(
+                con, resolve_data_dir(tau2_data), domain, criteria_set=criteria_set, contract=contract,
+                split=split, task_ids=ids, limit=limit)
+        finally:
+            con.close()
+        thin = summary["thin_tasks"]
+        click.echo(f"set {criteria_set!r}: {summary['tasks']} {domain} tasks, {summary['criteria']} template "
+                   f"criteria; {written} tasks written, {unchanged} already identical"
+                   + (f"; {len(thin)} task(s) under 4 criteria: {', '.join(thin[:5])}" if thin else ""))
+        return
     options = {"domain": domain, "criteria_set": criteria_set, "tasks": tasks, "split": split,
-               "contract": contract, "tau2_data": tau2_data}
+               "contract": contract, "tau2_data": tau2_data, "sample_run": sample_run}
+    samples = {}
+    if sample_run:
+        con = connect(db)
+        try:
+            samples = load_samples(con, sample_run, domain)
+        finally:
+            con.close()
     specs = _parse_models(model)
     run = RunConfig(suite=SUITE_NAME, suite_config={k: v for k, v in options.items() if v is not None},
                     model_names=specs, limit=limit, db=db, progress=sys.stderr.isatty())
-    result = run_suite(run, models=resolve_models(specs), suite=CriteriaSuite())
+    result = run_suite(run, models=resolve_models(specs), suite=CriteriaSuite(samples))
     _print_result(result)
 
 

@@ -47,6 +47,9 @@ class ModelPreset(BaseModel):
     """Local HF folder; ``${VAR}`` expands from the environment (``UXLOCAL_MODELS`` defaults to ~/models)."""
     source: str | None = None
     """``gguf-package:<dist>/<file.gguf>``: converted once into the model cache."""
+    convert_as: str | None = None
+    """Model-cache folder of the conversion (default: the preset name). Variants of one GGUF that
+    differ only in settings (``embedded-8k``: a longer window) name the same folder to share it."""
     backend: Backend = "vllm"
     dtype: Literal["bfloat16", "float16", "float32", "auto"] = "bfloat16"
     max_model_len: int = Field(default=4096, gt=0)
@@ -149,7 +152,7 @@ def gguf_location(source: str) -> Path:
 
 def converted_folder(preset: ModelPreset) -> Path:
     """Where a GGUF preset's HF conversion lives in the model cache."""
-    return paths.models_cache() / preset.name
+    return paths.models_cache() / (preset.convert_as or preset.name)
 
 
 def preset_folder(preset: ModelPreset) -> Path:

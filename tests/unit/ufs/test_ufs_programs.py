@@ -230,38 +230,11 @@ def test_ingest_then_grade_then_views_end_to_end(
     tmp_path: Path,
     make_convo: Callable[..., list[Message]],
     store: duckdb.DuckDBPyConnection,
+    ingest_trials: Callable[..., str],
 ) -> None:
-    from uxlocal.suites.userproxy.tau2 import (
-        EnvironmentInfo,
-        Results,
-        RewardInfo,
-        RunInfo,
-        Simulation,
-        UserInfo,
-        write_results,
-    )
-    from uxlocal.suites.userproxy.ufs.ingest import ingest_tau2
-
-    sims = [
-        Simulation(
-            task_id="0",
-            trial=t,
-            termination_reason="user_stop",
-            reward_info=RewardInfo(reward=1.0),
-            messages=make_convo(
-                ("assistant", "Hi! How can I help you today?"), ("user", f"Hello (attempt {t}) ###STOP###")
-            ),
-        )
-        for t in range(3)
-    ]
-    results = Results(
-        info=RunInfo(
-            user_info=UserInfo(llm="proxy-q"), environment_info=EnvironmentInfo(domain_name="retail")
-        ),
-        tasks=[tasks("retail")["0"]],
-        simulations=sims,
-    )
-    run_id = ingest_tau2(store, write_results(tmp_path / "r.json", results)).run_id
+    convos = [make_convo(("assistant", "Hi! How can I help you today?"), ("user", f"Hello (attempt {t}) ###STOP###"))
+              for t in range(3)]
+    run_id = ingest_trials(store, tasks("retail")["0"], convos, tmp_path)
     bp = Blueprint.from_task(tasks("retail")["0"], domain="retail", contract="Only answer what is asked.")
     criteria = (Criterion.model_validate(_criterion("c1")),)
     # identical prompts would get one shared answer (the cache); each trajectory here differs

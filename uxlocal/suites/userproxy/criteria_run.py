@@ -10,7 +10,9 @@ frozen). Tasks whose writer answer was unusable are not stored; they are listed 
 
 The blueprints use the contract ``ours`` by default: the guidelines ``uxlocal run tau2`` and
 ``uxlocal run userproxy`` give their user seat, which is what ``run userproxy`` checks criteria
-against. No sample trajectory is shown to the writer.
+against. With ``--sample-run RUN_ID`` the writer also sees that run's finished trajectory of the
+task (the first one, by episode id), labelled as an example and not an oracle (§A.9 step 3); the
+run id is part of the identity, and a task the run has no trajectory of is written without one.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from uxlocal.engine.base import Sampling
 from uxlocal.errors import InputError
 from uxlocal.rollout import EpisodeSpec
 from uxlocal.suites.base import ReportTable, Suite, SuitePlan
-from uxlocal.suites.userproxy.tau2 import domain_spec
+from uxlocal.suites.userproxy.tau2 import Message, domain_spec
 from uxlocal.suites.userproxy.tau2.layout import domain_dir
 from uxlocal.suites.userproxy.tau2_suite.data import data_hashes, resolve_data_dir
 from uxlocal.suites.userproxy.ufs.programs import VERIFIER_ROLE, WRITER_ROLE, CriteriaJob, criteria_program
@@ -63,6 +65,8 @@ class CriteriaConfig(SuiteConfig):
     """Completion budget of the verifier's answer (tokens)."""
     writer_temperature: float = Field(default=0.0, ge=0.0)
     """Writer sampling temperature."""
+    sample_run: str | None = None
+    """Run whose trajectory of each task the writer is shown as a sample (not an oracle)."""
 
 
 class CriteriaSuite(Suite):
@@ -72,6 +76,10 @@ class CriteriaSuite(Suite):
     help = "Write and verify UFS criteria for a tau2 domain."
     config_cls = CriteriaConfig
     roles = (WRITER_ROLE, VERIFIER_ROLE)
+
+    def __init__(self, samples: dict[tuple[str, str], tuple[Message, ...]] | None = None) -> None:
+        self.samples = samples or {}
+        """(domain, task id) -> the sample trajectory shown to the writer (from ``load_samples``)."""
 
     def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
         """The writer/verifier/grader prompts and the domain's data files."""
@@ -101,9 +109,15 @@ class CriteriaSuite(Suite):
             item_id = f"{domain}/{task_id}"
             plan.items.append({"item_id": item_id, "task": domain, "source_file": source,
                                "data": {"domain": domain, "task_id": task_id, "blueprint_sha256": bp.sha256()}})
-            job = CriteriaJob(bp, writer, verifier)
+            if config.sample_run and not self.samples:
+                raise InputError(None, None, f"--sample-run {config.sample_run}: no trajectories were loaded",
+                                 "load them with load_samples (the CLI does)")
+            job = CriteriaJob(bp, writer, verifier, self.samples.get((domain, task_id), ()))
             plan.episodes.append(EpisodeSpec(item_id, _bind(job), item_id=item_id, task=domain))
         plan.notes.append(f"{config.domain}: {len(blueprints)} tasks, contract {config.contract!r}")
+        if config.sample_run:
+            shown = sum(1 for key in blueprints if key in self.samples)
+            plan.notes.append(f"sample trajectories from run {config.sample_run}: {shown}/{len(blueprints)} tasks")
         return plan
 
     def after_run(self, config: SuiteConfig, con: Any, run_id: str) -> list[str]:
@@ -140,3 +154,21 @@ class CriteriaSuite(Suite):
 
 def _bind(job: CriteriaJob) -> Any:
     return lambda ctx: criteria_program(ctx, job)
+
+
+def load_samples(con: Any, run_id: str, domain: str) -> dict[tuple[str, str], tuple[Message, ...]]:
+    """(domain, task id) -> the first finished trajectory of that task in run ``run_id``.
+
+    An unknown run, or one without trajectories of ``domain``, is an ``InputError``.
+    """
+    from uxlocal.suites.userproxy.ufs.episodes import load_trajectories
+
+    samples: dict[tuple[str, str], tuple[Message, ...]] = {}
+    for trajectory in load_trajectories(con, run_id=run_id):
+        key = (trajectory.domain, trajectory.task.id)
+        if trajectory.domain == domain and trajectory.messages and key not in samples:
+            samples[key] = trajectory.messages
+    if not samples:
+        raise InputError(None, None, f"run {run_id!r} has no finished {domain} trajectories in this store",
+                         "pick a tau2 or userproxy run id from `uxlocal runs`")
+    return samples

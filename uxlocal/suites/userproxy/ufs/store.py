@@ -26,7 +26,7 @@ from .criteria import GRADED_STATUSES, Blueprint, Criterion, Screened, Status
 class Provenance:
     """Who wrote and verified a task's criteria, with which prompts (or which file)."""
 
-    source: Literal["writer", "file"]
+    source: Literal["writer", "file", "template"]
     source_file: str | None = None
     writer_model: str | None = None
     writer_identity: str | None = None

@@ -1,0 +1,174 @@
+"""Model-free baseline criteria: rules that turn a task's blueprint into 4-8 grounded criteria.
+
+The model writer (``criteria_program``) is the method of the spec (§A.9 step 3). This module is
+its deterministic baseline, for three uses: a machine without a model strong enough to write
+criteria (the embedded one is not), a floor to compare written sets against, and end-to-end runs
+whose criteria must not depend on sampling. ``uxlocal ufs criteria --template`` freezes its output
+into a set like any other (provenance ``template``, rule version ``TEMPLATE_VERSION``).
+
+Every criterion quotes one sentence of the scenario as its grounding span, so grounding holds by
+construction (the same ``screen`` still runs). The rules, in priority order, each used once:
+
+- ``known_info``: the user gives those details only when asked (premature disclosure), and gives
+  them when asked (missed information);
+- ``unknown_info``: the user does not supply what it does not know (groundedness);
+- ``reason_for_call`` / free-text ``instructions``: the user keeps to its request (goal
+  deviation: abandons goal), does not unload its scenario in one message (premature
+  disclosure: dumps blueprint), and does not stop before the request is handled (premature stop);
+- every sentence that states a condition (``if``/``unless``/``only``/``otherwise``): the user acts
+  on it when the situation arises (goal deviation: accepts unacceptable outcome);
+- ``task_instructions`` / ``persona``: the user behaves as described (groundedness: persona drift).
+
+The list stops at ``MAX_CRITERIA``; a scenario too thin for ``MIN_CRITERIA`` yields fewer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from uxlocal.errors import InputError
+
+from .criteria import ALWAYS, MAX_CRITERIA, MIN_CRITERIA, MIN_SPAN_CHARS, SPAN_MAX, TEXT_MAX, Blueprint, Criterion, screen
+from .store import Provenance, TaskCriteria
+
+TEMPLATE_VERSION = "template-v1"
+"""Changes whenever a rule below changes (part of every template set's provenance)."""
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_CONDITION = re.compile(r"\b(if|unless|only|otherwise|in case|as long as|instead)\b", re.I)
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of ``text`` long enough to ground a criterion, each an exact substring of it.
+
+    A sentence over ``SPAN_MAX`` characters is cut at the last space before the limit.
+    """
+    out = []
+    for piece in _SENTENCE_END.split(text.strip()):
+        piece = piece.strip()
+        if len(piece) > SPAN_MAX:
+            piece = piece[:SPAN_MAX].rsplit(" ", 1)[0]
+        if len(" ".join(piece.split())) >= MIN_SPAN_CHARS:
+            out.append(piece)
+    return out
+
+
+def _first(blueprint: Blueprint, *fields: str) -> str | None:
+    for name in fields:
+        found = sentences(blueprint.field(name) or "")
+        if found:
+            return found[0]
+    return None
+
+
+def _quoting(text: str, sentence: str) -> str:
+    """``text`` followed by the quoted sentence, cut at a word so the whole fits ``TEXT_MAX``."""
+    quote = " ".join(sentence.split())
+    room = TEXT_MAX - len(text) - 3
+    if len(quote) > room:
+        quote = quote[:room].rsplit(" ", 1)[0] + "…"
+    return f'{text}"{quote}"'
+
+
+def _candidates(bp: Blueprint) -> Iterator[tuple[str, str, str, str, str, str]]:
+    """(family, mode, span, text, applies_when, evidence_hint) in priority order."""
+    known = _first(bp, "known_info")
+    if known:
+        yield ("premature_disclosure", "volunteers_unasked_info", known,
+               "The user gives the details of its known information only once they are asked for, "
+               "not unprompted in its opening message.",
+               ALWAYS, "the user's messages before the agent first asks for identification or details")
+        yield ("missed_information", "withholds_requested_info", known,
+               "When asked for a detail from its known information, the user provides it as the "
+               "scenario states it.",
+               "the agent asks for a detail the scenario says the user knows",
+               "the user's answers to the agent's requests for details")
+    unknown = _first(bp, "unknown_info")
+    if unknown:
+        yield ("groundedness", "invents_unknown_info", unknown,
+               "The user does not supply a value for information its scenario says it does not know.",
+               ALWAYS, "user messages that state names, numbers, ids or addresses")
+    goal = _first(bp, "reason_for_call", "instructions")
+    if goal:
+        yield ("goal_deviation", "abandons_goal", goal,
+               "The user keeps pursuing the request its scenario gives it and does not drop any part "
+               "of it without a reason from the scenario.",
+               ALWAYS, "the user's requests across the conversation")
+        yield ("premature_disclosure", "dumps_blueprint", goal,
+               "The user does not lay out most of its private scenario in a single message.",
+               ALWAYS, "the user's longest message, usually the first")
+        yield ("goal_deviation", "premature_stop", goal,
+               "The user does not end the conversation before its request is handled or clearly refused.",
+               ALWAYS, "the user's last messages and any stop token")
+    for name in ("reason_for_call", "instructions", "task_instructions"):
+        for sentence in sentences(bp.field(name) or ""):
+            if _CONDITION.search(sentence):
+                yield ("goal_deviation", "accepts_unacceptable_outcome", sentence,
+                       _quoting("When the situation arises, the user acts as this condition from its "
+                                "scenario says and accepts no outcome it rules out: ", sentence),
+                       "the situation the quoted condition describes arises",
+                       "the user's reaction to the agent's offers and results")
+    style = _first(bp, "persona", "task_instructions")
+    if style:
+        yield ("groundedness", "persona_drift", style,
+               "The user behaves as its scenario describes it throughout the conversation.",
+               ALWAYS, "the tone and content of every user message")
+
+
+def template_criteria(blueprint: Blueprint) -> list[Criterion]:
+    """Up to ``MAX_CRITERIA`` criteria for one task, ids ``t1``, ``t2`` ... in rule order."""
+    out: list[Criterion] = []
+    seen: set[tuple[str, str, str]] = set()
+    for family, mode, span, text, applies_when, hint in _candidates(blueprint):
+        if (family, mode, span) in seen:
+            continue
+        seen.add((family, mode, span))
+        out.append(Criterion(criterion_id=f"t{len(out) + 1}", family=family, mode=mode, text=text,
+                             grounding_span=span, applies_when=applies_when, evidence_hint=hint))
+        if len(out) == MAX_CRITERIA:
+            break
+    return out
+
+
+def template_task_criteria(blueprint: Blueprint, *, contract: str) -> TaskCriteria:
+    """A task's template criteria, screened, with ``template`` provenance (ready for ``save_criteria``)."""
+    items = screen(template_criteria(blueprint), blueprint)
+    return TaskCriteria(blueprint.domain, blueprint.task_id, blueprint.sha256(), tuple(items),
+                        Provenance("template", note=f"{TEMPLATE_VERSION}; contract: {contract}"))
+
+
+def template_summary(tasks: list[TaskCriteria]) -> dict[str, Any]:
+    """Counts for the command's message: tasks, graded criteria, tasks under the minimum."""
+    graded = [len(t.graded()) for t in tasks]
+    return {"tasks": len(tasks), "criteria": sum(graded),
+            "thin_tasks": [t.task_id for t, n in zip(tasks, graded) if n < MIN_CRITERIA]}
+
+
+def freeze_template_set(
+    con: Any,
+    data_dir: str | Path,
+    domain: str,
+    *,
+    criteria_set: str,
+    contract: str = "ours",
+    split: str | None = None,
+    task_ids: list[str] | None = None,
+    limit: int | None = None,
+) -> tuple[int, int, dict[str, Any]]:
+    """Write the template criteria of a domain's tasks into a frozen set.
+
+    Returns (tasks written, tasks already identical, ``template_summary``). Tasks are those of
+    ``domain_blueprints`` (every task unless ``split``/``task_ids`` narrow it), the first ``limit``.
+    """
+    from .sets import domain_blueprints
+    from .store import save_criteria
+
+    blueprints = list(domain_blueprints(data_dir, domain, contract=contract, split=split,
+                                        task_ids=task_ids).values())[:limit]
+    if not blueprints:
+        raise InputError(None, None, f"no {domain} tasks selected", "check --split, --tasks and --limit")
+    tasks = [template_task_criteria(bp, contract=contract) for bp in blueprints]
+    written, unchanged = save_criteria(con, criteria_set, tasks)
+    return written, unchanged, template_summary(tasks)

@@ -137,11 +137,14 @@ def verifier_constraint(criteria: Sequence[Criterion]) -> JsonSchema:
 EVIDENCE_MAX = 16
 
 
-def grade_schema(max_tokens: int) -> dict[str, Any]:
+def grade_schema(max_tokens: int, *, conditional: bool = True) -> dict[str, Any]:
     """JSON schema of one grade; the rationale is capped so the object closes within ``max_tokens``.
 
     The rationale and the evidence come before the booleans so the judge reasons before it
-    decides (the issue lists the keys; their order here is our choice).
+    decides (the issue lists the keys; their order here is our choice). An unconditional
+    criterion (``applies_when`` = ``always``) applies to every episode by definition, so its
+    ``applicable`` is the constant ``true``: a judge cannot make an episode unscorable by
+    declaring such a criterion out of scope.
     """
     cap = max(64, (max_tokens - 48) * 2)
     return {
@@ -153,7 +156,7 @@ def grade_schema(max_tokens: int) -> dict[str, Any]:
                 "items": {"type": "integer", "minimum": 0},
                 "maxItems": EVIDENCE_MAX,
             },
-            "applicable": {"type": "boolean"},
+            "applicable": {"type": "boolean"} if conditional else {"const": True},
             "passed": {"type": "boolean"},
         },
         "required": ["rationale", "evidence_turns", "applicable", "passed"],
@@ -201,7 +204,7 @@ def grader_request(
         role,
         tuple(chat),
         sampling,
-        JsonSchema(schema=grade_schema(sampling.max_tokens)),
+        JsonSchema(schema=grade_schema(sampling.max_tokens, conditional=criterion.is_conditional())),
         tag=f"ufs:{criterion.criterion_id}",
     )
 

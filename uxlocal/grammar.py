@@ -75,8 +75,8 @@ class JsonSchema:
         return cls(schema=model.model_json_schema(), model=model)
 
     def key(self) -> dict[str, Any]:
-        """Canonical form for request hashing."""
-        return {"kind": self.kind, "schema": self.schema}
+        """Canonical form for request hashing (``layout``: JSON is generated compact, see engine/vllm.py)."""
+        return {"kind": self.kind, "schema": self.schema, "layout": "compact"}
 
     def parse(self, text: str) -> ParseResult:
         """Parse JSON (control characters allowed inside strings) and validate it.

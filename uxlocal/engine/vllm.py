@@ -81,7 +81,10 @@ class VllmEngine:
             "model": self.model.path, "dtype": self.model.dtype,
             "max_model_len": self.model.max_model_len, "seed": 0,
             "generation_config": "vllm", "max_logprobs": 64,
-            "structured_outputs_config": {"backend": self.grammar},
+            # compact JSON (no free whitespace between tokens), as the hf backend generates it:
+            # small models otherwise spend their budget on whitespace runs and get cut off
+            "structured_outputs_config": {"backend": self.grammar,
+                                          **({"disable_any_whitespace": True} if self.grammar == "xgrammar" else {})},
         }
         if is_cpu_build():
             args["enforce_eager"] = True

@@ -1,6 +1,6 @@
 """The same workload through the in-process vLLM engine and through a local vLLM server (openai-http).
 
-    flock /tmp/uxlocal-cpu.lock .venv/bin/python benchmarks/http_vs_inprocess.py [--episodes 32] [--probes 24]
+    .venv/bin/python benchmarks/http_vs_inprocess.py [--episodes 32] [--probes 24]
 
 Arm A builds the in-process engine; arm B starts ``python -m vllm.entrypoints.openai.api_server``
 for the same model with the same settings (``engine/local_server.py``) on 127.0.0.1 and talks to it

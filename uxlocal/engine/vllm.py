@@ -51,6 +51,15 @@ def is_cpu_build() -> bool:
         return False
 
 
+def lora_kernels_active() -> bool:
+    """True when vLLM in this process runs our CPU LoRA kernels (``kernels/``, a vLLM plugin)."""
+    try:
+        from uxlocal_kernels.plugin import status
+    except ImportError:  # pragma: no cover - an install without the kernels package
+        return False
+    return status().active
+
+
 class VllmEngine:
     """A loaded vLLM model; built lazily on the first batch that misses the cache."""
 
@@ -68,8 +77,23 @@ class VllmEngine:
         self._llm: Any = None
         self._lora_ids: dict[str, int] = {}
         self.loras: dict[str, str] = dict(model.lora)
-        self.split_mixed_lora = is_cpu_build() if split_mixed_lora is None else split_mixed_lora
-        """Run base and adapter requests of one batch as two ``generate`` calls (see ``_split_lora``)."""
+        self._split_mixed_lora = split_mixed_lora
+
+    @property
+    def split_mixed_lora(self) -> bool:
+        """Run base and adapter requests of one batch as two ``generate`` calls (see ``_split_lora``).
+
+        Default: on for a CPU build of vLLM unless our CPU LoRA kernels are active there (they
+        skip base rows, so mixed batches are correct in one call); decided on first use, when
+        vLLM has loaded its plugins.
+        """
+        if self._split_mixed_lora is None:
+            self._split_mixed_lora = is_cpu_build() and not lora_kernels_active()
+        return self._split_mixed_lora
+
+    @split_mixed_lora.setter
+    def split_mixed_lora(self, value: bool) -> None:
+        self._split_mixed_lora = value
 
     def add_lora(self, name: str, path: str) -> None:
         """Register an adapter folder under ``name`` (before or after the engine is built)."""
@@ -159,13 +183,12 @@ class VllmEngine:
         and a base token's index -1 selects the *last* slot: whenever that slot holds an adapter,
         base requests batched with adapter requests silently get it (shared/notes/lora-cpu.md,
         upstream PRs 48421 and 49656). Separate calls never mix them; the cost is one extra
-        call per tick when both kinds are pending. The GPU kernels skip -1, so GPUs keep one call.
-        None when the batch is not mixed (or splitting is off).
+        call per tick when both kinds are pending. The GPU kernels skip -1, so GPUs keep one call,
+        and so do CPU builds running our kernels (``kernels/``). None when the batch is not mixed
+        (or splitting is off).
         """
-        if not self.split_mixed_lora:
-            return None
         has_lora = [bool(p.request.lora) for p in batch]
-        if all(has_lora) or not any(has_lora):
+        if all(has_lora) or not any(has_lora) or not self.split_mixed_lora:
             return None
         base = [i for i, flag in enumerate(has_lora) if not flag]
         adapted = [i for i, flag in enumerate(has_lora) if flag]
@@ -276,7 +299,7 @@ class VllmEngine:
 
     def _expand_off_path(self, batch: list[PreparedRequest], walks: dict[int, Any],
                          extra: list[tuple[int, TrieNode]]) -> None:
-        if self.split_mixed_lora and len({bool(batch[i].request.lora) for i, _ in extra}) > 1:
+        if len({bool(batch[i].request.lora) for i, _ in extra}) > 1 and self.split_mixed_lora:
             for adapted in (False, True):  # the mixed-batch trap again (see _split_lora)
                 part = [e for e in extra if bool(batch[e[0]].request.lora) == adapted]
                 self._expand_off_path(batch, walks, part)

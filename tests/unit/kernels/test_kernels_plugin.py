@@ -25,6 +25,8 @@ def test_other_vllm_builds_are_left_untouched_and_the_log_says_why(
 ) -> None:
     monkeypatch.setattr(plugin, "cpu_build_version", lambda: build)
     monkeypatch.setattr(plugin, "install", lambda: pytest.fail("must not install"))
+    # a fresh process: an engine built earlier in this pytest process may have installed the ops
+    monkeypatch.setattr(plugin, "installed", lambda: False)
     with caplog.at_level(logging.INFO, logger="uxlocal_kernels"):
         plugin.register()
     record = next(r for r in caplog.records if r.name == "uxlocal_kernels")

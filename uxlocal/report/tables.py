@@ -26,7 +26,9 @@ def render_tables(tables: list[ReportTable]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=max(100, Console().width))
+    probe = Console()
+    # a terminal keeps its width; a log or pipe gets room for the widest table (Table 1: 14 columns)
+    console = Console(width=max(100, probe.width) if probe.is_terminal else 200)
     for table in tables:
         grid = Table(title=table.title or None, title_justify="left", show_lines=False)
         for col in table.columns:

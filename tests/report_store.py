@@ -27,6 +27,8 @@ from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.runner import run_suite
 from uxlocal.store.db import connect
 
+from palate_script import respond
+
 TAU2_DATA = Path(
     os.environ.get("UXLOCAL_TAU2_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data" / "tau2"
 )
@@ -73,40 +75,8 @@ def _uxbench(db: Path) -> str:
 # --- PALATE --------------------------------------------------------------------------------------
 
 
-def _palate_judge(title: str, prompt: str) -> str:
-    score = 5 if "ALPHA" in prompt else 2 if "beta reply" in prompt else 1 + len(prompt) % 5
-    criteria = ("in_character", "coherence_memory", "engagement_progress", "responsiveness", "boundaries")
-    if title == "InducedRubric":
-        return json.dumps(
-            {"criteria": [{"name": f"c{i}", "description": f"likes thing {i}"} for i in range(3)]}
-        )
-    if title == "GeneralTurnVerdict":
-        return json.dumps({c: score for c in criteria})
-    if title == "SessionVerdict":
-        return json.dumps({**{c: score for c in criteria}, "overall": score})
-    if title == "PersonalVerdict":
-        return json.dumps({"reaction": "continue", "score": score})
-    return json.dumps({"score": score})
-
-
-def _palate_script(prepared: PreparedRequest) -> str:
-    """Candidate A says ALPHA (the judge likes it), B says beta; users quit on their third turn."""
-    request = prepared.request
-    if request.role == "candidate:A":
-        return "ALPHA reply, staying in the scene."
-    if request.role.startswith("candidate:"):
-        return "beta reply."
-    if request.role == "user":
-        said = sum(m["role"] == "assistant" for m in request.messages)
-        return "[QUIT]" if said >= 2 else f"user message {said}"
-    if isinstance(request.constraint, Choice):
-        return "A"
-    assert isinstance(request.constraint, JsonSchema)
-    return _palate_judge(request.constraint.schema.get("title", ""), prepared.prompt)
-
-
 def _palate(db: Path) -> str:
-    engine = FakeEngine(_palate_script, identity="fake-palate")
+    engine = FakeEngine(respond, identity="fake-palate")
     pool = ModelPool.from_engines(
         {"candidate:A": engine, "candidate:B": engine, "user": engine, "judge": engine}
     )

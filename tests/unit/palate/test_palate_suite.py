@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,63 +18,7 @@ from uxlocal.suites.base import get_suite
 from uxlocal.suites.palate.agreement import ScoredTurn, pairwise_agreement
 from uxlocal.suites.palate.options import PalateConfig, parse_candidates
 
-
-def _judge_json(title: str, prompt: str) -> str:
-    if "ALPHA" in prompt:
-        score = 5
-    elif "beta reply" in prompt:
-        score = 2
-    else:  # held-out sessions: a score that varies with the reply, so pairs are not all ties
-        score = 1 + len(prompt.split("Reply to rate:")[-1]) % 5
-    if title == "InducedRubric":
-        return json.dumps(
-            {"criteria": [{"name": f"c{i}", "description": f"likes thing {i}"} for i in range(3)]}
-        )
-    if title == "GeneralTurnVerdict":
-        return json.dumps(
-            {
-                c: score
-                for c in (
-                    "in_character",
-                    "coherence_memory",
-                    "engagement_progress",
-                    "responsiveness",
-                    "boundaries",
-                )
-            }
-        )
-    if title == "SessionVerdict":
-        return json.dumps(
-            {
-                c: score
-                for c in (
-                    "in_character",
-                    "coherence_memory",
-                    "engagement_progress",
-                    "responsiveness",
-                    "boundaries",
-                    "overall",
-                )
-            }
-        )
-    if title == "PersonalVerdict":
-        return json.dumps({"reaction": "continue", "score": score})
-    return json.dumps({"score": score})
-
-
-def respond(prepared: PreparedRequest) -> str:
-    """Candidates A/B differ in one word; the simulator quits on its third turn; the judge likes ALPHA."""
-    request = prepared.request
-    if request.role == "candidate:A":
-        return "ALPHA reply, staying in the scene."
-    if request.role.startswith("candidate:"):
-        return "beta reply."
-    if request.role == "user":
-        said = sum(m["role"] == "assistant" for m in request.messages)
-        return "[QUIT]" if said >= 2 else f"user message {said}"
-    if request.constraint is not None and request.constraint.kind == "choice":
-        return "A"
-    return _judge_json(request.constraint.schema.get("title", ""), prepared.prompt)
+from palate_script import respond
 
 
 CONFIG = {

@@ -7,6 +7,7 @@ because of ``tests/conftest.py``).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from uxlocal.engine.base import PreparedRequest
 
@@ -67,3 +68,20 @@ def respond(prepared: PreparedRequest) -> str:
     if request.constraint is not None and request.constraint.kind == "choice":
         return "A"
     return judge_json(request.constraint.schema.get("title", ""), prepared.prompt)
+
+
+def simulator_prompts(user: Any, lora: str | None, renderer: Any, *, n: int, max_tokens: int) -> list[PreparedRequest]:
+    """``n`` LoRA-simulator requests over the user's held-out sessions (after the greeting, then
+    one exchange later), asking adapter ``lora`` (None = the base model)."""
+    from uxlocal.engine.base import GenRequest, Sampling
+    from uxlocal.suites.palate.render import lora_sim_messages, session_history, session_view
+
+    prepared = []
+    for k in range(n):
+        session = user.heldout[k % len(user.heldout)]
+        upto = 1 + 2 * (k // len(user.heldout))
+        messages = lora_sim_messages(session_view(session), user.lang, session_history(session, upto))
+        prompt, ids = renderer.render(messages)
+        request = GenRequest("user", tuple(messages), Sampling(max_tokens=max_tokens), lora=lora)
+        prepared.append(PreparedRequest(request, prompt, ids, f"{user.user_id}-{lora}-{k}"))
+    return prepared

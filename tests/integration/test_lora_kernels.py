@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from uxlocal.engine.base import GenRequest, PreparedRequest, Sampling
+from uxlocal.engine.base import PreparedRequest
 from uxlocal.suites.palate.adapters import adapter_name, attach_adapters
-from uxlocal.suites.palate.render import lora_sim_messages, session_history, session_view
 from uxlocal.suites.palate.training import TrainSettings, load_base, train_simulator
 from uxlocal.suites.palate.users import UserData, load_users
+
+from palate_script import simulator_prompts
 
 pytestmark = pytest.mark.integration
 SETTINGS = TrainSettings(steps=8, batch_size=4, lr=2e-3)
@@ -88,15 +89,7 @@ def merged_engine(embedded_model: Any, trained: dict[str, tuple[UserData, Path]]
 
 
 def _prompts(user: UserData, lora: str | None, renderer: Any, n: int = 8) -> list[PreparedRequest]:
-    prepared = []
-    for k in range(n):
-        session = user.heldout[k % len(user.heldout)]
-        upto = 1 + 2 * (k // len(user.heldout))  # after the greeting, then one exchange later
-        messages = lora_sim_messages(session_view(session), user.lang, session_history(session, upto))
-        prompt, ids = renderer.render(messages)
-        request = GenRequest("user", tuple(messages), Sampling(max_tokens=12), lora=lora)
-        prepared.append(PreparedRequest(request, prompt, ids, f"{user.user_id}-{lora}-{k}"))
-    return prepared
+    return simulator_prompts(user, lora, renderer, n=n, max_tokens=12)
 
 
 def _batches(engine: Any, trained: dict[str, tuple[UserData, Path]]) -> tuple[list[Any], list[Any], list[Any]]:

@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from uxlocal.engine.base import GenRequest, PreparedRequest, Sampling
+from uxlocal.engine.base import PreparedRequest
 from uxlocal.suites.palate.adapters import adapter_name, attach_adapters, read_meta
-from uxlocal.suites.palate.render import lora_sim_messages, session_history, session_view
 from uxlocal.suites.palate.training import TrainSettings, train_simulator
 from uxlocal.suites.palate.users import UserData, load_users
+
+from palate_script import simulator_prompts
 
 pytestmark = pytest.mark.integration
 SETTINGS = TrainSettings(steps=8, batch_size=4, lr=2e-3)
@@ -49,16 +50,7 @@ def _prompts(user: UserData, lora: str | None, n: int = 4) -> list[PreparedReque
     from uxlocal.engine.render import make_renderer
     from uxlocal.models import resolve
 
-    renderer = make_renderer(resolve("embedded").path)
-    prepared = []
-    for k in range(n):
-        session = user.heldout[k % len(user.heldout)]
-        upto = 1 + 2 * (k // len(user.heldout))  # after the greeting, or one exchange later
-        messages = lora_sim_messages(session_view(session), user.lang, session_history(session, upto))
-        prompt, ids = renderer.render(messages)
-        request = GenRequest("user", tuple(messages), Sampling(max_tokens=8), lora=lora)
-        prepared.append(PreparedRequest(request, prompt, ids, f"{lora}-{k}"))
-    return prepared
+    return simulator_prompts(user, lora, make_renderer(resolve("embedded").path), n=n, max_tokens=8)
 
 
 @pytest.fixture(scope="module")

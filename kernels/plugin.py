@@ -5,8 +5,9 @@ so the in-process engine, the multiprocess engine and ``python -m vllm.entrypoin
 api_server`` all get the ops. ``register`` installs them only on a CPU build of vLLM at a version
 whose op signatures and call sites we have checked (``TESTED``); anything else leaves vLLM
 untouched and logs why. The ops are module globals that ``PunicaWrapperCPU`` and the stock
-``sgmv_*`` ops look up at call time, so swapping them takes effect on engines already built
-(the benchmark uses ``install``/``uninstall`` to time stock and ours on one engine).
+``sgmv_*`` ops look up at call time, and ``PunicaWrapperCPU.add_lora_linear`` is looked up on
+the class at call time, so swapping them takes effect on engines already built (the benchmark
+uses ``install``/``uninstall`` to time stock and ours on one engine).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from importlib.metadata import PackageNotFoundError, entry_points, version
 from types import ModuleType
 from typing import Any
 
+from .lora_linear import add_lora_linear
 from .lora_ops import OPS
 
 log = logging.getLogger("uxlocal_kernels")
@@ -32,7 +34,12 @@ TARGET_MODULES = (
     "vllm.lora.punica_wrapper.punica_cpu",
 )
 """Modules whose globals hold the ops (the wrapper imports them by name)."""
-_originals: dict[tuple[str, str], Any] = {}
+WRAPPER = ("vllm.lora.punica_wrapper.punica_cpu", "PunicaWrapperCPU")
+"""The CPU punica wrapper class, whose ``add_lora_linear`` we replace (all slices in two GEMMs)."""
+METHODS = {"add_lora_linear": add_lora_linear}
+"""Our methods of that class by name."""
+_originals: dict[tuple[Any, str], Any] = {}
+"""What ``install`` replaced, by (module or class, attribute name)."""
 _last_reason: str | None = None
 
 
@@ -68,45 +75,63 @@ def _modules() -> list[ModuleType]:
     return [importlib.import_module(name) for name in TARGET_MODULES]
 
 
-def _signature_mismatch(modules: list[ModuleType]) -> str | None:
-    """A stock op whose parameters differ from ours (a changed contract), or None."""
-    stock = modules[0]
-    for name, ours in OPS.items():
-        theirs = getattr(stock, name, None)
+def _wrapper_class() -> type:
+    import importlib
+
+    return getattr(importlib.import_module(WRAPPER[0]), WRAPPER[1])
+
+
+def _replacements() -> list[tuple[Any, str, Any]]:
+    """(owner, attribute, ours) for every op global and wrapper method ``install`` swaps."""
+    out: list[tuple[Any, str, Any]] = [
+        (module, name, ours) for module in _modules() for name, ours in OPS.items() if hasattr(module, name)
+    ]
+    wrapper = _wrapper_class()
+    return out + [(wrapper, name, ours) for name, ours in METHODS.items()]
+
+
+def _signature_mismatch() -> str | None:
+    """A stock op or wrapper method whose parameters differ from ours (a changed contract), or None."""
+    stock = _modules()[0]
+    wrapper = _wrapper_class()
+    pairs = [(stock, name, ours) for name, ours in OPS.items()] + [(wrapper, n, f) for n, f in METHODS.items()]
+    for owner, name, ours in pairs:
+        theirs = getattr(owner, name, None)
         if theirs is None:
-            return f"{stock.__name__}.{name} is missing"
+            return f"{owner.__name__}.{name} is missing"
         if list(inspect.signature(theirs).parameters) != list(inspect.signature(ours).parameters):
-            return f"{stock.__name__}.{name} has parameters {list(inspect.signature(theirs).parameters)}"
+            return f"{owner.__name__}.{name} has parameters {list(inspect.signature(theirs).parameters)}"
     return None
 
 
 def install() -> None:
-    """Replace vLLM's CPU LoRA ops with ours (idempotent); no version check, see ``register``."""
-    modules = _modules()
-    problem = _signature_mismatch(modules)
+    """Replace vLLM's CPU LoRA ops and ``add_lora_linear`` with ours (idempotent); no version check, see ``register``."""
+    problem = _signature_mismatch()
     if problem:
         raise RuntimeError(f"cannot install the uxlocal LoRA ops: {problem}")
-    for module in modules:
-        for name, ours in OPS.items():
-            if hasattr(module, name) and getattr(module, name) is not ours:
-                _originals.setdefault((module.__name__, name), getattr(module, name))
-                setattr(module, name, ours)
+    for owner, name, ours in _replacements():
+        if getattr(owner, name) is not ours:
+            _originals.setdefault((owner, name), getattr(owner, name))
+            setattr(owner, name, ours)
 
 
 def uninstall() -> None:
-    """Put vLLM's own ops back (for benchmarks and tests)."""
-    modules = {m.__name__: m for m in _modules()}
-    for (module_name, name), original in _originals.items():
-        setattr(modules[module_name], name, original)
+    """Put vLLM's own ops and wrapper method back (for benchmarks and tests)."""
+    for (owner, name), original in _originals.items():
+        setattr(owner, name, original)
     _originals.clear()
 
 
 def installed() -> bool:
-    """True when vLLM's CPU punica wrapper currently calls our ops (vLLM imported, ops swapped)."""
+    """True when vLLM's CPU punica wrapper currently uses our ops and method (vLLM imported, swapped)."""
     import sys
 
-    wrapper = sys.modules.get("vllm.lora.punica_wrapper.punica_cpu")
-    return wrapper is not None and all(getattr(wrapper, n, None) is fn for n, fn in OPS.items())
+    module = sys.modules.get(WRAPPER[0])
+    if module is None:
+        return False
+    wrapper = getattr(module, WRAPPER[1], None)
+    return (all(getattr(module, n, None) is fn for n, fn in OPS.items())
+            and all(getattr(wrapper, n, None) is fn for n, fn in METHODS.items()))
 
 
 def register() -> None:

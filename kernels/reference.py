@@ -147,3 +147,22 @@ def sgmv_expand_slice(
     """``bgmv_expand_slice`` with per-segment indices."""
     indices = token_indices(lora_indices_tensor, seq_len_tensor)
     bgmv_expand_slice(inputs, lora_b_weights, output_tensor, indices, slice_offset, slice_size, add_inputs)
+
+
+def lora_linear(
+    y: torch.Tensor,
+    x: torch.Tensor,
+    lora_a_stacked: tuple[torch.Tensor, ...],
+    lora_b_stacked: tuple[torch.Tensor, ...],
+    scale: float,
+    output_slices: tuple[int, ...],
+    lora_indices_tensor: torch.Tensor,
+) -> None:
+    """What ``lora_linear.lora_linear`` computes, slice by slice as vLLM's wrapper does: an fp32
+    shrink buffer per slice, then an added expand into that slice's columns."""
+    offset = 0
+    for a, b, width in zip(lora_a_stacked, lora_b_stacked, output_slices, strict=True):
+        buffer = torch.zeros(x.shape[0], a.shape[-2], dtype=torch.float32)
+        bgmv_shrink(x, a, buffer, lora_indices_tensor, scale)
+        bgmv_expand_slice(buffer, b, y, lora_indices_tensor, offset, width, True)
+        offset += width

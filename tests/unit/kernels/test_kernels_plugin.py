@@ -8,6 +8,7 @@ from importlib.metadata import entry_points
 import pytest
 
 from uxlocal_kernels import plugin
+from uxlocal_kernels.lora_linear import add_lora_linear
 from uxlocal_kernels.lora_ops import OPS
 
 
@@ -52,14 +53,18 @@ def test_install_and_uninstall_swap_the_ops_in_every_module_that_holds_them() ->
     plugin.uninstall()
     try:
         stock = {(m.__name__, n): getattr(m, n) for m in modules for n in OPS if hasattr(m, n)}
+        stock_method = modules[-1].PunicaWrapperCPU.add_lora_linear
+        assert stock_method is not add_lora_linear
         assert not plugin.installed() and all(fn not in OPS.values() for fn in stock.values())
         plugin.install()
         plugin.install()  # idempotent: the originals stay the stock ops
         assert plugin.installed()
         wrapper = modules[-1]
         assert wrapper.sgmv_shrink is OPS["sgmv_shrink"] and wrapper.bgmv_expand is OPS["bgmv_expand"]
+        assert wrapper.PunicaWrapperCPU.add_lora_linear is add_lora_linear
         plugin.uninstall()
         assert {(m.__name__, n): getattr(m, n) for m in modules for n in OPS if hasattr(m, n)} == stock
+        assert wrapper.PunicaWrapperCPU.add_lora_linear is stock_method
     finally:
         if was_installed:
             plugin.install()

@@ -54,3 +54,24 @@ def vllm_pool(embedded_model: Any) -> Any:
     pool = ModelPool.from_models({role: embedded_model for role in ("candidate", "user", "judge")})
     yield pool
     pool.close()
+
+
+@pytest.fixture(scope="session")
+def palate_simulator(embedded_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """``train(user_id) -> (UserData, TrainResult)``: a bundled PALATE user's LoRA simulator on the
+    embedded model, trained once per session (steps 8, batch 4, lr 2e-3; ~55 s on 2 cores) and
+    shared by every test that needs it."""
+    from uxlocal.suites.palate.training import TrainSettings, train_simulator
+    from uxlocal.suites.palate.users import load_users
+
+    folder = tmp_path_factory.mktemp("adapters")
+    done: dict[str, tuple[Any, Any]] = {}
+
+    def train(user_id: str) -> tuple[Any, Any]:
+        if user_id not in done:
+            user = load_users(user_id)[0]
+            settings = TrainSettings(steps=8, batch_size=4, lr=2e-3)
+            done[user_id] = (user, train_simulator(user, embedded_model, settings=settings, adapters_dir=folder))
+        return done[user_id]
+
+    return train

@@ -17,13 +17,12 @@ import pytest
 
 from uxlocal.engine.base import PreparedRequest
 from uxlocal.suites.palate.adapters import adapter_name, attach_adapters
-from uxlocal.suites.palate.training import TrainSettings, load_base, train_simulator
-from uxlocal.suites.palate.users import UserData, load_users
+from uxlocal.suites.palate.training import load_base
+from uxlocal.suites.palate.users import UserData
 
 from palate_script import simulator_prompts
 
 pytestmark = pytest.mark.integration
-SETTINGS = TrainSettings(steps=8, batch_size=4, lr=2e-3)
 USERS = ("u1", "u2")
 MERGED_AGREEMENT = 0.75
 """Share of u1 requests whose greedy text must equal the merged model's. Not 1.0: merging computes
@@ -33,11 +32,11 @@ still fails loudly if an adapter were missing, swapped or applied to the wrong r
 
 
 @pytest.fixture(scope="module")
-def trained(embedded_model: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[UserData, Path]]:
-    folder = tmp_path_factory.mktemp("adapters")
+def trained(palate_simulator: Any) -> dict[str, tuple[UserData, Path]]:
     out = {}
-    for user in load_users(",".join(USERS)):
-        out[user.user_id] = (user, train_simulator(user, embedded_model, settings=SETTINGS, adapters_dir=folder).folder)
+    for user_id in USERS:
+        user, result = palate_simulator(user_id)
+        out[user_id] = (user, result.folder)
     return out
 
 

@@ -16,22 +16,17 @@ import pytest
 
 from uxlocal.engine.base import PreparedRequest
 from uxlocal.suites.palate.adapters import adapter_name, attach_adapters, read_meta
-from uxlocal.suites.palate.training import TrainSettings, train_simulator
-from uxlocal.suites.palate.users import UserData, load_users
+from uxlocal.suites.palate.users import UserData
 
 from palate_script import simulator_prompts
 
 pytestmark = pytest.mark.integration
-SETTINGS = TrainSettings(steps=8, batch_size=4, lr=2e-3)
-"""Measured on 2 CPU cores: about 55 s; held-out loss 5.40 -> 4.18 per target token."""
 
 
 @pytest.fixture(scope="module")
-def trained(embedded_model: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[UserData, Any]:
-    user = load_users("u2")[0]
-    return user, train_simulator(
-        user, embedded_model, settings=SETTINGS, adapters_dir=tmp_path_factory.mktemp("adapters")
-    )
+def trained(palate_simulator: Any) -> tuple[UserData, Any]:
+    """u2's simulator (conftest: steps 8, batch 4; held-out loss 5.40 -> 4.18 per target token)."""
+    return palate_simulator("u2")
 
 
 def test_lora_adapter_lowers_the_users_heldout_next_message_loss(trained: tuple[UserData, Any]) -> None:

@@ -17,6 +17,7 @@ from uxlocal.store.db import connect
 from uxlocal.suites.base import get_suite
 from uxlocal.suites.palate.agreement import ScoredTurn, pairwise_agreement
 from uxlocal.suites.palate.options import PalateConfig, parse_candidates
+from uxlocal.suites.palate.report import report_tables
 
 from palate_script import respond
 
@@ -151,6 +152,8 @@ def test_rubric_is_induced_once_per_user_and_recorded_with_its_version(
         ).fetchall()
     }
     assert len(used) == 2
+    rubric_table = next(t for t in report_tables(con, result.run_id) if t.title == "PALATE personalized rubrics")
+    assert f"uxlocal query --db {result.db} " in rubric_table.note  # the hint is copy-pasteable
 
 
 def test_invalid_rubric_falls_back_to_the_profile_summary(tmp_path: Path) -> None:

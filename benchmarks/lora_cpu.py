@@ -13,7 +13,8 @@ One ``VllmEngine`` (uxlocal's engine settings, ``max_loras`` = adapters + 1) ser
 the ops are swapped on the live engine between arms (``uxlocal_kernels.plugin.install`` and
 ``uninstall``), so nothing else differs. Arms: base-only batch; adapter-only batch (request k uses
 adapter k mod A); mixed batch (every other request base). Each is timed ``--repeats`` times after
-a quiet-machine wait, best run kept. Goals: adapter-only ours/stock >= 4x; mixed with our ops
+a quiet-machine wait, best run kept; the repeats run in rounds over all arms (not one arm's repeats
+back to back), so a disturbance lasting a minute or two cannot favour one arm. Goals: adapter-only ours/stock >= 4x; mixed with our ops
 within 1.5x of base-only time per token. The stock mixed arm is timed, but its base requests are
 wrong (they get the last slot's adapter): it is there for speed only.
 """
@@ -71,21 +72,17 @@ def prompts(model: ResolvedModel, count: int) -> list[list[int]]:
     return out
 
 
-def arm(engine: Any, ids: list[list[int]], loras: list[Any], tokens: int, repeats: int) -> tuple[float, int]:
-    """Best-of-``repeats`` seconds for one batch, and its generated tokens."""
+def timed_batch(engine: Any, ids: list[list[int]], loras: list[Any], tokens: int) -> tuple[float, int]:
+    """Seconds for one batch (after a quiet-machine wait), and its generated tokens."""
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
 
     params = SamplingParams(temperature=0.0, max_tokens=tokens, ignore_eos=True)
     batch = [TokensPrompt(prompt_token_ids=p) for p in ids]
-    best, produced = float("inf"), 0
-    for _ in range(repeats):
-        wait_quiet()
-        seconds, outs = timed(lambda: engine.llm.generate(batch, params, use_tqdm=False,
-                                                          lora_request=loras if any(loras) else None))
-        best = min(best, seconds)
-        produced = sum(len(o.outputs[0].token_ids) for o in outs)
-    return best, produced
+    wait_quiet()
+    seconds, outs = timed(lambda: engine.llm.generate(batch, params, use_tqdm=False,
+                                                      lora_request=loras if any(loras) else None))
+    return seconds, sum(len(o.outputs[0].token_ids) for o in outs)
 
 
 def main() -> None:
@@ -113,17 +110,21 @@ def main() -> None:
         only = [requests[k % len(requests)] for k in range(args.requests)]
         mixed = [None if k % 2 == 0 else requests[(k // 2) % len(requests)] for k in range(args.requests)]
         active_at_start = plugin.status().active
-        arm(engine, ids[: len(requests)], requests, 2, 1)  # warm-up: load every adapter into a slot
+        timed_batch(engine, ids[: len(requests)], requests, 2)  # warm-up: load every adapter into a slot
+        arms = [("base", "ours", [None] * args.requests), ("adapters stock", "stock", only),
+                ("mixed stock", "stock", mixed), ("adapters ours", "ours", only), ("mixed ours", "ours", mixed)]
         results: dict[str, tuple[float, int]] = {}
-        results["base"] = arm(engine, ids, [None] * args.requests, args.tokens, args.repeats)
-        for ops in ("stock", "ours"):
-            if ops == "ours":
-                plugin.install()
-                lora_ops._stacked.clear()
-            else:
-                plugin.uninstall()
-            results[f"adapters {ops}"] = arm(engine, ids, only, args.tokens, args.repeats)
-            results[f"mixed {ops}"] = arm(engine, ids, mixed, args.tokens, args.repeats)
+        lora_ops._stacked.clear()
+        for _round in range(args.repeats):  # rounds interleave the arms, so a noisy minute hits them all alike
+            for name, ops, loras in arms:
+                if ops == "ours":
+                    plugin.install()
+                else:
+                    plugin.uninstall()
+                seconds, produced = timed_batch(engine, ids, loras, args.tokens)
+                if name not in results or seconds < results[name][0]:
+                    results[name] = (seconds, produced)
+        plugin.install()
         cache = lora_ops._stacked.stats()
         engine.close()
 
@@ -140,7 +141,7 @@ def main() -> None:
     ]
     config = {
         "model": base.name, "requests": args.requests, "adapters": args.adapters,
-        "tokens per request": args.tokens, "repeats (best kept)": args.repeats,
+        "tokens per request": args.tokens, "repeats (best kept, in rounds)": args.repeats,
         "mean prompt tokens": round(sum(map(len, ids)) / len(ids), 1),
         "kernels active at start (plugin)": active_at_start,
         "stacked-weight cache, our arms": (f"{cache['hits']} hits, {cache['builds']} builds, "

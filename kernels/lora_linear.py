@@ -25,8 +25,9 @@ from typing import Any
 
 import torch
 
-from . import lora_ops
-from .lora_ops import Plan, Rows, plan_rows, plan_segments, stacked_a
+from .lora_ops import (
+    Plan, add_product, check_slice_width, clip_plan, plan_rows, plan_segments, shrink_dtype, stacked_a,
+)
 
 
 def lora_linear(
@@ -42,36 +43,25 @@ def lora_linear(
     if not (len(lora_a_stacked) == len(lora_b_stacked) == len(output_slices)):
         raise ValueError(f"lora_linear: {len(lora_a_stacked)} A, {len(lora_b_stacked)} B, {len(output_slices)} slices")
     for weights, width in zip(lora_b_stacked, output_slices, strict=True):
-        if weights.shape[-2] != width:
-            raise ValueError(f"lora_linear: adapter output width {weights.shape[-2]} != slice width {width}")
+        check_slice_width(weights, width, "lora_linear", "slice width")
     m = min(plan.extent, x.shape[0], y.shape[0])
     if plan.extent > m:
-        plan = lora_ops._clip(plan, m)
+        plan = clip_plan(plan, m)
     if not plan.groups:
         return
     widths = tuple(output_slices)
     n, k, rank = len(widths), len(plan.groups), lora_a_stacked[0].shape[-2]
     target = y[:, : sum(widths)]
-    native = x.dtype != torch.float32 and m * x.shape[1] > lora_ops.LARGE_SHRINK
-    dtype = x.dtype if native else torch.float32
+    dtype = shrink_dtype(x, m, torch.float32)
     stacked = stacked_a(tuple(lora_a_stacked), plan, dtype)
     single = plan.single_run
-    rows: Rows
-    if single is not None:
-        rows, mask = single[1], None
-    elif plan.mostly_adapters:
-        rows, mask = slice(0, m), plan.mask[:m]
-    else:
-        rows, mask = plan.rows, plan.gathered_mask
+    rows = single[1] if single is not None else plan.computed
     lhs = torch.mm(x[rows].to(dtype), stacked.t()).to(torch.float32)
-    if mask is not None:  # keep each row's own slot block of every slice
-        lhs = torch.where(mask[:, None], lhs.view(-1, n, k, rank), 0).view(-1, n * k * rank)
+    if single is None:  # keep each row's own slot block of every slice
+        lhs = torch.where(plan.computed_mask[:, None], lhs.view(-1, n, k, rank), 0).view(-1, n * k * rank)
     if scale != 1.0:
         lhs.mul_(scale)
-    if isinstance(rows, slice):
-        lora_ops._add_product(target[rows], lhs, tuple(lora_b_stacked), plan, widths)
-    else:
-        lora_ops._index_add_product(target, rows, lhs, tuple(lora_b_stacked), plan, widths)
+    add_product(target, rows, lhs, tuple(lora_b_stacked), plan, widths)
 
 
 def add_lora_linear(

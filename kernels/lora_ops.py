@@ -111,24 +111,23 @@ class Plan:
         return None
 
     @functools.cached_property
-    def mostly_adapters(self) -> bool:
-        """True when at least half the rows have an adapter (then every row is multiplied in place)."""
-        return 2 * len(self.rows) >= self.extent
+    def computed(self) -> Rows:
+        """The rows whose products a multi-slot op computes: every row in place when at least half
+        have an adapter (base rows cost a little arithmetic but no gather), else the adapter rows."""
+        return slice(0, self.extent) if 2 * len(self.rows) >= self.extent else self.rows
 
     @functools.cached_property
-    def pick_in_place(self) -> torch.Tensor:
-        """Where each of ``rows``' own R-wide block lies in an ``(extent * k, R)`` view of all rows' products."""
-        return self.rows * len(self.groups) + self.position
-
-    @functools.cached_property
-    def gathered_mask(self) -> torch.Tensor:
-        """``mask`` for ``rows`` gathered in order: (len(rows), len(slots), 1) bool, one slot per row."""
+    def computed_mask(self) -> torch.Tensor:
+        """``mask`` for the ``computed`` rows: (rows, len(slots), 1) bool, at most one slot per row."""
+        if isinstance(self.computed, slice):
+            return self.mask
         return torch.nn.functional.one_hot(self.position, len(self.groups)).bool()[:, :, None]
 
     @functools.cached_property
-    def pick_gathered(self) -> torch.Tensor:
-        """The same in a ``(len(rows) * k, R)`` view of the products of ``rows`` gathered in order."""
-        return self.order * len(self.groups) + self.position
+    def pick(self) -> torch.Tensor:
+        """Where each of ``rows``' own R-wide block lies in a ``(computed rows * k, R)`` view of their products."""
+        index = self.rows if isinstance(self.computed, slice) else self.order
+        return index * len(self.groups) + self.position
 
 
 @functools.lru_cache(maxsize=256)
@@ -318,7 +317,7 @@ def stacked_b(
     return _stacked.get(weights, ("B", plan.slot_key, dtype, widths), build)
 
 
-def _clip(plan: Plan, rows: int) -> Plan:
+def clip_plan(plan: Plan, rows: int) -> Plan:
     """Drop plan rows at or beyond ``rows`` (inputs longer than the output)."""
     clipped: list[tuple[int, Rows]] = []
     for slot, part in plan.groups:
@@ -340,6 +339,13 @@ it) and its small ``(rows, k*R)`` result is rounded to 16 bits once, then widene
 whole input to fp32 first costs about three times the GEMM itself."""
 
 
+def shrink_dtype(inputs: torch.Tensor, rows: int, wide: torch.dtype) -> torch.dtype:
+    """The GEMM dtype of a shrink over ``rows`` rows of ``inputs``: ``wide`` (the result's dtype,
+    usually fp32), or a 16-bit input's own dtype above ``LARGE_SHRINK`` elements."""
+    native = inputs.dtype not in (wide, torch.float32) and rows * inputs.shape[1] > LARGE_SHRINK
+    return inputs.dtype if native else wide
+
+
 def shrink(inputs: torch.Tensor, weights: torch.Tensor, output: torch.Tensor, plan: Plan, scaling: float) -> None:
     """``output[rows, :R] = scaling * inputs[rows] @ A[slot].T`` for each (slot, rows) of ``plan``.
 
@@ -352,8 +358,7 @@ def shrink(inputs: torch.Tensor, weights: torch.Tensor, output: torch.Tensor, pl
     if not plan.groups:
         return
     rank = weights.shape[-2]
-    native = inputs.dtype != output.dtype and inputs.dtype != torch.float32 and inputs.numel() > LARGE_SHRINK
-    dtype = inputs.dtype if native else output.dtype
+    dtype = shrink_dtype(inputs, inputs.shape[0], output.dtype)
     stacked = stacked_a((weights,), plan, dtype)
     single = plan.single_run
     if single is not None:
@@ -363,11 +368,8 @@ def shrink(inputs: torch.Tensor, weights: torch.Tensor, output: torch.Tensor, pl
             value.mul_(scaling)
         output[rows, :rank].copy_(value)
         return
-    if plan.mostly_adapters:
-        every, pick = torch.mm(inputs[: plan.extent].to(dtype), stacked.t()), plan.pick_in_place
-    else:
-        every, pick = torch.mm(inputs[plan.rows].to(dtype), stacked.t()), plan.pick_gathered
-    value = every.view(-1, rank).index_select(0, pick).to(output.dtype)
+    every = torch.mm(inputs[plan.computed].to(dtype), stacked.t())
+    value = every.view(-1, rank).index_select(0, plan.pick).to(output.dtype)
     if scaling != 1.0:
         value.mul_(scaling)
     output[:, :rank].index_copy_(0, plan.rows, value)
@@ -378,23 +380,25 @@ SMALL_EXPAND = 32768
 below it a bf16 GEMM's fixed call cost (~50 us, oneDNN) exceeds an fp32 GEMM plus the add."""
 
 
-def _add_product(
-    target: torch.Tensor, lhs: torch.Tensor, weights: tuple[torch.Tensor, ...], plan: Plan, widths: tuple[int, ...]
-) -> None:
-    """``target += lhs @ stacked_b(...)``: in fp32 for small 16-bit outputs, else in ``target``'s dtype."""
-    if target.dtype == torch.float32 or target.numel() > SMALL_EXPAND:
-        target.addmm_(lhs.to(target.dtype), stacked_b(weights, plan, target.dtype, widths))
-    else:
-        target.add_(torch.mm(lhs.to(torch.float32), stacked_b(weights, plan, torch.float32, widths)))
+def _product_dtype(target: torch.Tensor, rows: int) -> torch.dtype:
+    """GEMM dtype of an added expand into ``rows`` rows of ``target``: fp32 for small 16-bit outputs."""
+    small = target.dtype != torch.float32 and rows * target.shape[1] <= SMALL_EXPAND
+    return torch.float32 if small else target.dtype
 
 
-def _index_add_product(
-    target: torch.Tensor, rows: torch.Tensor, lhs: torch.Tensor, weights: tuple[torch.Tensor, ...], plan: Plan,
+def add_product(
+    target: torch.Tensor, rows: Rows, lhs: torch.Tensor, weights: tuple[torch.Tensor, ...], plan: Plan,
     widths: tuple[int, ...],
 ) -> None:
-    """``target[rows] += lhs @ stacked_b(...)`` (one product row per listed row), GEMM dtype as ``_add_product``."""
-    small = target.dtype != torch.float32 and len(rows) * target.shape[1] <= SMALL_EXPAND
-    dtype = torch.float32 if small else target.dtype
+    """``target[rows] += lhs @ stacked_b(...)`` (one ``lhs`` row per target row), GEMM dtype by ``_product_dtype``."""
+    if isinstance(rows, slice):
+        target = target[rows]
+        if _product_dtype(target, target.shape[0]) == target.dtype:
+            target.addmm_(lhs.to(target.dtype), stacked_b(weights, plan, target.dtype, widths))
+        else:
+            target.add_(torch.mm(lhs.to(torch.float32), stacked_b(weights, plan, torch.float32, widths)))
+        return
+    dtype = _product_dtype(target, len(rows))
     product = torch.mm(lhs.to(dtype), stacked_b(weights, plan, dtype, widths))
     target.index_add_(0, rows, product.to(target.dtype))
 
@@ -427,14 +431,14 @@ def expand(
     if add and plan.single_run is None:
         m = min(plan.extent, inputs.shape[0], target.shape[0])
         blocks = torch.where(plan.mask[:m], inputs[:m, None, :], 0)
-        _add_product(target[:m], blocks.view(m, -1), (weights,), plan, (width,))
+        add_product(target, slice(0, m), blocks.view(m, -1), (weights,), plan, (width,))
         return
     if inputs.shape[0] > target.shape[0]:
-        plan = _clip(plan, target.shape[0])
+        plan = clip_plan(plan, target.shape[0])
     single = plan.single_run
     if add and single is not None:
         rows = single[1]
-        _add_product(target[rows], inputs[rows], (weights,), plan, (width,))
+        add_product(target, rows, inputs[rows], (weights,), plan, (width,))
         return
     matrices = slot_matrices(weights)
     for slot, rows in plan.groups:
@@ -449,10 +453,10 @@ def _expand_width(weights: torch.Tensor, output_tensor: torch.Tensor) -> int:
     return min(weights.shape[-2], output_tensor.shape[1])
 
 
-def _check_slice(weights: torch.Tensor, slice_size: int) -> None:
-    width = weights.shape[-2]
-    if width != slice_size:
-        raise ValueError(f"expand_slice: adapter output width {width} != slice_size {slice_size}")
+def check_slice_width(weights: torch.Tensor, width: int, where: str, name: str = "slice_size") -> None:
+    """A clear error when an adapter's output width is not the width of the slice it expands into."""
+    if weights.shape[-2] != width:
+        raise ValueError(f"{where}: adapter output width {weights.shape[-2]} != {name} {width}")
 
 
 def bgmv_shrink(
@@ -488,7 +492,7 @@ def bgmv_expand_slice(
     add_inputs: bool = True,
 ) -> None:
     """Expand with one adapter index per row into columns ``slice_offset : slice_offset + slice_size``."""
-    _check_slice(lora_b_weights, slice_size)
+    check_slice_width(lora_b_weights, slice_size, "expand_slice")
     target = output_tensor[:, slice_offset : slice_offset + slice_size]
     expand(inputs, lora_b_weights, target, plan_rows(lora_indices_tensor), slice_size, add_inputs)
 
@@ -542,7 +546,7 @@ def sgmv_expand_slice(
     add_inputs: bool = False,
 ) -> None:
     """Expand with per-segment adapter indices into columns ``slice_offset : slice_offset + slice_size``."""
-    _check_slice(lora_b_weights, slice_size)
+    check_slice_width(lora_b_weights, slice_size, "expand_slice")
     target = output_tensor[:, slice_offset : slice_offset + slice_size]
     plan = plan_segments(seq_len_tensor, lora_indices_tensor)
     expand(inputs, lora_b_weights, target, plan, slice_size, add_inputs)

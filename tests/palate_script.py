@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from uxlocal.engine.base import PreparedRequest
+from uxlocal.suites.palate.rubrics import GENERAL_CRITERIA
 
 
 def judge_json(title: str, prompt: str) -> str:
@@ -24,32 +25,9 @@ def judge_json(title: str, prompt: str) -> str:
             {"criteria": [{"name": f"c{i}", "description": f"likes thing {i}"} for i in range(3)]}
         )
     if title == "GeneralTurnVerdict":
-        return json.dumps(
-            {
-                c: score
-                for c in (
-                    "in_character",
-                    "coherence_memory",
-                    "engagement_progress",
-                    "responsiveness",
-                    "boundaries",
-                )
-            }
-        )
+        return json.dumps({c: score for c in GENERAL_CRITERIA})
     if title == "SessionVerdict":
-        return json.dumps(
-            {
-                c: score
-                for c in (
-                    "in_character",
-                    "coherence_memory",
-                    "engagement_progress",
-                    "responsiveness",
-                    "boundaries",
-                    "overall",
-                )
-            }
-        )
+        return json.dumps({c: score for c in (*GENERAL_CRITERIA, "overall")})
     if title == "PersonalVerdict":
         return json.dumps({"reaction": "continue", "score": score})
     return json.dumps({"score": score})

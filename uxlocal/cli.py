@@ -475,7 +475,7 @@ def ufs_criteria_import(path: Path, criteria_set: str, tau2_data: Path | None, c
       uxlocal ufs criteria-import retail.jsonl --set handmade --tau2-data /data/tau2
     """
     from uxlocal.store.db import connect
-    from uxlocal.suites.userproxy.tau2_suite.data import resolve_data_dir
+    from uxlocal.tau2.data import resolve_data_dir
     from uxlocal.suites.userproxy.ufs.sets import import_criteria_file
 
     root = resolve_data_dir(tau2_data)
@@ -522,7 +522,7 @@ def ufs_criteria(domain: str, tau2_data: Path | None, model: tuple[str, ...], cr
     from uxlocal.runner import resolve_models, run_suite
     from uxlocal.store.db import connect
     from uxlocal.suites.userproxy.criteria_run import SUITE_NAME, CriteriaSuite, load_samples
-    from uxlocal.suites.userproxy.tau2_suite.data import resolve_data_dir
+    from uxlocal.tau2.data import resolve_data_dir
 
     if template:
         from uxlocal.suites.userproxy.ufs.template_writer import freeze_template_set

@@ -125,7 +125,7 @@ def get_suite(name: str) -> Suite:
 
 
 _BUILTINS = ("uxlocal.suites.selftest",)
-_OPTIONAL_BUILTINS = ("uxlocal.suites.uxbench.suite", "uxlocal.suites.userproxy.tau2_suite.suite",
+_OPTIONAL_BUILTINS = ("uxlocal.suites.uxbench.suite", "uxlocal.suites.tau2.suite",
                       "uxlocal.suites.userproxy.suite", "uxlocal.suites.palate.suite")
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from uxlocal.suites.userproxy.tau2 import Domain, InitialStateError, Message, ToolCall, load_tasks
-from uxlocal.suites.userproxy.tau2.tasks import EnvFunctionCall, InitialState
+from uxlocal.tau2 import Domain, InitialStateError, Message, ToolCall, load_tasks
+from uxlocal.tau2.tasks import EnvFunctionCall, InitialState
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from uxlocal.engine.fake import FakeEngine
 from uxlocal.engine.pool import ModelPool
 from uxlocal.runner import RunResult, run_suite
 from uxlocal.store.db import connect
-from uxlocal.suites.userproxy.tau2 import Domain, Task, render_scenario
+from uxlocal.tau2 import Domain, Task, render_scenario
 
 Script = Iterable[Any] | Callable[[PreparedRequest], Any]
 

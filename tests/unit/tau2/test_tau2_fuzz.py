@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from uxlocal.suites.userproxy.tau2 import Action, Domain, Task
+from uxlocal.tau2 import Action, Domain, Task
 
 JSON = st.recursive(
     st.none()

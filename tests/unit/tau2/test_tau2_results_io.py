@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from uxlocal.errors import InputError
-from uxlocal.suites.userproxy.tau2 import (
+from uxlocal.tau2 import (
     USER_STOP,
     Domain,
     EnvironmentInfo,

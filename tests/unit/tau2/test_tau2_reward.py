@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from uxlocal.suites.userproxy.tau2 import (
+from uxlocal.tau2 import (
     AGENT_STOP,
     TERMINATION_REASONS,
     USER_STOP,
@@ -23,8 +23,8 @@ from uxlocal.suites.userproxy.tau2 import (
     score_episode,
     user_stop_token,
 )
-from uxlocal.suites.userproxy.tau2.db import hash_of_dump
-from uxlocal.suites.userproxy.tau2.reward import action_matches, communicate_checks, with_history
+from uxlocal.tau2.db import hash_of_dump
+from uxlocal.tau2.reward import action_matches, communicate_checks, with_history
 
 Tasks = Callable[[str], list[Task]]
 Gold = Callable[[Task, Environment], list[Message]]

@@ -18,11 +18,11 @@ from uxlocal.engine.pool import ModelPool
 from uxlocal.runner import run_suite
 from uxlocal.store.db import connect
 from uxlocal.suites.base import get_suite
-from uxlocal.suites.userproxy.tau2 import Message, ToolCall, load_tasks, read_results
-from uxlocal.suites.userproxy.tau2_suite import TurnFormatError, parse_turn, turn_schema
-from uxlocal.suites.userproxy.tau2_suite import data as tau2_data
-from uxlocal.suites.userproxy.tau2_suite.suite import Tau2Config, Tau2Suite
-from uxlocal.suites.userproxy.tau2_suite.views import seat_view
+from uxlocal.tau2 import Message, ToolCall, load_tasks, read_results
+from uxlocal.tau2.episode import TurnFormatError, parse_turn, turn_schema
+from uxlocal.tau2 import data as tau2_data
+from uxlocal.suites.tau2.suite import Tau2Config, Tau2Suite
+from uxlocal.tau2.episode.views import seat_view
 
 
 def say(text: str) -> str:
@@ -268,8 +268,8 @@ def test_turn_schema_is_a_union_of_message_and_each_tool(retail: Any) -> None:
 
 def test_seat_constraints_cap_free_text_to_fit_the_token_budget(retail: Any) -> None:
     from uxlocal.engine.base import Sampling
-    from uxlocal.suites.userproxy.tau2_suite import AgentSeat, JudgeSeat
-    from uxlocal.suites.userproxy.tau2_suite.actions import text_cap
+    from uxlocal.tau2.episode import AgentSeat, JudgeSeat
+    from uxlocal.tau2.episode.actions import text_cap
 
     seat = AgentSeat.build(policy="P", tool_schemas=retail.environment().tool_schemas(),
                            sampling=Sampling(max_tokens=96))

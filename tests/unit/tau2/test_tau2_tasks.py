@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from uxlocal.errors import InputError
-from uxlocal.suites.userproxy.tau2 import available_splits, load_tasks, render_scenario
-from uxlocal.suites.userproxy.tau2.tasks import StructuredInstructions
+from uxlocal.tau2 import available_splits, load_tasks, render_scenario
+from uxlocal.tau2.tasks import StructuredInstructions
 
 
 @pytest.mark.parametrize(

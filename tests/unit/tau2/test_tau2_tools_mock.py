@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from uxlocal.suites.userproxy.tau2 import Domain, Environment
+from uxlocal.tau2 import Domain, Environment
 
 Content = Callable[..., Any]
 

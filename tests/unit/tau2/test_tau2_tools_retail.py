@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from uxlocal.suites.userproxy.tau2 import Domain, Environment
+from uxlocal.tau2 import Domain, Environment
 
 YUSUF = "yusuf_rossi_9620"  # one credit card; pending #W6247578, delivered #W2378156
 YUSUF_CARD = "credit_card_9513926"

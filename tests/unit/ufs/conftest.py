@@ -15,7 +15,7 @@ import duckdb
 import pytest
 
 from uxlocal.store.db import load_views, migrate
-from uxlocal.suites.userproxy.tau2 import Message, Task, ToolCall, load_tasks
+from uxlocal.tau2 import Message, Task, ToolCall, load_tasks
 
 DATA_DIR = Path(
     os.environ.get("UXLOCAL_TAU2_DATA")
@@ -85,7 +85,7 @@ def make_convo() -> Callable[..., list[Message]]:
 def _ingest_trials(store: duckdb.DuckDBPyConnection, task: Task, convos: list[list[Message]], folder: Path,
                    *, proxy: str = "proxy-q") -> str:
     """Ingest one retail task's trajectories (trial k = ``convos[k]``, reward 1) as a tau2 results file."""
-    from uxlocal.suites.userproxy.tau2 import (
+    from uxlocal.tau2 import (
         EnvironmentInfo,
         Results,
         RewardInfo,

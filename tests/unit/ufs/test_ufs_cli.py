@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from uxlocal.cli import cli
 from uxlocal.store.db import connect
-from uxlocal.suites.userproxy.tau2 import Task
+from uxlocal.tau2 import Task
 from uxlocal.suites.userproxy.ufs.store import load_criteria
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from uxlocal.errors import InputError
-from uxlocal.suites.userproxy.tau2 import Task
+from uxlocal.tau2 import Task
 from uxlocal.suites.userproxy.ufs.criteria import (
     MIN_SPAN_CHARS,
     VERIFIER_CHECKS,

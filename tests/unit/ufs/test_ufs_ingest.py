@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from uxlocal.cli import cli
 from uxlocal.errors import InputError
 from uxlocal.store.db import connect
-from uxlocal.suites.userproxy.tau2 import (
+from uxlocal.tau2 import (
     AgentInfo,
     EnvironmentInfo,
     Message,
@@ -234,7 +234,7 @@ def _script(prepared: Any) -> str:
 
 
 def test_a_results_file_exported_by_the_tau2_runtime_round_trips(tmp_path: Path, data_dir: Path) -> None:
-    pytest.importorskip("uxlocal.suites.userproxy.tau2_suite.suite")
+    pytest.importorskip("uxlocal.suites.tau2.suite")
     from uxlocal.config import RunConfig
     from uxlocal.engine.fake import FakeEngine
     from uxlocal.engine.pool import ModelPool

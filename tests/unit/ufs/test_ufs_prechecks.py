@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from uxlocal.suites.userproxy.tau2 import Action, Message, Task
+from uxlocal.tau2 import Action, Message, Task
 from uxlocal.suites.userproxy.ufs.episodes import user_tool_names, user_write_tools
 from uxlocal.suites.userproxy.ufs.prechecks import (
     gold_user_actions,

@@ -15,7 +15,7 @@ from uxlocal.engine.fake import FakeEngine
 from uxlocal.engine.pool import ModelPool
 from uxlocal.rollout import EpisodeContext, EpisodeSpec, Outcome, Scheduler
 from uxlocal.store.writer import StoreWriter
-from uxlocal.suites.userproxy.tau2 import Message, Task
+from uxlocal.tau2 import Message, Task
 from uxlocal.suites.userproxy.ufs.criteria import VERIFIER_CHECKS, Blueprint, Criterion
 from uxlocal.suites.userproxy.ufs.episodes import load_trajectories
 from uxlocal.suites.userproxy.ufs.programs import (

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from uxlocal.engine.base import GenResult, Sampling
-from uxlocal.suites.userproxy.tau2 import Message, Task
+from uxlocal.tau2 import Message, Task
 from uxlocal.suites.userproxy.ufs import prompts as ufs_prompts
 from uxlocal.suites.userproxy.ufs.criteria import Blueprint, Criterion
 from uxlocal.suites.userproxy.ufs.prompts import (

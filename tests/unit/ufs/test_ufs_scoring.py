@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from uxlocal.suites.userproxy.tau2 import Message
+from uxlocal.tau2 import Message
 from uxlocal.suites.userproxy.ufs.scoring import (
     CriterionVerdict,
     EpisodeRecord,

@@ -9,7 +9,7 @@ import pytest
 
 from uxlocal.errors import UxlocalError
 from uxlocal.store.db import migration_files
-from uxlocal.suites.userproxy.tau2 import Task
+from uxlocal.tau2 import Task
 from uxlocal.suites.userproxy.ufs.criteria import Blueprint, Criterion, Screened, screen
 from uxlocal.suites.userproxy.ufs.store import (
     Provenance,

@@ -17,7 +17,7 @@ from uxlocal.engine.pool import ModelPool
 from uxlocal.errors import InputError
 from uxlocal.store.db import connect
 from uxlocal.suites.userproxy.criteria_run import CriteriaConfig, CriteriaSuite, load_samples
-from uxlocal.suites.userproxy.tau2 import Message, Task
+from uxlocal.tau2 import Message, Task
 from uxlocal.suites.userproxy.ufs.criteria import MAX_CRITERIA, Blueprint, screen
 from uxlocal.suites.userproxy.ufs.sets import domain_blueprints
 from uxlocal.suites.userproxy.ufs.store import load_criteria

@@ -1,2 +1,2 @@
-"""UserProxyBench: tau2 environments (``tau2/``), the ``tau2`` suite (``tau2_suite/``), the user-fidelity
+"""UserProxyBench on the tau2 runtime (``uxlocal.tau2``, episodes from ``uxlocal.tau2.episode``): the user-fidelity
 layer (``ufs/``), ``uxlocal run userproxy`` (``suite.py``) and ``uxlocal ufs criteria`` (``criteria_run.py``)."""

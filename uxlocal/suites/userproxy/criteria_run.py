@@ -27,9 +27,9 @@ from uxlocal.engine.base import Sampling
 from uxlocal.errors import InputError
 from uxlocal.rollout import EpisodeSpec
 from uxlocal.suites.base import ReportTable, Suite, SuitePlan
-from uxlocal.suites.userproxy.tau2 import Message, domain_spec
-from uxlocal.suites.userproxy.tau2.layout import domain_dir
-from uxlocal.suites.userproxy.tau2_suite.data import data_hashes, resolve_data_dir
+from uxlocal.tau2 import Message, domain_spec
+from uxlocal.tau2.layout import domain_dir
+from uxlocal.tau2.data import data_hashes, resolve_data_dir
 from uxlocal.suites.userproxy.ufs.programs import VERIFIER_ROLE, WRITER_ROLE, CriteriaJob, criteria_program
 from uxlocal.suites.userproxy.ufs.programs import task_criteria_from_outcome
 from uxlocal.suites.userproxy.ufs.prompts import prompt_hashes

@@ -42,30 +42,29 @@ from uxlocal.errors import InputError
 from uxlocal.rollout import EpisodeContext, EpisodeSpec, Outcome
 from uxlocal.store.db import connect, query
 from uxlocal.suites.base import DemoSpec, ReportTable, Suite, SuitePlan, register_suite
-from uxlocal.suites.userproxy.tau2 import (
-    DEFAULT_MAX_ERRORS,
-    DEFAULT_MAX_STEPS,
-    DEFAULT_SPLIT,
-    INFRASTRUCTURE_ERROR,
-    Domain,
-    Task,
-    load_domain,
-    load_tasks,
+from uxlocal.tau2 import INFRASTRUCTURE_ERROR, Domain, Task, load_domain, load_tasks
+from uxlocal.tau2.data import data_hashes, default_data_dir, resolve_data_dir
+from uxlocal.tau2.episode import (
+    AGENT_ROLE,
+    JUDGE_ROLE,
+    USER_ROLE,
+    EpisodeSetup,
+    Tau2Options,
+    UserSeat,
+    domain_seats,
+    parse_domains,
+    tau2_trajectory,
+    user_tool_schemas,
 )
-from uxlocal.suites.userproxy.tau2.layout import domain_dir
-from uxlocal.suites.userproxy.tau2_suite.agent import AGENT_ROLE, AgentSeat
-from uxlocal.suites.userproxy.tau2_suite.data import data_hashes, default_data_dir, resolve_data_dir
-from uxlocal.suites.userproxy.tau2_suite.judge import JUDGE_ROLE, JudgeSeat
-from uxlocal.suites.userproxy.tau2_suite.orchestrator import EpisodeSetup, Limits, tau2_trajectory
-from uxlocal.suites.userproxy.tau2_suite.prompts import prompt_hashes as tau2_prompt_hashes
-from uxlocal.suites.userproxy.tau2_suite.suite import Tau2Config
-from uxlocal.suites.userproxy.tau2_suite.user_proxy import USER_ROLE, UserSeat, guidelines
+from uxlocal.tau2.episode.prompts import prompt_hashes as tau2_prompt_hashes
+from uxlocal.tau2.episode.user_proxy import guidelines
+from uxlocal.tau2.layout import domain_dir
 from uxlocal.suites.userproxy.ufs.criteria import Blueprint
 from uxlocal.suites.userproxy.ufs.episodes import run_store_prechecks
 from uxlocal.suites.userproxy.ufs.programs import GradingJob, graded_criteria, grading_program
 from uxlocal.suites.userproxy.ufs.prompts import prompt_hashes as ufs_prompt_hashes
 from uxlocal.suites.userproxy.ufs.report import ufs_tables
-from uxlocal.suites.userproxy.ufs.sets import import_criteria_file, task_user_tools
+from uxlocal.suites.userproxy.ufs.sets import import_criteria_file
 from uxlocal.suites.userproxy.ufs.store import TaskCriteria, load_criteria, save_criteria
 from uxlocal.suites.userproxy.ufs.template_writer import template_task_criteria
 
@@ -115,11 +114,11 @@ def parse_proxies(text: str | None) -> list[Proxy]:
     return proxies
 
 
-class UserProxyConfig(SuiteConfig):
+class UserProxyConfig(Tau2Options):
     """Options of ``uxlocal run userproxy``."""
 
     not_in_identity: ClassVar[dict[str, str]] = {
-        "tau2_data": "where the data sits; the sha256 of every file read is in the identity instead",
+        **Tau2Options.not_in_identity,
         "criteria_file": "where the file sits; its sha256 is in the identity instead",
     }
 
@@ -127,43 +126,18 @@ class UserProxyConfig(SuiteConfig):
     """User proxies to compare, comma-separated: preset, folder, or either with @temp=T (required)."""
     domains: str = "mock"
     """tau2 domains (mock, retail, airline), comma-separated; every proxy plays the same tasks."""
-    tau2_data: Path | None = None
-    """Folder with domains/<domain>/tasks.json, or a tau2-bench checkout (default: $UXLOCAL_TAU2_DATA)."""
     criteria_set: str | None = None
     """Frozen criteria set to grade against (or the set name --criteria-file is frozen into)."""
     criteria_file: Path | None = None
     """Criteria JSONL file, screened and frozen into --criteria-set (default name file:<stem>)."""
     criteria_template: bool = False
     """Give selected tasks the set lacks rule-based template criteria (no model; default set: template)."""
-    split: str = DEFAULT_SPLIT
-    """Task split from split_tasks.json (base = tau2's evaluation set)."""
-    tasks: str | None = None
-    """Comma-separated task ids (e.g. 0,5,12; retail/5 names one domain's task); default: the whole split."""
-    trials: int = Field(default=1, ge=1)
-    """Episodes per task and proxy."""
-    max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1)
-    """Routed messages before an episode ends as max_steps."""
-    max_errors: int = Field(default=DEFAULT_MAX_ERRORS, ge=1)
-    """Tool errors plus unusable seat outputs before an episode ends as too_many_errors."""
-    agent_max_tokens: int = Field(default=1024, ge=8)
-    """Completion budget of one agent turn (tokens)."""
-    user_max_tokens: int = Field(default=512, ge=8)
-    """Completion budget of one user-proxy turn (tokens)."""
-    judge_max_tokens: int = Field(default=512, ge=24)
-    """Completion budget of one tau2 NL-assertion verdict (tokens)."""
     grader_max_tokens: int = Field(default=512, ge=24)
     """Completion budget of one UFS criterion grade (tokens)."""
-    agent_temperature: float = Field(default=0.0, ge=0.0)
-    """Agent sampling temperature (0 keeps the agent fixed across proxies)."""
-    user_temperature: float = Field(default=0.0, ge=0.0)
-    """User-proxy temperature for entries without @temp=T."""
-    tool_grammar: Literal["strict", "loose"] = "strict"
-    """strict: each tool's argument schema is in the turn grammar; loose: only the tool name is."""
 
-    def tau2(self) -> Tau2Config:
-        """Return the ``tau2`` suite's options these imply (the episodes are built from them)."""
-        shared = self.model_dump(include=set(Tau2Config.model_fields) & set(type(self).model_fields))
-        return Tau2Config(**shared, domain=self.domains)
+    def domain_names(self) -> list[str]:
+        """Return the ``--domains`` names in order; unknown domains are an input error."""
+        return parse_domains(self.domains, "--domains")
 
     def proxy_list(self) -> list[Proxy]:
         """Return the ``--proxies`` entries (an ``InputError`` when none or malformed)."""
@@ -220,7 +194,7 @@ class UserProxySuite(Suite):
         """tau2 and UFS prompts, every tau2 data file read, and the criteria file (if any)."""
         assert isinstance(config, UserProxyConfig)
         root = resolve_data_dir(config.tau2_data)
-        hashes = {**tau2_prompt_hashes(), **ufs_prompt_hashes(), **data_hashes(root, config.tau2().domains())}
+        hashes = {**tau2_prompt_hashes(), **ufs_prompt_hashes(), **data_hashes(root, config.domain_names())}
         if config.criteria_file is not None:
             hashes["criteria-file"] = _file_sha256(config.criteria_file)
         return hashes
@@ -228,13 +202,13 @@ class UserProxySuite(Suite):
     def plan(self, config: SuiteConfig, run: RunConfig) -> SuitePlan:
         """One episode per (domain, task, proxy, trial); ``--limit`` caps the tasks per domain."""
         assert isinstance(config, UserProxyConfig)
-        tau2 = config.tau2()
         proxies = config.proxy_list()
         set_name = config.set_name()
         root = resolve_data_dir(config.tau2_data)
         selected = []
-        for name in tau2.domains():
-            tasks = load_tasks(root, name, split=tau2.split, task_ids=tau2.task_ids(name), limit=run.limit)
+        for name in config.domain_names():
+            tasks = load_tasks(root, name, split=config.split, task_ids=config.task_ids(name),
+                               limit=run.limit)
             selected.append((load_domain(root, name), tasks))
         if not any(tasks for _, tasks in selected):
             raise InputError(None, None, "no tau2 tasks selected", "check --split, --tasks and --limit")
@@ -243,7 +217,7 @@ class UserProxySuite(Suite):
         _check_criteria(set_name, blueprints, stored, config)
         plan = SuitePlan(episodes=[])
         for domain, tasks in selected:
-            _add_domain(plan, config, tau2, run.seed, domain, tasks, proxies, set_name,
+            _add_domain(plan, config, run.seed, domain, tasks, proxies, set_name,
                         {t.id: (blueprints[(domain.name, t.id)], stored[(domain.name, t.id)]) for t in tasks},
                         source=domain_dir(root, domain.name) / "tasks.json")
         plan.notes.append(f"proxies: {', '.join(p.name for p in proxies)}; criteria set {set_name!r}")
@@ -320,7 +294,7 @@ def _criteria(run: RunConfig, config: UserProxyConfig, set_name: str, root: Path
 
 def _blueprint(domain: Domain, task: Task) -> Blueprint:
     """What the grader sees of the task: scenario, our user seat's guidelines, the user tools."""
-    tools = task_user_tools(domain, task)
+    tools = user_tool_schemas(domain, task)
     return Blueprint.from_task(task, domain=domain.name, contract=guidelines(tools), user_tools=tools)
 
 
@@ -347,8 +321,7 @@ def _check_criteria(set_name: str, blueprints: dict[tuple[str, str], Blueprint],
 # --- episodes -------------------------------------------------------------------------------------
 
 
-def _add_domain(plan: SuitePlan, config: UserProxyConfig, tau2: Tau2Config, seed: int, domain: Domain,
-                tasks: list[Task],
+def _add_domain(plan: SuitePlan, config: UserProxyConfig, seed: int, domain: Domain, tasks: list[Task],
                 proxies: list[Proxy], set_name: str, graded: dict[str, tuple[Blueprint, TaskCriteria]], *,
                 source: Path) -> None:
     """Items, and one episode per (task, proxy, trial); agent and judge seats are shared.
@@ -357,12 +330,8 @@ def _add_domain(plan: SuitePlan, config: UserProxyConfig, tau2: Tau2Config, seed
     so the agent's randomness never differs between proxies (the scheduler would otherwise derive
     it from the episode id, which names the proxy).
     """
-    probe = domain.environment()
-    agent_sampling = tau2.sampling(AGENT_ROLE)
-    agent = AgentSeat.build(policy=domain.policy_text(), tool_schemas=probe.tool_schemas("assistant"),
-                            sampling=agent_sampling, grammar=tau2.tool_grammar)
-    judge = JudgeSeat(tau2.sampling(JUDGE_ROLE))
-    limits = Limits(max_steps=tau2.max_steps, max_errors=tau2.max_errors)
+    seats = domain_seats(domain, config)
+    agent, agent_sampling = seats.agent, seats.agent.sampling
     grader = Sampling(temperature=0.0, max_tokens=config.grader_max_tokens)
     for task in tasks:
         item_id = f"{domain.name}/{task.id}"
@@ -370,21 +339,21 @@ def _add_domain(plan: SuitePlan, config: UserProxyConfig, tau2: Tau2Config, seed
         plan.items.append({"item_id": item_id, "task": domain.name, "data": data, "source_file": str(source)})
         blueprint, criteria = graded[task.id]
         job = GradingJob(set_name, blueprint, graded_criteria(criteria.graded()), (), grader)
-        tools = task_user_tools(domain, task)
+        tools = user_tool_schemas(domain, task)
         for proxy in proxies:
             user = UserSeat.build(task, tool_schemas=tools, sampling=config.user_sampling(proxy),
-                                  grammar=tau2.tool_grammar, role=proxy.role)
-            for trial in range(tau2.trials):
+                                  grammar=config.tool_grammar, role=proxy.role)
+            for trial in range(config.trials):
                 seat = agent
                 if agent_sampling.temperature > 0:
                     fixed = replace(agent_sampling, seed=_seed(seed, item_id, trial))
                     seat = replace(agent, sampling=fixed)
-                setup = EpisodeSetup(domain, task, trial, seat, user, judge, limits)
+                setup = EpisodeSetup(domain, task, trial, seat, user, seats.judge, seats.limits)
                 plan.episodes.append(EpisodeSpec(f"{item_id}/{proxy.name}/trial-{trial}",
                                                  _bind(setup, job, proxy.name), item_id=item_id,
                                                  task=domain.name, trial=trial))
-    plan.notes.append(f"{domain.name}: {len(tasks)} tasks x {len(proxies)} proxies x {tau2.trials} trial(s), "
-                      f"split {tau2.split!r}, max_steps {tau2.max_steps}")
+    plan.notes.append(f"{domain.name}: {len(tasks)} tasks x {len(proxies)} proxies x {config.trials} trial(s), "
+                      f"split {config.split!r}, max_steps {config.max_steps}")
 
 
 def userproxy_episode(ctx: EpisodeContext, setup: EpisodeSetup, job: GradingJob, proxy: str) -> Any:

@@ -36,7 +36,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from uxlocal.errors import InputError, format_validation_error
-from uxlocal.suites.userproxy.tau2 import Task
+from uxlocal.tau2 import Task
 
 from .taxonomy import FAMILIES, MODES_BY_FAMILY, family_mode_problem
 
@@ -147,7 +147,7 @@ def tau2_guidelines(data_dir: str | Path, *, user_tools: bool) -> str:
     ``info.user_info.global_simulation_guidelines``; our own runs' contract is the user seat's
     guidelines text instead.
     """
-    from uxlocal.suites.userproxy.tau2 import tau2_root
+    from uxlocal.tau2 import tau2_root
 
     name = "simulation_guidelines_tools.md" if user_tools else "simulation_guidelines.md"
     path = tau2_root(data_dir) / "user_simulator" / name

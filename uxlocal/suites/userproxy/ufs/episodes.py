@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from uxlocal.suites.userproxy.tau2 import Message, Task, domain_spec
+from uxlocal.tau2 import Message, Task, domain_spec
 
 from .prechecks import PRECHECK_FAMILY, PrecheckResult, run_prechecks
 from .prompts import Grade

@@ -41,7 +41,7 @@ from typing import Any
 
 from uxlocal.errors import InputError
 from uxlocal.store.writer import StoreWriter
-from uxlocal.suites.userproxy.tau2 import (
+from uxlocal.tau2 import (
     AGENT_STOP,
     INFRASTRUCTURE_ERROR,
     MAX_STEPS,

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from uxlocal.suites.userproxy.tau2 import Message, Task, trajectory_tool_calls
+from uxlocal.tau2 import Message, Task, trajectory_tool_calls
 
 from .scoring import GREETING
 

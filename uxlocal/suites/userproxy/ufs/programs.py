@@ -23,7 +23,7 @@ from typing import Any
 
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
 from uxlocal.rollout import Ask, EpisodeContext, Outcome
-from uxlocal.suites.userproxy.tau2 import Message
+from uxlocal.tau2 import Message
 
 from .criteria import Blueprint, Criterion, Screened, apply_review, parse_writer_output, screen
 from .episodes import grade_value

@@ -23,7 +23,7 @@ from typing import Any
 
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
 from uxlocal.grammar import JsonSchema
-from uxlocal.suites.userproxy.tau2 import Message
+from uxlocal.tau2 import Message
 
 from .criteria import (
     MAX_CRITERIA,

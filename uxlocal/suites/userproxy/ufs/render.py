@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from uxlocal.suites.userproxy.tau2 import Message
+from uxlocal.tau2 import Message
 
 USER_MARK = "USER*"
 LEGEND = (

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from uxlocal.suites.userproxy.tau2 import Message
+from uxlocal.tau2 import Message
 
 from .taxonomy import FAMILIES
 

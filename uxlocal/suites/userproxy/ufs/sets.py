@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from uxlocal.suites.userproxy.tau2 import Domain, Task, load_domain, load_tasks
+from uxlocal.tau2 import load_domain, load_tasks
+from uxlocal.tau2.episode import user_tool_schemas as task_user_tools
 
 from .criteria import Blueprint, read_criteria_jsonl, screen_file_rows, tau2_guidelines
 from .store import Provenance, TaskCriteria, save_criteria
@@ -29,7 +30,7 @@ from .store import Provenance, TaskCriteria, save_criteria
 def contract_text(source: str, *, data_dir: str | Path, user_tool_schemas: Sequence[dict[str, Any]]) -> str:
     """Return the guidelines text named by ``source`` (``ours``, ``tau2`` or a file path)."""
     if source == "ours":
-        from uxlocal.suites.userproxy.tau2_suite.user_proxy import guidelines
+        from uxlocal.tau2.episode.user_proxy import guidelines
 
         return guidelines(user_tool_schemas)
     if source == "tau2":
@@ -41,13 +42,6 @@ def contract_text(source: str, *, data_dir: str | Path, user_tool_schemas: Seque
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(path, None, "contract file not found", "use ours, tau2 or a file path") from None
-
-
-def task_user_tools(domain: Domain, task: Task) -> list[dict[str, Any]]:
-    """Return the user tool schemas this task allows (empty for domains without user tools)."""
-    env = domain.environment()
-    env.restrict_user_tools(task.user_tools)
-    return env.tool_schemas("user")
 
 
 def domain_blueprints(

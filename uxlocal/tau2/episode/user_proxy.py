@@ -15,7 +15,7 @@ from typing import Any
 
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
 from uxlocal.grammar import JsonSchema
-from uxlocal.suites.userproxy.tau2 import Message, Task, render_scenario
+from uxlocal.tau2 import Message, Task, render_scenario
 
 from .actions import ToolGrammar, TurnAction, parse_text, parse_turn, turn_constraint
 from .prompts import fill

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from uxlocal.suites.userproxy.tau2 import (
+from uxlocal.tau2 import (
     INFRASTRUCTURE_ERROR,
     AgentInfo,
     EnvironmentInfo,
@@ -33,8 +33,7 @@ from uxlocal.suites.userproxy.tau2 import (
     write_results,
 )
 
-from .agent import AGENT_ROLE
-from .user_proxy import USER_ROLE
+from uxlocal.tau2.episode import AGENT_ROLE, USER_ROLE
 
 
 def export_run(con: Any, run_id: str, path: Path, *, settings: Mapping[str, Any],

@@ -10,70 +10,44 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
-
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import Sampling
 from uxlocal.errors import InputError
 from uxlocal.rollout import EpisodeSpec
 from uxlocal.store.db import query
 from uxlocal.suites.base import DemoSpec, ReportTable, Suite, SuitePlan, register_suite
-from uxlocal.suites.userproxy.tau2 import (
-    DEFAULT_MAX_ERRORS,
-    DEFAULT_MAX_STEPS,
-    DEFAULT_SPLIT,
-    Domain,
-    Task,
-    domain_spec,
-    load_domain,
-    load_tasks,
+from uxlocal.tau2 import Domain, Task, load_domain, load_tasks
+from uxlocal.tau2.data import data_hashes as _data_hashes
+from uxlocal.tau2.data import default_data_dir, resolve_data_dir
+from uxlocal.tau2.episode import (
+    AGENT_ROLE,
+    JUDGE_ROLE,
+    USER_ROLE,
+    EpisodeSetup,
+    Tau2Options,
+    UserSeat,
+    domain_seats,
+    parse_domains,
+    tau2_episode,
+    user_tool_schemas,
 )
-from uxlocal.suites.userproxy.tau2.layout import domain_dir
+from uxlocal.tau2.episode.prompts import prompt_hashes as _prompt_hashes
+from uxlocal.tau2.episode.user_proxy import guidelines
+from uxlocal.tau2.layout import domain_dir
 
-from .agent import AGENT_ROLE, AgentSeat
-from .data import data_hashes as _data_hashes
-from .data import default_data_dir, resolve_data_dir
 from .export import export_run
-from .judge import JUDGE_ROLE, JudgeSeat
-from .orchestrator import EpisodeSetup, Limits, tau2_episode
-from .prompts import prompt_hashes as _prompt_hashes
-from .user_proxy import USER_ROLE, UserSeat, guidelines
 
 
-class Tau2Config(SuiteConfig):
+class Tau2Config(Tau2Options):
     """Options of ``uxlocal run tau2``."""
 
     not_in_identity: ClassVar[dict[str, str]] = {
-        "tau2_data": "where the data sits; the sha256 of every file read is in the identity instead",
+        **Tau2Options.not_in_identity,
         "export_tau2": "where a copy of the results goes, not what they are",
     }
 
     domain: str = "retail"
     """tau2 domain (mock, retail, airline); several, comma-separated, run as one batched run."""
-    tau2_data: Path | None = None
-    """Folder with domains/<domain>/tasks.json, or a tau2-bench checkout (default: $UXLOCAL_TAU2_DATA)."""
-    split: str = DEFAULT_SPLIT
-    """Task split from split_tasks.json (base = tau2's evaluation set)."""
-    tasks: str | None = None
-    """Comma-separated task ids (e.g. 0,5,12; retail/5 names one domain's task); default: the whole split."""
-    trials: int = Field(default=1, ge=1)
-    """Episodes per task; pass^k is reported for k = 1..trials."""
-    max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1)
-    """Routed messages (agent, user, tool call, tool result) before an episode ends as max_steps."""
-    max_errors: int = Field(default=DEFAULT_MAX_ERRORS, ge=1)
-    """Tool errors plus unusable seat outputs before an episode ends as too_many_errors."""
-    agent_max_tokens: int = Field(default=1024, ge=8)
-    """Completion budget of one agent turn (tokens); a JSON turn cut off here is an error."""
-    user_max_tokens: int = Field(default=512, ge=8)
-    """Completion budget of one user-proxy turn (tokens)."""
-    judge_max_tokens: int = Field(default=512, ge=24)
-    """Completion budget of one NL-assertion verdict (tokens); caps the justification's length."""
-    agent_temperature: float = Field(default=0.0, ge=0.0)
-    """Agent sampling temperature (tau2 default 0); above 0 each episode derives its own seed."""
-    user_temperature: float = Field(default=0.0, ge=0.0)
-    """User-proxy sampling temperature (tau2 default 0)."""
-    tool_grammar: Literal["strict", "loose"] = "strict"
-    """strict: each tool's argument schema is in the turn grammar; loose: only the tool name is."""
     judge_nl: Literal["gating", "always"] = "gating"
     """Judge NL assertions only where they gate the reward, or always (as a diagnostic)."""
     export_tau2: Path | None = None
@@ -81,35 +55,7 @@ class Tau2Config(SuiteConfig):
 
     def domains(self) -> list[str]:
         """Return the domain names in the order given; unknown domains are an input error."""
-        names = list(dict.fromkeys(name.strip() for name in self.domain.split(",") if name.strip()))
-        if not names:
-            raise InputError(None, None, "--domain names no domain", "e.g. --domain retail")
-        for name in names:
-            try:
-                domain_spec(name)
-            except KeyError as err:
-                raise InputError(None, None, str(err.args[0]),
-                                 "pass --domain mock, retail or airline") from None
-        return names
-
-    def task_ids(self, domain: str) -> list[str] | None:
-        """Return the ``--tasks`` ids for one domain (bare ids apply to every domain), or None."""
-        if self.tasks is None:
-            return None
-        ids = []
-        for raw in (part.strip() for part in self.tasks.split(",")):
-            scope, sep, task_id = raw.partition("/")
-            if raw and (not sep or scope == domain):
-                ids.append(task_id if sep else raw)
-        return ids
-
-    def sampling(self, role: str) -> Sampling:
-        """Return the decoding settings of one seat."""
-        if role == AGENT_ROLE:
-            return Sampling(temperature=self.agent_temperature, max_tokens=self.agent_max_tokens)
-        if role == USER_ROLE:
-            return Sampling(temperature=self.user_temperature, max_tokens=self.user_max_tokens)
-        return Sampling(temperature=0.0, max_tokens=self.judge_max_tokens)
+        return parse_domains(self.domain, "--domain")
 
 
 @register_suite
@@ -201,30 +147,20 @@ _REPORTS = (
 def _add_domain(plan: SuitePlan, config: Tau2Config, domain: Domain, tasks: list[Task], *,
                 source: Path) -> None:
     """Items and episodes of one domain; the agent seat is shared by all its episodes."""
-    probe = domain.environment()
-    agent = AgentSeat.build(policy=domain.policy_text(), tool_schemas=probe.tool_schemas("assistant"),
-                            sampling=config.sampling(AGENT_ROLE), grammar=config.tool_grammar)
-    judge = JudgeSeat(config.sampling(JUDGE_ROLE))
-    limits = Limits(max_steps=config.max_steps, max_errors=config.max_errors)
+    seats = domain_seats(domain, config)
     for task in tasks:
         item_id = f"{domain.name}/{task.id}"
         data = {"domain": domain.name, "position": len(plan.items), "task": task.model_dump(mode="json")}
         plan.items.append({"item_id": item_id, "task": domain.name, "data": data, "source_file": str(source)})
-        user = UserSeat.build(task, tool_schemas=_user_tools(domain, task),
+        user = UserSeat.build(task, tool_schemas=user_tool_schemas(domain, task),
                               sampling=config.sampling(USER_ROLE), grammar=config.tool_grammar)
         for trial in range(config.trials):
-            setup = EpisodeSetup(domain, task, trial, agent, user, judge, limits,
+            setup = EpisodeSetup(domain, task, trial, seats.agent, user, seats.judge, seats.limits,
                                  judge_always=config.judge_nl == "always")
             plan.episodes.append(EpisodeSpec(f"{item_id}/trial-{trial}", _bind(setup), item_id=item_id,
                                              task=domain.name, trial=trial))
     plan.notes.append(f"{domain.name}: {len(tasks)} tasks x {config.trials} trial(s), "
                       f"split {config.split!r}, max_steps {config.max_steps}, max_errors {config.max_errors}")
-
-
-def _user_tools(domain: Domain, task: Task) -> list[dict[str, Any]]:
-    env = domain.environment()
-    env.restrict_user_tools(task.user_tools)
-    return env.tool_schemas("user")
 
 
 def _bind(setup: EpisodeSetup) -> Any:

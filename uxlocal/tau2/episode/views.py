@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from typing import Literal
 
-from uxlocal.suites.userproxy.tau2 import Message
+from uxlocal.tau2 import Message
 
 from .actions import TurnAction, action_json
 

@@ -44,7 +44,7 @@ from typing import Any
 
 from uxlocal.engine.base import GenResult
 from uxlocal.rollout import Ask, EpisodeContext, Outcome
-from uxlocal.suites.userproxy.tau2 import (
+from uxlocal.tau2 import (
     CONTEXT_WINDOW_EXCEEDED,
     DEFAULT_MAX_ERRORS,
     DEFAULT_MAX_STEPS,

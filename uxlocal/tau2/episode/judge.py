@@ -20,7 +20,7 @@ from typing import Any
 
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
 from uxlocal.grammar import JsonSchema
-from uxlocal.suites.userproxy.tau2 import Message, NLVerdict, judge_transcript
+from uxlocal.tau2 import Message, NLVerdict, judge_transcript
 
 from .actions import text_cap
 from .prompts import prompt_text

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from uxlocal.errors import InputError
-from uxlocal.suites.userproxy.tau2 import domain_spec, tau2_root
-from uxlocal.suites.userproxy.tau2.layout import domain_dir
+from uxlocal.tau2 import domain_spec, tau2_root
+from uxlocal.tau2.layout import domain_dir
 
 ENV_VAR = "UXLOCAL_TAU2_DATA"
 _CHECKOUT_DATA = Path(__file__).resolve().parents[4].parent / "shared" / "data" / "tau2"

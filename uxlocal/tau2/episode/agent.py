@@ -12,7 +12,7 @@ from typing import Any
 
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
 from uxlocal.grammar import JsonSchema
-from uxlocal.suites.userproxy.tau2 import Message
+from uxlocal.tau2 import Message
 
 from .actions import ToolGrammar, TurnAction, parse_turn, turn_constraint
 from .prompts import fill

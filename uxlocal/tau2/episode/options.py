@@ -1,0 +1,113 @@
+"""Options every suite that plays tau2 episodes shares, and the seats they imply for one domain.
+
+``uxlocal run tau2`` and ``uxlocal run userproxy`` both build their configs on ``Tau2Options``, so a
+tau2 option is declared once (help text, default, bounds) and means the same in both commands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from uxlocal.config import SuiteConfig
+from uxlocal.engine.base import Sampling
+from uxlocal.errors import InputError
+from uxlocal.tau2 import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS, DEFAULT_SPLIT, Domain, Task, domain_spec
+
+from .agent import AGENT_ROLE, AgentSeat
+from .judge import JUDGE_ROLE, JudgeSeat
+from .orchestrator import Limits
+from .user_proxy import USER_ROLE
+
+
+class Tau2Options(SuiteConfig):
+    """tau2 data, task selection, limits and seat budgets shared by the tau2-playing suites."""
+
+    not_in_identity: ClassVar[dict[str, str]] = {
+        "tau2_data": "where the data sits; the sha256 of every file read is in the identity instead",
+    }
+
+    tau2_data: Path | None = None
+    """Folder with domains/<domain>/tasks.json, or a tau2-bench checkout (default: $UXLOCAL_TAU2_DATA)."""
+    split: str = DEFAULT_SPLIT
+    """Task split from split_tasks.json (base = tau2's evaluation set)."""
+    tasks: str | None = None
+    """Comma-separated task ids (e.g. 0,5,12; retail/5 names one domain's task); default: the whole split."""
+    trials: int = Field(default=1, ge=1)
+    """Episodes per task (and proxy); pass^k is reported for k = 1..trials."""
+    max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1)
+    """Routed messages (agent, user, tool call, tool result) before an episode ends as max_steps."""
+    max_errors: int = Field(default=DEFAULT_MAX_ERRORS, ge=1)
+    """Tool errors plus unusable seat outputs before an episode ends as too_many_errors."""
+    agent_max_tokens: int = Field(default=1024, ge=8)
+    """Completion budget of one agent turn (tokens); a JSON turn cut off here is an error."""
+    user_max_tokens: int = Field(default=512, ge=8)
+    """Completion budget of one user-proxy turn (tokens)."""
+    judge_max_tokens: int = Field(default=512, ge=24)
+    """Completion budget of one NL-assertion verdict (tokens); caps the justification's length."""
+    agent_temperature: float = Field(default=0.0, ge=0.0)
+    """Agent sampling temperature (tau2 default 0); above 0 each episode derives its own seed."""
+    user_temperature: float = Field(default=0.0, ge=0.0)
+    """User-proxy sampling temperature (tau2 default 0)."""
+    tool_grammar: Literal["strict", "loose"] = "strict"
+    """strict: each tool's argument schema is in the turn grammar; loose: only the tool name is."""
+
+    def task_ids(self, domain: str) -> list[str] | None:
+        """Return the ``--tasks`` ids for one domain (bare ids apply to every domain), or None."""
+        if self.tasks is None:
+            return None
+        ids = []
+        for raw in (part.strip() for part in self.tasks.split(",")):
+            scope, sep, task_id = raw.partition("/")
+            if raw and (not sep or scope == domain):
+                ids.append(task_id if sep else raw)
+        return ids
+
+    def sampling(self, role: str) -> Sampling:
+        """Return the decoding settings of one seat."""
+        if role == AGENT_ROLE:
+            return Sampling(temperature=self.agent_temperature, max_tokens=self.agent_max_tokens)
+        if role == USER_ROLE:
+            return Sampling(temperature=self.user_temperature, max_tokens=self.user_max_tokens)
+        return Sampling(temperature=0.0, max_tokens=self.judge_max_tokens)
+
+
+def parse_domains(text: str, flag: str) -> list[str]:
+    """Return the domain names of a comma-separated option, in order; unknown ones are an input error."""
+    names = list(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+    if not names:
+        raise InputError(None, None, f"{flag} names no domain", f"e.g. {flag} retail")
+    for name in names:
+        try:
+            domain_spec(name)
+        except KeyError as err:
+            raise InputError(None, None, str(err.args[0]), f"pass {flag} mock, retail or airline") from None
+    return names
+
+
+@dataclass(frozen=True)
+class DomainSeats:
+    """The seats every episode of one domain shares: agent, NL judge, and the episode limits."""
+
+    agent: AgentSeat
+    judge: JudgeSeat
+    limits: Limits
+
+
+def domain_seats(domain: Domain, options: Tau2Options) -> DomainSeats:
+    """Build the shared seats of one domain from the options (the policy and tools are the domain's)."""
+    probe = domain.environment()
+    agent = AgentSeat.build(policy=domain.policy_text(), tool_schemas=probe.tool_schemas("assistant"),
+                            sampling=options.sampling(AGENT_ROLE), grammar=options.tool_grammar)
+    return DomainSeats(agent, JudgeSeat(options.sampling(JUDGE_ROLE)),
+                       Limits(max_steps=options.max_steps, max_errors=options.max_errors))
+
+
+def user_tool_schemas(domain: Domain, task: Task) -> list[dict[str, Any]]:
+    """Return the user tool schemas this task allows (empty for domains without user tools)."""
+    env = domain.environment()
+    env.restrict_user_tools(task.user_tools)
+    return env.tool_schemas("user")

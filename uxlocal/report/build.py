@@ -20,6 +20,7 @@ from uxlocal.report.model import Report, RunInfo, Section, TableGroup
 from uxlocal.report.plots import PlotUnavailable
 from uxlocal.report.registry import SectionSpec, section_specs
 from uxlocal.store.db import json_value
+from uxlocal.suites.base import get_suite, suites
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +113,6 @@ def run_info(con: Any, run_id: str) -> RunInfo:
 
 def suite_tables(con: Any, run_ids: Sequence[str]) -> list[TableGroup]:
     """Each run's own ``Suite.report`` tables (the numbers the terminal prints)."""
-    from uxlocal.suites.base import get_suite
-
     groups = []
     for run_id in run_ids:
         suite = con.execute("SELECT suite FROM runs WHERE run_id = ?", [run_id]).fetchone()[0]
@@ -162,8 +161,6 @@ def build_section(con: Any, spec: SectionSpec, run_ids: list[str], *, figures: b
 
 
 def _default_spec(suite: str) -> SectionSpec:
-    from uxlocal.suites.base import suites
-
     known = suites().get(suite)
     title = f"{suite}: {known.help}" if known is not None and known.help else suite
     return SectionSpec(suite, title, (suite,), order=90)

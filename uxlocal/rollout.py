@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import logging
 import sys
 import time
@@ -29,6 +28,7 @@ from typing import Any
 from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, request_hash
 from uxlocal.engine.pool import ModelPool, ModelSlot
 from uxlocal.grammar import constraint_key
+from uxlocal.store.db import json_value
 from uxlocal.store.writer import StoreWriter
 
 log = logging.getLogger(__name__)
@@ -163,15 +163,12 @@ class Cache:
             for row in rows:
                 result = GenResult(row[1] or "", row[2] or "stop", prompt_tokens=row[3] or 0,
                                    completion_tokens=row[4] or 0, latency_ms=row[5] or 0.0,
-                                   valid=bool(row[6]), parsed=_json(row[7]), error=row[8],
-                                   label_probs=_json(row[9]), request_hash=row[0], model_identity=row[10])
+                                   valid=bool(row[6]), parsed=json_value(row[7]), error=row[8],
+                                   label_probs=json_value(row[9]), request_hash=row[0], model_identity=row[10])
                 self.memory[row[0]] = result
                 found[row[0]] = result
         return found
 
-
-def _json(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value
 
 
 class Scheduler:
@@ -388,8 +385,14 @@ class _Progress:
 
     def __enter__(self) -> "_Progress":
         if self.enabled:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn, TimeRemainingColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                       TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),

@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from uxlocal.grammar import Constraint, constraint_key
 
 Role = Literal["candidate", "user", "judge"]
-ROLES: tuple[str, ...] = ("candidate", "user", "judge")
+ROLES: tuple[Role, ...] = get_args(Role)
+"""The project's role names, in seat order (STYLE rule 20: never synonyms)."""
 FinishReason = Literal["stop", "length", "context_window", "error", "cached"]
 
 

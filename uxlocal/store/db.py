@@ -7,6 +7,7 @@ views on a writable store (so the DuckDB CLI sees them), temporary ones on a rea
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -101,3 +102,21 @@ def query(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = N
     cur = con.execute(sql, params or [])
     cols = [d[0] for d in cur.description] if cur.description else []
     return cols, cur.fetchall()
+
+
+def json_value(value: Any, *, lenient: bool = False) -> Any:
+    """Decode a JSON column as DuckDB's Python client returns it (text); decoded values pass through.
+
+    The client hands ``JSON`` columns back as ``str`` (and the writer stores Python objects as JSON
+    text), so every reader decodes the same way here. ``None`` stays ``None``. ``lenient`` is for
+    readers of stores of any age that must not crash (the report, the viewer): text that is not
+    JSON comes back unchanged instead of raising ``ValueError``.
+    """
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        if lenient:
+            return value
+        raise

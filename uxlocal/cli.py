@@ -189,17 +189,21 @@ def demo_cmd(db: str, suite_names: str | None, model_spec: str, no_progress: boo
 def query_cmd(sql: str, db: str, fmt: str) -> None:
     """Run read-only SQL over a store (metric views included).
 
+    The store cannot change; local files can be read and written (COPY ... TO exports). DuckDB
+    extensions are never installed or loaded: uxlocal works offline.
+
     \b
-    Example:
+    Examples:
       uxlocal query --db uxlocal.duckdb "select * from run_summary"
+      uxlocal query --db uxlocal.duckdb "copy (select * from turns) to 'turns.parquet'"
     """
     import duckdb
 
-    from uxlocal.store.db import connect, query
+    from uxlocal.store.db import connect, user_query
 
     con = connect(db, read_only=True)
     try:
-        cols, rows = query(con, sql)
+        cols, rows = user_query(con, sql)
     except duckdb.Error as exc:
         raise InputError(None, None, f"SQL failed: {str(exc).splitlines()[0]}") from exc
     finally:

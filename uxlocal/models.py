@@ -368,8 +368,8 @@ def refuse_secret_args(preset: ModelPreset) -> None:
     """A preset names the variable holding a key (``api_key_env``), never the key: presets get shared."""
     found = sorted(SECRET_ENGINE_ARGS & {k.lower() for k in preset.engine_args})
     if found:
-        raise InputError(None, None, f"preset {preset.name!r}: engine_args {found} would keep a secret in the "
-                         "preset", "export the key as $UXLOCAL_API_KEY (or name another variable with "
+        raise InputError(None, None, f"preset {preset.name!r}: engine_args {found} would keep a secret "
+                         "in the preset", "export the key as $UXLOCAL_API_KEY (or name another variable with "
                          "api_key_env); uxlocal reads it from the environment and never stores it")
 
 

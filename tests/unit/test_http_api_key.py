@@ -86,7 +86,8 @@ def test_run_without_the_key_stops_with_a_hint_when_the_server_requires_one(
     assert set(server.authorizations) == {None}
 
 
-def test_preset_holding_a_key_is_refused_before_any_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_preset_holding_a_key_is_refused_before_any_request(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "srv.toml").write_text('name = "srv"\nbackend = "openai-http"\n'
                                        'endpoints = ["http://127.0.0.1:9/v1"]\nserved_model = "m"\n'
                                        'engine_args = { api_key = "sk-in-a-file" }\n')
@@ -94,7 +95,8 @@ def test_preset_holding_a_key_is_refused_before_any_request(tmp_path: Path, monk
     result = CliRunner().invoke(cli, ["run", "selftest", "--db", str(tmp_path / "s.duckdb"), "--no-progress",
                                       *[arg for role in ROLES for arg in ("-m", f"{role}=srv")]])
     assert result.exit_code == 2
-    assert "secret" in result.output and "UXLOCAL_API_KEY" in result.output and "sk-in-a-file" not in result.output
+    assert "secret" in result.output and "UXLOCAL_API_KEY" in result.output
+    assert "sk-in-a-file" not in result.output
     assert not (tmp_path / "s.duckdb").exists()
 
 

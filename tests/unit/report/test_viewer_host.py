@@ -78,7 +78,8 @@ def test_viewer_answers_its_own_host(client: TestClient, episode: dict[str, str]
     (f"http://localhost:{PORT}", 200),  # the viewer's own page
     (f"http://127.0.0.1:{PORT}", 200),  # the same, by address
 ])
-def test_viewer_checks_origin_when_a_request_carries_one(client: TestClient, origin: str, status: int) -> None:
+def test_viewer_checks_origin_when_a_request_carries_one(client: TestClient, origin: str,
+                                                         status: int) -> None:
     response = client.get("/", headers={"origin": origin})
     assert response.status_code == status
     assert ("episode-count" in response.text) is (status == 200)

@@ -36,7 +36,8 @@ CSP = (
 )
 
 
-SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
+SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
+                    "Cache-Control": "no-store"}
 """On every answer, refusals included."""
 
 

@@ -35,7 +35,7 @@ def allowed_hosts(port: int) -> frozenset[str]:
 
 
 class LocalOnly:
-    """ASGI middleware: HTTP requests with a foreign ``Host`` (400) or ``Origin`` (403) never reach the app."""
+    """ASGI middleware: requests with a foreign ``Host`` (400) or ``Origin`` (403) never reach the app."""
 
     def __init__(self, app: App, *, port: int, headers: dict[str, str] | None = None) -> None:
         self.app = app

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
-from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from uxlocal.report.viewer import pages

@@ -17,6 +17,15 @@ _REAL_MODEL_CACHE = os.environ.get("UXLOCAL_MODEL_CACHE") or str(
 TAU2_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau2"
 
 
+@pytest.fixture
+def network_guard(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """From here to the end of the test, connecting anywhere but loopback raises and is recorded
+    in ``network_guard.attempts`` (tests/netguard.py)."""
+    from netguard import guard_network
+
+    return guard_network(monkeypatch)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("UXLOCAL_HOME", str(tmp_path / "uxlocal-home"))

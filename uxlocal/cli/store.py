@@ -19,17 +19,21 @@ from .common import CONTEXT, open_store, print_rows, read_store_option
 def query_cmd(sql: str, db: str, fmt: str) -> None:
     """Run read-only SQL over a store (metric views included).
 
+    The store cannot change; local files can be read and written (COPY ... TO exports). DuckDB
+    extensions are never installed or loaded: uxlocal works offline.
+
     \b
-    Example:
+    Examples:
       uxlocal query --db uxlocal.duckdb "select * from run_summary"
+      uxlocal query --db uxlocal.duckdb "copy (select * from turns) to 'turns.parquet'"
     """
     import duckdb
 
-    from uxlocal.store.db import query
+    from uxlocal.store.db import user_query
 
     with open_store(db, read_only=True) as con:
         try:
-            cols, rows = query(con, sql)
+            cols, rows = user_query(con, sql)
         except duckdb.Error as exc:
             raise InputError(None, None, f"SQL failed: {str(exc).splitlines()[0]}") from exc
     print_rows(cols, rows, fmt)

@@ -34,6 +34,10 @@ Decisions (and why):
   context overflow becomes ``context_window``), 401/403/404 stop the run (configuration). When a
   request runs out of retries the whole batch fails with ``EndpointError``: nothing of it is
   cached, finished episodes are already in the store, and the same command resumes later.
+- **The API key** (``--api-key`` of vLLM's server) is read from the environment variable named by
+  ``api_key_env`` and lives only in the request headers: ``models.py`` refuses a key in a preset's
+  ``engine_args`` or in an endpoint URL, and server error text is scrubbed of it before
+  it can become a stored ``error``. Stores hold model specs and errors, and get shared.
 """
 
 from __future__ import annotations
@@ -73,6 +77,16 @@ _CONTEXT_ERROR = re.compile(r"context (length|size|window)|maximum context|too l
 _TOKEN_ID = re.compile(r"^token_id:(\d+)$")
 
 
+DEFAULT_API_KEY_ENV = "UXLOCAL_API_KEY"
+KEY_REDACTED = "[API key]"
+
+
+def bearer_headers(api_key_env: str = DEFAULT_API_KEY_ENV) -> dict[str, str]:
+    """``authorization`` for a server that requires a key; empty when ``$api_key_env`` is unset."""
+    key = os.environ.get(api_key_env)
+    return {"authorization": f"Bearer {key}"} if key else {}
+
+
 class HttpOptions(BaseModel):
     """Knobs of the openai-http backend (a preset's ``engine_args``)."""
 
@@ -99,8 +113,9 @@ class HttpOptions(BaseModel):
     structured: Literal["auto", "vllm", "response_format"] = "auto"
     """How constraints are sent: vLLM's ``structured_outputs``, or ``response_format`` JSON schema
     (SGLang, llama.cpp); ``auto`` asks the server's ``/models`` who owns the model."""
-    api_key_env: str = "UXLOCAL_API_KEY"
-    """Environment variable holding the bearer token (vLLM ``--api-key``); unset = no header."""
+    api_key_env: str = DEFAULT_API_KEY_ENV
+    """Environment variable holding the bearer token (vLLM ``--api-key``); unset = no header. The
+    key itself never goes in a preset."""
 
     @classmethod
     def from_engine_args(cls, name: str, engine_args: dict[str, Any]) -> "HttpOptions":
@@ -304,10 +319,8 @@ class HttpEngine:
         self._client: Any = None
         self._dispatch: Dispatcher | None = None
         self._probed = False
-        self._headers = {"content-type": "application/json"}
-        key = os.environ.get(self.options.api_key_env)
-        if key:
-            self._headers["authorization"] = f"Bearer {key}"
+        self._headers = {"content-type": "application/json", **bearer_headers(self.options.api_key_env)}
+        self._key = os.environ.get(self.options.api_key_env) or None
 
     @property
     def mode(self) -> Literal["vllm", "response_format"]:
@@ -381,7 +394,8 @@ class HttpEngine:
             return None
         if response.status_code in CONFIG_STATUSES:
             raise UxlocalError(f"{endpoint.url}/models answered HTTP {response.status_code}: "
-                               f"{_error_message(body)} (check the URL and {self.options.api_key_env})")
+                               f"{self._scrub(_error_message(body))} (check the URL and "
+                               f"{self.options.api_key_env})")
         entries = body.get("data", []) if isinstance(body, dict) else []
         names = [str(m.get("id")) for m in entries if isinstance(m, dict)]
         served = self.model.served_model
@@ -491,6 +505,10 @@ class HttpEngine:
         return GenResult("", "error", prompt_tokens=len(prepared.prompt_ids), valid=False,
                          error=str(exc)[:500])
 
+    def _scrub(self, text: str) -> str:
+        """Server text with our key taken out (a proxy may echo the headers it rejected)."""
+        return text.replace(self._key, KEY_REDACTED) if self._key else text
+
     # ---- transport --------------------------------------------------------------------------
     async def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         """POST to the least-loaded endpoint, retrying what can succeed later (see module docstring)."""
@@ -515,7 +533,7 @@ class HttpEngine:
                 except ValueError:
                     last = f"HTTP {status} with a body that is not JSON ({endpoint.url})"
             else:
-                message = _error_message(_json_or_text(response))
+                message = self._scrub(_error_message(_json_or_text(response)))
                 if status < 500 and status not in self.options.retry_statuses:
                     raise _FinalError(status, message, endpoint.url)
                 last = f"HTTP {status}: {message[:200]} ({endpoint.url})"

@@ -2,6 +2,7 @@
 
 Views hold no data, so they are recreated on every connect from ``db/views/*.sql``: persistent
 views on a writable store (so the DuckDB CLI sees them), temporary ones on a read-only store.
+Connections come from ``store.offline.open_duckdb`` (DuckDB without extensions or network).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import duckdb
 
 from uxlocal import paths
 from uxlocal.errors import InputError, UxlocalError
+from uxlocal.store.offline import open_duckdb, refuse_extension_statements
 
 MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 
@@ -75,14 +77,14 @@ def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyC
         if not path.is_file():
             raise InputError(path, None, "no such store", "run a suite with --db first")
         try:
-            con = duckdb.connect(str(path), read_only=True)
+            con = open_duckdb(path, read_only=True)
         except duckdb.Error as exc:
             raise UxlocalError(f"{path}: cannot open the store read-only: {exc}") from exc
         load_views(con, temporary=True)
         return con
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        con = duckdb.connect(str(path))
+        con = open_duckdb(path)
     except duckdb.Error as exc:
         raise UxlocalError(f"{path}: cannot open the store: {exc}") from exc
     migrate(con)
@@ -120,3 +122,9 @@ def json_value(value: Any, *, lenient: bool = False) -> Any:
         if lenient:
             return value
         raise
+
+
+def user_query(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run SQL a person typed (``uxlocal query``); INSTALL/LOAD are refused before anything runs."""
+    refuse_extension_statements(con, sql)
+    return query(con, sql)

@@ -16,6 +16,10 @@ from typing import Any
 
 import pytest
 
+from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, Sampling, request_hash
+from uxlocal.engine.pool import ModelPool
+from uxlocal.grammar import Choice, JsonSchema
+
 pytestmark = pytest.mark.integration
 LIMIT, MAX_BATCH = 24, 4
 CHUNKS = LIMIT // MAX_BATCH
@@ -54,3 +58,54 @@ def test_vllm_rerun_after_sigkill_mid_tick_generates_only_unfinished_requests(
     for key, score in after["scores"].items():
         other = before["scores"][key]
         assert (score is None and other is None) or math.isclose(score, other, abs_tol=1e-3), key
+
+
+class _Recorder:
+    """A ResultSink that keeps what it was handed, in arrival order."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[int, GenResult]] = []
+        self.beats = 0
+
+    def done(self, index: int, result: GenResult) -> None:
+        self.got.append((index, result))
+
+    def busy(self) -> None:
+        self.beats += 1
+
+
+def _prepare(pool: ModelPool, request: GenRequest, seed: int | None = None) -> PreparedRequest:
+    slot = pool.slot(request.role)
+    prompt, ids = slot.renderer.render(list(request.messages))
+    return PreparedRequest(request, prompt, ids, request_hash(slot.model.identity, prompt, request.sampling,
+                                                              request.constraint, None), seed=seed)
+
+
+def test_vllm_sink_gets_each_result_once_and_texts_match_a_plain_generate_call(vllm_pool: ModelPool) -> None:
+    engine: Any = vllm_pool.slot("judge").engine
+    asks = [f"Review {k}: {'great service' if k % 2 else 'cold food, rude staff'}. Good or bad?" for k in range(4)]
+    batch = [_prepare(vllm_pool, GenRequest("judge", ({"role": "user", "content": a},), Sampling(max_tokens=4),
+                                            Choice(("good", "bad")))) for a in asks]
+    batch.append(_prepare(vllm_pool, GenRequest("judge", ({"role": "user", "content": "回复：好的。满意吗？"},),
+                                                Sampling(max_tokens=8), Choice(("好", "差")))))
+    schema = {"type": "object", "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5}},
+              "required": ["score"]}
+    batch.append(_prepare(vllm_pool, GenRequest("judge", ({"role": "user", "content": "Rate 1-5 as JSON."},),
+                                                Sampling(max_tokens=24), JsonSchema(schema))))
+    batch += [_prepare(vllm_pool, GenRequest("judge", ({"role": "user", "content": f"Tell a fact ({k})."},),
+                                             Sampling(temperature=0.8, max_tokens=12)), seed=100 + k) for k in range(2)]
+    batch.append(_prepare(vllm_pool, GenRequest("judge", ({"role": "user", "content": "word " * 4000},),
+                                                Sampling(max_tokens=4))))
+    sink = _Recorder()
+    results = engine.generate(batch, sink=sink)
+    assert sorted(i for i, _ in sink.got) == list(range(len(batch)))  # each exactly once
+    assert all(results[i] is result for i, result in sink.got)  # the objects generate returns
+    assert sink.beats > 0 and results[-1].finish_reason == "context_window"
+    for result in results[:5]:
+        assert result.valid and result.label_probs is not None
+        assert abs(sum(result.label_probs.values()) - 1) < 0.01
+    assert results[5].valid and 1 <= results[5].parsed["score"] <= 5
+    # the same requests through vLLM's own LLM.generate: same texts (constraints and seeds kept)
+    inputs = [engine._vllm_inputs(p) for p in batch[:-1]]
+    plain = engine.llm.generate([i[0] for i in inputs], [i[1] for i in inputs], use_tqdm=False)
+    assert [o.outputs[0].text for o in plain] == [r.text for r in results[:-1]]

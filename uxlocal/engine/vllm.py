@@ -216,7 +216,8 @@ class VllmEngine:
             if len(prepared.prompt_ids) >= self.max_model_len:
                 results[i] = GenResult("", "context_window", prompt_tokens=len(prepared.prompt_ids),
                                        valid=False, error="prompt exceeds the model's context window")
-                _tell(sink, i, results[i])
+                if sink is not None:
+                    sink.done(i, results[i])
             else:
                 runnable.append(i)
         if runnable:
@@ -248,6 +249,9 @@ class VllmEngine:
 
         try:
             self._stream(batch, keep, sink)
+        except KeyboardInterrupt:  # leave no request behind to run in the next call
+            self._abort_leftovers()
+            raise
         except Exception as exc:  # isolate the failing request(s)
             self._abort_leftovers()
             if isinstance(exc, _SinkFailed):

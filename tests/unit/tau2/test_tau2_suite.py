@@ -216,20 +216,22 @@ def test_cli_reports_bad_tau2_options_with_exit_2(tmp_path: Path, data_dir: Path
     assert code == 2 and message in out, out
 
 
-def test_missing_data_is_a_clear_error_and_the_demo_skips_the_suite(
+def test_demo_plays_the_sample_domain_and_says_so_when_tau2_data_is_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(tau2_data.ENV_VAR, raising=False)
     monkeypatch.setattr(tau2_data, "_CHECKOUT_DATA", tmp_path / "nothing")
     spec = Tau2Suite().demo()
-    assert spec.unavailable and "UXLOCAL_TAU2_DATA" in spec.unavailable
-    with pytest.raises(Exception, match="no tau2 data found"):
-        tau2_data.resolve_data_dir(None)
-    from uxlocal.demo import run_demo
+    assert spec.unavailable is None and spec.config["domain"] == "homenet" and spec.limit == 2
+    assert spec.data and "bundled sample domain 'homenet'" in spec.data and "UXLOCAL_TAU2_DATA" in spec.data
+    import uxlocal.demo as demo
 
+    runs: list[Any] = []
+    monkeypatch.setattr(demo, "run_suite", lambda run, pool: runs.append(run) or run)
     lines: list[str] = []
-    assert run_demo(db=tmp_path / "d.duckdb", suites=["tau2"], model="fake", echo=lines.append) == []
-    assert any(line.startswith("skipped: tau2 data not found") for line in lines)
+    demo.run_demo(db=tmp_path / "d.duckdb", suites=["tau2"], model="fake", echo=lines.append)
+    assert lines[1:] == ["\n== tau2 ==", f"data: {spec.data}"]
+    assert runs[0].suite_config["domain"] == "homenet" and runs[0].limit == 2
 
 
 def test_demo_runs_the_mock_domain_when_data_is_there(

@@ -13,7 +13,17 @@ from typing import Any
 import pytest
 
 from uxlocal.errors import InputError
-from uxlocal.tau2 import USER_STOP, Domain, Environment, Message, Task, ToolCall, compute_reward, load_domain, load_tasks
+from uxlocal.tau2 import (
+    USER_STOP,
+    Domain,
+    Environment,
+    Message,
+    Task,
+    ToolCall,
+    compute_reward,
+    load_domain,
+    load_tasks,
+)
 from uxlocal.tau2 import data as tau2_data
 from uxlocal.tau2.db import hash_of_dump
 from uxlocal.tau2.layout import SAMPLE_DATA, domain_dir, sample_domains

@@ -329,3 +329,46 @@ def test_views_flip_roles_and_hide_the_other_seats_tools() -> None:
     assert user[3]["content"].startswith("Tool result (check_notifications)")
     plain = seat_view("user", "SYS", [messages[0], messages[3], messages[6]], json_turns=False)
     assert plain[2] == {"role": "assistant", "content": "Please list users."}
+
+
+# --- the whole suite on the bundled sample domain (runs in every clone; issue 14) -----------------------
+
+
+def _homenet_script(prepared: Any) -> str:
+    """Agent: list the plans, then answer; user: check the router once if it has tools, then stop."""
+    request = prepared.request
+    chat = request.messages
+    if request.role == "judge":
+        return json.dumps({"justification": "seen", "met": True})
+    seen_tool = any(m["content"].startswith("Tool result") for m in chat)
+    if request.role == "user":
+        if request.constraint is None:
+            return "###STOP###" if len(chat) > 3 else "Which plans do you have?"
+        return call("check_router") if not seen_tool else say("###STOP###" if len(chat) > 4 else "It is red.")
+    return say("Fiber 1000 costs 69.00 a month.") if seen_tool else call("list_plans")
+
+
+def test_suite_plays_the_sample_domain_with_user_tools_and_exports_it(tmp_path: Path) -> None:
+    from uxlocal.tau2.layout import SAMPLE_DATA
+
+    pool = ModelPool.from_engines({role: FakeEngine(_homenet_script, identity=f"fake-{role}")
+                                   for role in ("agent", "user", "judge")})
+    config = {"tau2_data": str(SAMPLE_DATA), "domain": "homenet", "tasks": "restart_router,compare_plans",
+              "export_tau2": str(tmp_path / "homenet.json")}
+    run = RunConfig(suite="tau2", suite_config=config, db=str(tmp_path / "s.duckdb"), progress=False)
+    result = run_suite(run, pool=pool)
+    sims = {s.task_id: s for s in read_results(tmp_path / "homenet.json").simulations}
+    assert set(sims) == {"restart_router", "compare_plans"}
+    router = sims["restart_router"].messages
+    user_calls = [c.name for m in router if m.role == "user" for c in m.tool_calls or []]
+    assert user_calls == ["check_router"]  # dual control: the user seat used its own tool
+    answer = next(m for m in router if m.role == "tool" and m.requestor == "user")
+    assert json.loads(answer.content or "")["status_light"] == "red"  # the task's setup froze the router
+    assert not [c for m in sims["compare_plans"].messages if m.role == "user" for c in m.tool_calls or []]
+    # the router was never restarted, so the DB check fails; the plan question is answered with 69.00
+    assert sims["restart_router"].reward_info.reward == 0.0  # type: ignore[union-attr]
+    assert sims["compare_plans"].reward_info.reward == 1.0  # type: ignore[union-attr]
+    con = connect(tmp_path / "s.duckdb")
+    rows = con.execute("SELECT episode_id, reward FROM episodes WHERE run_id = ?", [result.run_id]).fetchall()
+    rewards = dict(rows)
+    assert rewards == {"homenet/restart_router/trial-0": 0.0, "homenet/compare_plans/trial-0": 1.0}

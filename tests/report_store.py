@@ -2,8 +2,8 @@
 
 Each suite runs through ``run_suite`` with its own demo-sized settings, the way ``uxlocal demo``
 runs them, but with ``FakeEngine`` scripts in every seat: UXBench (T1/T2/T3 on the bundled
-samples), PALATE (two candidates, two users), and tau2 (mock domain, read in place from
-``../shared/data/tau2``; left out when that folder is missing). Two tau2 runs play different
+samples), PALATE (two candidates, two users), and tau2 (our bundled sample domain ``homenet``, so
+every clone builds the same store, with or without ``../shared``). Two tau2 runs play different
 user proxies at different prices, and UFS grading verdicts are written by hand onto their
 episodes, so the UserProxyBench section has a frontier and violation families to draw.
 
@@ -26,12 +26,10 @@ from uxlocal.engine.pool import ModelPool
 from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.runner import run_suite
 from uxlocal.store.db import connect
+from uxlocal.tau2.layout import SAMPLE_DATA, SAMPLE_DOMAIN
 
 from palate_script import respond
 
-TAU2_DATA = Path(
-    os.environ.get("UXLOCAL_TAU2_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data" / "tau2"
-)
 FAMILIES = ("premature_disclosure", "groundedness", "goal_deviation", "missed_information")
 
 
@@ -105,9 +103,7 @@ def _tau2_script(prepared: PreparedRequest) -> str:
         text = "###STOP###" if len(chat) > 3 else "Can you help me with my order?"
         return json.dumps({"message": text}) if request.constraint is not None else text
     if not any(m["content"].startswith("Tool result") for m in chat):
-        if "calculate" in chat[0]["content"]:
-            return json.dumps({"tool": "calculate", "arguments": {"expression": "2 + 2"}})
-        return json.dumps({"tool": "get_users", "arguments": {}})
+        return json.dumps({"tool": "list_plans", "arguments": {}})
     return json.dumps({"message": "Here you go. Anything else?"})
 
 
@@ -123,7 +119,7 @@ def _tau2(db: Path, proxy: str, price: float) -> str:
         )
     run = RunConfig(
         suite="tau2",
-        suite_config={"tau2_data": str(TAU2_DATA), "domain": "mock", "max_steps": 8},
+        suite_config={"tau2_data": str(SAMPLE_DATA), "domain": SAMPLE_DOMAIN, "max_steps": 8},
         limit=4,
         db=str(db),
         progress=False,
@@ -188,10 +184,9 @@ def _ufs_verdicts(db: Path, run_ids: list[str]) -> None:
 def build_demo_store(db: Path) -> dict[str, Any]:
     """Write every suite the tests can run into ``db``; returns the run ids by suite."""
     runs: dict[str, Any] = {"uxbench": _uxbench(db), "palate": _palate(db)}
-    if (TAU2_DATA / "domains").is_dir():
-        tau2 = [_tau2(db, "proxy-small", 0.1), _tau2(db, "proxy-large", 3.0)]
-        _ufs_verdicts(db, tau2)
-        runs["tau2"] = tau2
+    tau2 = [_tau2(db, "proxy-small", 0.1), _tau2(db, "proxy-large", 3.0)]
+    _ufs_verdicts(db, tau2)
+    runs["tau2"] = tau2
     return runs
 
 
@@ -235,9 +230,9 @@ EXPECTED_FIGURES = {
     "ufs": {"ufs-frontier", "ufs-families"},
     "palate": {"palate-heatmap", "palate-agreement", "palate-axes"},
 }
-"""Every plot the demo-shaped store must produce, by section (tau2 and ufs need the tau2 data)."""
+"""Every plot the demo-shaped store must produce, by section."""
 
 
 def expected_figures(runs: dict[str, Any]) -> dict[str, set[str]]:
-    """``EXPECTED_FIGURES`` restricted to the sections this store could build."""
-    return {k: v for k, v in EXPECTED_FIGURES.items() if k not in ("tau2", "ufs") or "tau2" in runs}
+    """``EXPECTED_FIGURES`` for the sections this store holds runs of (all of them)."""
+    return {k: v for k, v in EXPECTED_FIGURES.items() if k in runs or (k == "ufs" and "tau2" in runs)}

@@ -48,6 +48,8 @@ def run_demo(*, db: Path, suites: list[str] | None = None, model: str = "embedde
             if spec.unavailable is not None:
                 echo(f"skipped: {spec.unavailable}")
                 continue
+            if spec.data is not None:
+                echo(f"data: {spec.data}")
             run = RunConfig(suite=name, suite_config=spec.config, model_names={r: model for r in spec.roles},
                             limit=spec.limit, db=str(db), progress=progress)
             results.append(run_suite(run, pool=_subpool(pool, spec.roles)))

@@ -9,6 +9,7 @@ the reason, never guessed.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -133,11 +134,55 @@ def parse_output(constraint: Constraint | None, text: str, finish_reason: str) -
     return constraint.parse(text)
 
 
+MAX_ENUM_INTEGERS = 256
+"""Widest integer range ``outlines_schema`` spells out as an enum; wider ranges stay unbounded in the
+grammar and are checked by the validator only."""
+
+
+def outlines_schema(schema: Any) -> Any:
+    """The schema with each bounded integer range (at most ``MAX_ENUM_INTEGERS`` values) as an enum.
+
+    Why: outlines_core turns ``{"type": "integer", "minimum": 1, "maximum": 5}`` into a regex for
+    any integer (``shared/notes/cpu-stack.md``), so a 1-5 score could come out as 10 and only be
+    caught afterwards as invalid. An ``enum`` it does enforce. Float bounds and wider ranges are
+    still left to ``JsonSchema.parse``, which marks such outputs invalid with a ``schema:`` error.
+    """
+    if isinstance(schema, list):
+        return [outlines_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    node = {key: outlines_schema(value) for key, value in schema.items()}
+    bounds = _integer_bounds(node)
+    if bounds is None:
+        return node
+    low, high = bounds
+    rest = {k: v for k, v in node.items()
+            if k not in ("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")}
+    return {**rest, "enum": list(range(low, high + 1))}
+
+
+def _integer_bounds(node: dict[str, Any]) -> tuple[int, int] | None:
+    """Inclusive ``(low, high)`` of an integer node with both bounds and a small range, else None."""
+    if node.get("type") != "integer" or "enum" in node or "const" in node:
+        return None
+    low = node.get("minimum", _plus_one(node.get("exclusiveMinimum")))
+    high = node.get("maximum", _plus_one(node.get("exclusiveMaximum"), -1))
+    if not isinstance(low, int | float) or not isinstance(high, int | float):
+        return None
+    low, high = math.ceil(low), math.floor(high)
+    return (low, high) if 0 <= high - low < MAX_ENUM_INTEGERS else None
+
+
+def _plus_one(value: Any, step: int = 1) -> Any:
+    """An exclusive bound moved one integer inward (None stays None)."""
+    return value + step if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def json_schema_for_regex(schema: dict[str, Any]) -> str:
-    """Regex for a JSON schema via outlines_core (used by the outlines path of the HF backend)."""
+    """Regex for a JSON schema via outlines_core (the outlines path of the HF backend), bounds kept."""
     from outlines_core.json_schema import build_regex_from_schema
 
-    return str(build_regex_from_schema(json.dumps(schema)))
+    return str(build_regex_from_schema(json.dumps(outlines_schema(schema))))
 
 
 def constraint_regex(constraint: Constraint) -> str:

@@ -451,18 +451,20 @@ class _Progress:
 
     def __enter__(self) -> "_Progress":
         if self.enabled:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn, TimeRemainingColumn)
 
+            from uxlocal.quiet import terminal
+
+            # while libraries are quieted (uxlocal.quiet), draw on the real terminal and leave
+            # sys.stdout/sys.stderr alone, so library prints keep going to the log file
+            screen = terminal()
+            console = {} if screen is None else {"console": Console(file=screen), "redirect_stdout": False,
+                                                 "redirect_stderr": False}
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                       TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
-                                      TextColumn("ETA"), TimeRemainingColumn(), transient=False)
+                                      TextColumn("ETA"), TimeRemainingColumn(), transient=False, **console)
             self._progress.start()
             self._task = self._progress.add_task(self.description, total=self.total, rate="")
         return self

@@ -55,3 +55,39 @@ def test_regex_requires_full_match() -> None:
 def test_constraint_keys_differ_by_content() -> None:
     assert Choice(("a", "b")).key() != Choice(("b", "a")).key()
     assert JsonSchema({"type": "object"}).key() != JsonSchema({"type": "array"}).key()
+
+
+# --- outlines: integer bounds enforced in the grammar (issue 14) -----------------------------------
+
+
+class _Scored(BaseModel):
+    verdict: str = Field(pattern="^(good|bad)$")
+    score: int = Field(ge=1, le=5)
+    rank: int = Field(gt=0, lt=4)
+    count: int = Field(ge=0, le=10_000)
+    weight: float = Field(ge=0, le=1)
+
+
+def test_outlines_schema_spells_small_integer_ranges_as_enums() -> None:
+    from uxlocal.grammar import MAX_ENUM_INTEGERS, outlines_schema
+
+    props = outlines_schema(JsonSchema.from_model(_Scored).schema)["properties"]
+    assert props["score"]["enum"] == [1, 2, 3, 4, 5] and "maximum" not in props["score"]
+    assert props["rank"]["enum"] == [1, 2, 3]  # exclusive bounds move one inward
+    assert props["count"]["maximum"] == 10_000 > MAX_ENUM_INTEGERS  # too wide: left to the validator
+    assert props["weight"] == {"type": "number", "minimum": 0, "maximum": 1, "title": "Weight"}
+
+
+@pytest.mark.parametrize(("text", "allowed"), [
+    ('{"verdict":"good","score":5,"rank":3,"count":7,"weight":0.5}', True),
+    ('{"verdict" : "good" ,"score" : 10,"rank":3,"count":7,"weight":0.5}', False),  # the issue's output
+    ('{"verdict":"good","score":0,"rank":3,"count":7,"weight":0.5}', False),  # below the minimum
+    ('{"verdict":"good","score":2,"rank":4,"count":7,"weight":0.5}', False),  # exclusive maximum
+])
+def test_outlines_regex_enforces_integer_bounds(text: str, allowed: bool) -> None:
+    import re
+
+    from uxlocal.grammar import json_schema_for_regex
+
+    pytest.importorskip("outlines_core")
+    assert bool(re.fullmatch(json_schema_for_regex(JsonSchema.from_model(_Scored).schema), text)) is allowed

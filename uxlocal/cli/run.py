@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,9 @@ def run_group() -> None:
 @click.option("--suites", "suite_names", default=None, help="Comma-separated subset of suites.")
 @click.option("--model", "model_spec", default="embedded", show_default=True, help="Model for every role.")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
-def demo_cmd(db: str, suite_names: str | None, model_spec: str, no_progress: bool) -> None:
+@click.option("--verbose", is_flag=True,
+              help="Show vLLM/torch messages and loading bars here instead of in <db>.log.")
+def demo_cmd(db: str, suite_names: str | None, model_spec: str, no_progress: bool, verbose: bool) -> None:
     """Run every suite on bundled sample data with the embedded model.
 
     \b
@@ -67,10 +70,18 @@ def demo_cmd(db: str, suite_names: str | None, model_spec: str, no_progress: boo
       uxlocal demo --db demo.duckdb
     """
     from uxlocal.demo import NEXT_STEPS, run_demo
+    from uxlocal.quiet import quiet_libraries
 
     chosen = [s.strip() for s in suite_names.split(",")] if suite_names else None
-    results = run_demo(db=Path(db), suites=chosen, model=model_spec,
-                       progress=not no_progress and sys.stderr.isatty(), echo=click.echo)
+    progress = not no_progress and sys.stderr.isatty()
+    log = Path(db).with_suffix(".log")
+    with contextlib.nullcontext(None) if verbose else quiet_libraries(log, title="uxlocal demo") as screen:
+        def echo(line: str) -> None:
+            click.echo(line, file=screen)
+
+        if screen is not None:
+            echo(f"library messages (vLLM, torch, loading bars): {log.resolve()} (--verbose shows them here)")
+        results = run_demo(db=Path(db), suites=chosen, model=model_spec, progress=progress, echo=echo)
     for result in results:
         print_result(result)
     store = Path(db).resolve()

@@ -25,7 +25,7 @@ from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
 from uxlocal.engine.labelprobs import LabelWalk, TrieNode, expand, max_label_tokens, start_walk
 from uxlocal.engine.render import HfChatRenderer
 from uxlocal.errors import UxlocalError
-from uxlocal.grammar import Choice, JsonSchema, Regex, parse_output
+from uxlocal.grammar import Choice, JsonSchema, Regex, outlines_schema, parse_output
 from uxlocal.models import ResolvedModel
 
 log = logging.getLogger(__name__)
@@ -362,20 +362,22 @@ class VllmEngine:
         }
         constraint = prepared.request.constraint
         if constraint is not None:
-            kwargs["structured_outputs"] = self._structured(constraint)
+            kwargs["structured_outputs"] = self._structured(constraint, self.grammar)
             if isinstance(constraint, Choice):
                 kwargs["max_tokens"] = max(1, min(max_tokens, max_label_tokens(constraint.labels)))
                 kwargs["logprobs"] = TOP_LOGPROBS
         return TokensPrompt(prompt_token_ids=prepared.prompt_ids), SamplingParams(**kwargs), self._lora(prepared)
 
     @staticmethod
-    def _structured(constraint: Any) -> Any:
+    def _structured(constraint: Any, grammar: str) -> Any:
+        """vLLM's structured-output request; for outlines, integer bounds become enums (``outlines_schema``)."""
         from vllm.sampling_params import StructuredOutputsParams
 
         if isinstance(constraint, Choice):
             return StructuredOutputsParams(choice=list(constraint.labels))
         if isinstance(constraint, JsonSchema):
-            return StructuredOutputsParams(json=constraint.schema)
+            schema = outlines_schema(constraint.schema) if grammar == "outlines" else constraint.schema
+            return StructuredOutputsParams(json=schema)
         if isinstance(constraint, Regex):
             return StructuredOutputsParams(regex=constraint.pattern)
         raise TypeError(f"unknown constraint {constraint!r}")

@@ -53,6 +53,8 @@ class DemoSpec:
     unavailable: str | None = None
     """Why the demo cannot run this suite here (e.g. its data is missing); the demo prints it and
     moves on instead of failing."""
+    data: str | None = None
+    """Which data the demo plays, in words; printed before the suite runs (e.g. sample vs real data)."""
 
 
 class Suite:

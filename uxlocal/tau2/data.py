@@ -2,9 +2,10 @@
 
 The data (MIT, Sierra) is read in place and never bundled. A run names it with ``--tau2-data``,
 else ``UXLOCAL_TAU2_DATA``, else a ``shared/data/tau2`` folder beside a uxlocal checkout (the
-development layout). The path is not part of the run identity; the sha256 of every file the run
-reads is (tasks, splits, policy, DBs), so moving the data resumes the same run and editing it
-starts a new one.
+development layout), else the bundled sample data (our ``homenet`` domain only), so a fresh
+install can run ``--domain homenet`` and is told how to get tau2's own domains otherwise. The path
+is not part of the run identity; the sha256 of every file the run reads is (tasks, splits, policy,
+DBs), so moving the data resumes the same run and editing it starts a new one.
 """
 
 from __future__ import annotations
@@ -12,16 +13,16 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from uxlocal.errors import InputError
 from uxlocal.tau2 import domain_spec, tau2_root
-from uxlocal.tau2.layout import domain_dir
+from uxlocal.tau2.layout import SAMPLE_DATA, SAMPLE_DOMAIN, domain_dir
 
 ENV_VAR = "UXLOCAL_TAU2_DATA"
-_CHECKOUT_DATA = Path(__file__).resolve().parents[4].parent / "shared" / "data" / "tau2"
-_HINT = (f"pass --tau2-data DIR or set {ENV_VAR}; DIR holds domains/<domain>/tasks.json "
-         "(a tau2-bench checkout works)")
+_CHECKOUT_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "tau2"
+"""``../shared/data/tau2`` beside the checkout (this file is ``<checkout>/uxlocal/tau2/data.py``)."""
 
 
 def default_data_dir() -> Path | None:
@@ -36,13 +37,34 @@ def default_data_dir() -> Path | None:
 
 
 def resolve_data_dir(explicit: Path | None) -> Path:
-    """Return the data dir to use; a clear error when none is given or found."""
+    """Return the data dir to use: the one given, the configured one, else the bundled sample data.
+
+    With the sample data, asking for a domain it lacks is an error that says how to point at
+    tau2's data (``layout.domain_dir``).
+    """
     if explicit is not None:
         return tau2_root(explicit)
+    return default_data_dir() or SAMPLE_DATA
+
+
+@dataclass(frozen=True)
+class DemoData:
+    """Which tau2 data ``uxlocal demo`` plays, and the sentence that tells the user."""
+
+    root: Path
+    domain: str
+    description: str
+
+
+def demo_data() -> DemoData:
+    """tau2's mock domain when the data is configured, else our bundled sample domain."""
     found = default_data_dir()
-    if found is None:
-        raise InputError(None, None, "no tau2 data found", _HINT)
-    return found
+    if found is not None:
+        return DemoData(found, "mock", f"tau2's mock domain from {found}")
+    return DemoData(SAMPLE_DATA, SAMPLE_DOMAIN,
+                    f"uxlocal's bundled sample domain {SAMPLE_DOMAIN!r} (no tau2 data found; set {ENV_VAR} "
+                    "to a folder holding domains/<domain>/tasks.json, or a tau2-bench checkout, to play "
+                    "tau2's own domains)")
 
 
 def data_hashes(root: Path, domains: Sequence[str]) -> dict[str, str]:

@@ -19,6 +19,7 @@ _BUILTIN_MODULES = {
     "mock": ".tools_mock",
     "retail": ".tools_retail",
     "airline": ".tools_airline",
+    "homenet": ".tools_homenet",
 }
 
 

@@ -1,4 +1,9 @@
-"""Fixtures for the tau2 runtime tests: the real task data, read in place from ../shared/data/tau2."""
+"""Fixtures for the tau2 runtime tests.
+
+Two data sources: tau2's real task data, read in place from ../shared/data/tau2 (tests that need it
+skip with a reason when it is missing), and our bundled sample domain ``homenet``, always present,
+on which the runtime's machinery is tested in every clone.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from uxlocal.tau2 import (
     load_domain,
     load_tasks,
 )
+from uxlocal.tau2.layout import SAMPLE_DATA
 
 DATA_DIR = Path(
     os.environ.get("UXLOCAL_TAU2_DATA")
@@ -32,11 +38,26 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("UXLOCAL_HOME", str(tmp_path / "home"))
 
 
-@pytest.fixture(scope="session")
-def data_dir() -> Path:
+def _tau2_data() -> Path:
     if not (DATA_DIR / "domains").is_dir():
         pytest.skip(f"tau2 data not found at {DATA_DIR}")
     return DATA_DIR
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return _tau2_data()
+
+
+@pytest.fixture(scope="session")
+def sample_dir() -> Path:
+    """The bundled sample data (our homenet domain): present in every clone and installed wheel."""
+    return SAMPLE_DATA
+
+
+@pytest.fixture(scope="session")
+def homenet(sample_dir: Path) -> Domain:
+    return load_domain(sample_dir, "homenet")
 
 
 @pytest.fixture(scope="session")
@@ -79,12 +100,14 @@ def _gold_trajectory(task: Task, env: Environment) -> list[Message]:
 
 
 @pytest.fixture(scope="session")
-def tasks_of(data_dir: Path) -> Callable[[str], list[Task]]:
+def tasks_of() -> Callable[[str], list[Task]]:
+    """``tasks_of(domain)``: a domain's base split; tau2's domains need its data (else the test skips)."""
     cache: dict[str, list[Task]] = {}
 
     def get(domain: str) -> list[Task]:
         if domain not in cache:
-            cache[domain] = load_tasks(data_dir, domain)
+            root = SAMPLE_DATA if domain == "homenet" else _tau2_data()
+            cache[domain] = load_tasks(root, domain)
         return cache[domain]
 
     return get

@@ -216,20 +216,22 @@ def test_cli_reports_bad_tau2_options_with_exit_2(tmp_path: Path, data_dir: Path
     assert code == 2 and message in out, out
 
 
-def test_missing_data_is_a_clear_error_and_the_demo_skips_the_suite(
+def test_demo_plays_the_sample_domain_and_says_so_when_tau2_data_is_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(tau2_data.ENV_VAR, raising=False)
     monkeypatch.setattr(tau2_data, "_CHECKOUT_DATA", tmp_path / "nothing")
     spec = Tau2Suite().demo()
-    assert spec.unavailable and "UXLOCAL_TAU2_DATA" in spec.unavailable
-    with pytest.raises(Exception, match="no tau2 data found"):
-        tau2_data.resolve_data_dir(None)
-    from uxlocal.demo import run_demo
+    assert spec.unavailable is None and spec.config["domain"] == "homenet" and spec.limit == 2
+    assert spec.data and "bundled sample domain 'homenet'" in spec.data and "UXLOCAL_TAU2_DATA" in spec.data
+    import uxlocal.demo as demo
 
+    runs: list[Any] = []
+    monkeypatch.setattr(demo, "run_suite", lambda run, pool: runs.append(run) or run)
     lines: list[str] = []
-    assert run_demo(db=tmp_path / "d.duckdb", suites=["tau2"], model="fake", echo=lines.append) == []
-    assert any(line.startswith("skipped: tau2 data not found") for line in lines)
+    demo.run_demo(db=tmp_path / "d.duckdb", suites=["tau2"], model="fake", echo=lines.append)
+    assert lines[1:] == ["\n== tau2 ==", f"data: {spec.data}"]
+    assert runs[0].suite_config["domain"] == "homenet" and runs[0].limit == 2
 
 
 def test_demo_runs_the_mock_domain_when_data_is_there(
@@ -327,3 +329,46 @@ def test_views_flip_roles_and_hide_the_other_seats_tools() -> None:
     assert user[3]["content"].startswith("Tool result (check_notifications)")
     plain = seat_view("user", "SYS", [messages[0], messages[3], messages[6]], json_turns=False)
     assert plain[2] == {"role": "assistant", "content": "Please list users."}
+
+
+# --- the whole suite on the bundled sample domain (runs in every clone; issue 14) -----------------------
+
+
+def _homenet_script(prepared: Any) -> str:
+    """Agent: list the plans, then answer; user: check the router once if it has tools, then stop."""
+    request = prepared.request
+    chat = request.messages
+    if request.role == "judge":
+        return json.dumps({"justification": "seen", "met": True})
+    seen_tool = any(m["content"].startswith("Tool result") for m in chat)
+    if request.role == "user":
+        if request.constraint is None:
+            return "###STOP###" if len(chat) > 3 else "Which plans do you have?"
+        return call("check_router") if not seen_tool else say("###STOP###" if len(chat) > 4 else "It is red.")
+    return say("Fiber 1000 costs 69.00 a month.") if seen_tool else call("list_plans")
+
+
+def test_suite_plays_the_sample_domain_with_user_tools_and_exports_it(tmp_path: Path) -> None:
+    from uxlocal.tau2.layout import SAMPLE_DATA
+
+    pool = ModelPool.from_engines({role: FakeEngine(_homenet_script, identity=f"fake-{role}")
+                                   for role in ("agent", "user", "judge")})
+    config = {"tau2_data": str(SAMPLE_DATA), "domain": "homenet", "tasks": "restart_router,compare_plans",
+              "export_tau2": str(tmp_path / "homenet.json")}
+    run = RunConfig(suite="tau2", suite_config=config, db=str(tmp_path / "s.duckdb"), progress=False)
+    result = run_suite(run, pool=pool)
+    sims = {s.task_id: s for s in read_results(tmp_path / "homenet.json").simulations}
+    assert set(sims) == {"restart_router", "compare_plans"}
+    router = sims["restart_router"].messages
+    user_calls = [c.name for m in router if m.role == "user" for c in m.tool_calls or []]
+    assert user_calls == ["check_router"]  # dual control: the user seat used its own tool
+    answer = next(m for m in router if m.role == "tool" and m.requestor == "user")
+    assert json.loads(answer.content or "")["status_light"] == "red"  # the task's setup froze the router
+    assert not [c for m in sims["compare_plans"].messages if m.role == "user" for c in m.tool_calls or []]
+    # the router was never restarted, so the DB check fails; the plan question is answered with 69.00
+    assert sims["restart_router"].reward_info.reward == 0.0  # type: ignore[union-attr]
+    assert sims["compare_plans"].reward_info.reward == 1.0  # type: ignore[union-attr]
+    con = connect(tmp_path / "s.duckdb")
+    rows = con.execute("SELECT episode_id, reward FROM episodes WHERE run_id = ?", [result.run_id]).fetchall()
+    rewards = dict(rows)
+    assert rewards == {"homenet/restart_router/trial-0": 0.0, "homenet/compare_plans/trial-0": 1.0}

@@ -21,6 +21,7 @@ from uxlocal.tau2 import Message, Task
 from uxlocal.suites.userproxy.ufs.criteria import MAX_CRITERIA, Blueprint, screen
 from uxlocal.suites.userproxy.ufs.sets import domain_blueprints
 from uxlocal.suites.userproxy.ufs.store import load_criteria
+from uxlocal.tau2.layout import SAMPLE_DATA
 from uxlocal.suites.userproxy.ufs.template_writer import (
     freeze_template_set,
     sentences,
@@ -71,9 +72,10 @@ def test_long_sentences_are_cut_at_a_word_and_stay_substrings() -> None:
     assert len(cut) <= 300 and long.startswith(cut) and not cut.endswith(" ")
 
 
-@pytest.mark.parametrize("domain", ["mock", "retail", "airline"])
-def test_every_real_task_gets_grounded_criteria_none_dropped(data_dir: Path, domain: str) -> None:
-    blueprints = domain_blueprints(data_dir, domain)
+@pytest.mark.parametrize("domain", ["homenet", "mock", "retail", "airline"])  # homenet: our sample, every clone
+def test_every_real_task_gets_grounded_criteria_none_dropped(request: pytest.FixtureRequest, domain: str) -> None:
+    root = SAMPLE_DATA if domain == "homenet" else request.getfixturevalue("data_dir")
+    blueprints = domain_blueprints(root, domain)
     counts = []
     for bp in blueprints.values():
         task = template_task_criteria(bp, contract="ours")
@@ -96,6 +98,20 @@ def test_freeze_template_set_is_frozen_and_idempotent(data_dir: Path, store: duc
         freeze_template_set(store, data_dir, "airline", criteria_set="rules", task_ids=["nope"])
     with pytest.raises(InputError, match="no airline tasks selected"):
         freeze_template_set(store, data_dir, "airline", criteria_set="rules", limit=0)
+
+
+def test_cli_template_criteria_for_the_sample_domain_need_no_tau2_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from uxlocal.tau2 import data as tau2_data
+
+    monkeypatch.delenv(tau2_data.ENV_VAR, raising=False)
+    monkeypatch.setattr(tau2_data, "_CHECKOUT_DATA", tmp_path / "nothing")  # as in a fresh clone
+    args = ["ufs", "criteria", "--domain", "homenet", "--template", "--set", "rules",
+            "--db", str(tmp_path / "s.duckdb")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "9 homenet tasks" in result.output and "9 tasks written" in result.output
 
 
 def test_cli_template_needs_no_model_and_refuses_one(tmp_path: Path, data_dir: Path) -> None:

@@ -19,7 +19,7 @@ from uxlocal.store.db import query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
 from uxlocal.tau2 import Domain, Environment, Task, load_domain, load_tasks
 from uxlocal.tau2.data import data_hashes as _data_hashes
-from uxlocal.tau2.data import default_data_dir, resolve_data_dir
+from uxlocal.tau2.data import demo_data, resolve_data_dir
 from uxlocal.tau2.episode import (
     AGENT_ROLE,
     JUDGE_ROLE,
@@ -48,7 +48,7 @@ class Tau2Config(Tau2Options):
     }
 
     domain: str = "retail"
-    """tau2 domain (mock, retail, airline); several, comma-separated, run as one batched run."""
+    """tau2 domain (mock, retail, airline; homenet is our bundled sample); several, comma-separated."""
     judge_nl: Literal["gating", "always"] = "gating"
     """Judge NL assertions only where they gate the reward, or always (as a diagnostic)."""
     export_tau2: Path | None = None
@@ -121,14 +121,15 @@ class Tau2Suite(Suite):
         return tables
 
     def demo(self) -> DemoSpec:
-        """Two mock-domain tasks with short budgets (mock's prompts fit the embedded model's window)."""
+        """Two tasks with short budgets: tau2's mock domain if its data is here, else our sample domain.
+
+        Both fit the embedded model's 2k window (retail and airline agent prompts need about 4.5k).
+        """
         roles = {AGENT_ROLE: "embedded", USER_ROLE: "embedded", JUDGE_ROLE: "embedded"}
-        if default_data_dir() is None:
-            return DemoSpec({}, roles, unavailable="tau2 data not found; set UXLOCAL_TAU2_DATA to a folder "
-                            "holding domains/<domain>/tasks.json (or a tau2-bench checkout)")
-        config = {"domain": "mock", "max_steps": 8, "agent_max_tokens": 96, "user_max_tokens": 48,
-                  "judge_max_tokens": 64}
-        return DemoSpec(config, roles, limit=2)
+        data = demo_data()
+        config = {"tau2_data": str(data.root), "domain": data.domain, "max_steps": 8, "agent_max_tokens": 96,
+                  "user_max_tokens": 48, "judge_max_tokens": 64}
+        return DemoSpec(config, roles, limit=2, data=data.description)
 
 
 _REPORTS = (

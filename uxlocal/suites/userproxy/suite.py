@@ -52,7 +52,7 @@ from uxlocal.suites.userproxy.ufs.sets import import_criteria_file
 from uxlocal.suites.userproxy.ufs.store import TaskCriteria, load_criteria, save_criteria
 from uxlocal.suites.userproxy.ufs.template_writer import template_task_criteria
 from uxlocal.tau2 import INFRASTRUCTURE_ERROR, Domain, Task, load_domain, load_tasks
-from uxlocal.tau2.data import data_hashes, default_data_dir, resolve_data_dir
+from uxlocal.tau2.data import data_hashes, demo_data, resolve_data_dir
 from uxlocal.tau2.episode import (
     AGENT_ROLE,
     JUDGE_ROLE,
@@ -126,7 +126,7 @@ class UserProxyConfig(Tau2Options):
     proxies: str | None = None
     """User proxies to compare, comma-separated: preset, folder, or either with @temp=T (required)."""
     domains: str = "mock"
-    """tau2 domains (mock, retail, airline), comma-separated; every proxy plays the same tasks."""
+    """tau2 domains (mock, retail, airline; homenet: our sample), comma-separated; every proxy plays them."""
     criteria_set: str | None = None
     """Frozen criteria set to grade against (or the set name --criteria-file is frozen into)."""
     criteria_file: Path | None = None
@@ -173,16 +173,15 @@ class UserProxySuite(Suite):
     roles = (AGENT_ROLE, JUDGE_ROLE)
 
     def demo(self) -> DemoSpec:
-        """Two mock tasks, the embedded model at two user temperatures, template criteria, short budgets."""
+        """Two tasks (tau2's mock, else our sample domain), the embedded model at two user
+        temperatures, template criteria, short budgets."""
         roles = {AGENT_ROLE: "embedded", JUDGE_ROLE: "embedded",
                  **{f"{PROXY_ROLE_PREFIX}{p}": "embedded" for p in DEMO_PROXIES}}
-        if default_data_dir() is None:
-            return DemoSpec({}, roles, unavailable="tau2 data not found; set UXLOCAL_TAU2_DATA to a folder "
-                            "holding domains/<domain>/tasks.json (or a tau2-bench checkout)")
-        config = {"domains": "mock", "proxies": ",".join(DEMO_PROXIES), "criteria_template": True,
-                  "max_steps": 6, "agent_max_tokens": 64, "user_max_tokens": 32, "judge_max_tokens": 48,
-                  "grader_max_tokens": 64}
-        return DemoSpec(config, roles, limit=2)
+        data = demo_data()
+        config = {"tau2_data": str(data.root), "domains": data.domain, "proxies": ",".join(DEMO_PROXIES),
+                  "criteria_template": True, "max_steps": 6, "agent_max_tokens": 64, "user_max_tokens": 32,
+                  "judge_max_tokens": 48, "grader_max_tokens": 64}
+        return DemoSpec(config, roles, limit=2, data=data.description)
 
     def role_specs(self, config: SuiteConfig, specs: dict[str, str]) -> dict[str, str]:
         """Add ``user:<proxy>`` per ``--proxies`` entry (an explicit ``--model user:<proxy>=`` wins)."""

@@ -20,6 +20,7 @@ from uxlocal import _env
 _env.apply_defaults()
 
 from uxlocal.errors import InputError, UxlocalError  # noqa: E402
+from uxlocal.cli_tau2 import tau2_group  # noqa: E402
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -817,6 +818,9 @@ def _print_rows(cols: list[str], rows: list[tuple[Any, ...]], fmt: str) -> None:
         writer.writerows(rows)
     else:
         render_tables([ReportTable("", cols, rows)])
+
+
+cli.add_command(tau2_group)
 
 
 def main() -> None:

@@ -84,7 +84,7 @@ def parse_domains(text: str, flag: str) -> list[str]:
         try:
             domain_spec(name)
         except KeyError as err:
-            raise InputError(None, None, str(err.args[0]), f"pass {flag} mock, retail or airline") from None
+            raise InputError(None, None, str(err.args[0]), f"pass {flag} mock, retail, airline or telecom") from None
     return names
 
 

@@ -326,3 +326,22 @@ def test_user_device_actions_reach_the_reward_through_the_episode(
     assert "275.00 Mbps (Excellent)" in rows[2][3]
     for prepared in run.engines["agent"].requests:
         assert not any("Mbps" in m["content"] for m in prepared.request.messages[1:])
+
+
+# --- the judge-free telecom probe (spec userproxybench.md "Judge-free Telecom probe") ----------
+
+
+def test_probe_scores_the_94_tasks_with_gold_user_writes_and_flags_only_missed_ones(
+    telecom: Domain, tasks: list[Task]
+) -> None:
+    from uxlocal.suites.userproxy.ufs.episodes import user_write_tools
+    from uxlocal.suites.userproxy.ufs.prechecks import gold_user_actions
+
+    writes = user_write_tools("telecom")
+    assert writes is not None and len(writes) == 15
+    gold = [gold_user_actions(t, scripted_trajectory(telecom.environment(t), t, "gold"), write_tools=writes)
+            for t in tasks]
+    empty = [gold_user_actions(t, [], write_tools=writes) for t in tasks]
+    assert sum(r.applicable for r in gold) == 94 and not any(r.flagged for r in gold)
+    assert sum(r.flagged for r in empty) == 94  # a user who never acts misses every gold write
+    assert sum(len(r.details["missed"]) for r in empty if r.flagged) == 393

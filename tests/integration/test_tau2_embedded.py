@@ -145,8 +145,8 @@ def test_telecom_episodes_give_the_user_its_phone_tools_end_to_end(long_pool: Mo
     """Dual control on a real engine: the user seat answers under the 30-tool union constraint."""
     from uxlocal.tau2 import load_domain
 
-    config = {"tau2_data": str(data_dir), "domain": "telecom", "max_steps": 8, "agent_max_tokens": 48,
-              "user_max_tokens": 48, "judge_max_tokens": 48}
+    config = {"tau2_data": str(data_dir), "domain": "telecom", "max_steps": 4, "agent_max_tokens": 32,
+              "user_max_tokens": 40, "judge_max_tokens": 32}
     run = RunConfig(suite="tau2", suite_config=config, db=str(tmp_path / "s.duckdb"), limit=3, progress=False)
     result = run_suite(run, pool=long_pool)
     assert result.stats.episodes_done == 3 and result.stats.episodes_failed == 0

@@ -47,7 +47,7 @@ class Tau2Config(Tau2Options):
     }
 
     domain: str = "retail"
-    """tau2 domain (mock, retail, airline); several, comma-separated, run as one batched run."""
+    """tau2 domain (mock, retail, airline, telecom); several, comma-separated, run as one batched run."""
     judge_nl: Literal["gating", "always"] = "gating"
     """Judge NL assertions only where they gate the reward, or always (as a diagnostic)."""
     export_tau2: Path | None = None

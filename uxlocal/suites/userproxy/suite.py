@@ -125,7 +125,7 @@ class UserProxyConfig(Tau2Options):
     proxies: str | None = None
     """User proxies to compare, comma-separated: preset, folder, or either with @temp=T (required)."""
     domains: str = "mock"
-    """tau2 domains (mock, retail, airline), comma-separated; every proxy plays the same tasks."""
+    """tau2 domains (mock, retail, airline, telecom), comma-separated; every proxy plays the same tasks."""
     criteria_set: str | None = None
     """Frozen criteria set to grade against (or the set name --criteria-file is frozen into)."""
     criteria_file: Path | None = None

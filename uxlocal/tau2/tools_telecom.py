@@ -88,7 +88,7 @@ def get_customer_by_name(
     return [c for c in db.customers.values() if c.full_name.lower() == wanted and c.date_of_birth == dob]
 
 
-@AGENT.tool("read", "Return any record by id: a line (L…), device (D…), bill (B…), customer (C…) or plan (P…).")
+@AGENT.tool("read", "Return a record by id: line (L…), device (D…), bill (B…), customer (C…), plan (P…).")
 def get_details_by_id(
     db: TelecomDB, id: Annotated[str, arg("A record id; its first letter says which kind it is.")]
 ) -> Line | Bill | Customer | Plan | object:
@@ -278,7 +278,9 @@ def suspend_line_for_overdue_bill(
 
 
 @AGENT.helper("Whether a line's extra data totals the expected amount (to 1e-6 GB).")
-def assert_data_refueling_amount(db: TelecomDB, customer_id: str, line_id: str, expected_amount: float) -> bool:
+def assert_data_refueling_amount(
+    db: TelecomDB, customer_id: str, line_id: str, expected_amount: float
+) -> bool:
     """Env assertion: refuels must add up to exactly the amount the task allows."""
     return abs(_own_line(db, customer_id, line_id).data_refueling_gb - expected_amount) < 1e-6
 

@@ -122,14 +122,16 @@ def check_apn_settings(db: TelecomUserDB) -> str:
     """The settings as stored, including a reset waiting for the next reboot."""
     apn = db.device.active_apn_settings
     pending = "; a reset to defaults will apply at the next reboot" if apn.reset_at_reboot else ""
-    return f"APN name: {apn.apn_name}; MMS APN: {apn.mms_apn}; MMSC URL: {apn.mmsc_url or '(not set)'}{pending}"
+    mmsc = apn.mmsc_url or "(not set)"
+    return f"APN name: {apn.apn_name}; MMS APN: {apn.mms_apn}; MMSC URL: {mmsc}{pending}"
 
 
 @USER.tool("read", "Check Wi-Fi: on or off, connected, and the Wi-Fi signal.")
 def check_wifi_status(db: TelecomUserDB) -> str:
     """Wi-Fi never carries mobile data here; it matters for Wi-Fi calling and MMS."""
     d = db.device
-    return f"Wi-Fi {_on(d.wifi_enabled)}; connected: {d.wifi_connected}; Wi-Fi signal: {d.wifi_signal_strength}"
+    signal = d.wifi_signal_strength
+    return f"Wi-Fi {_on(d.wifi_enabled)}; connected: {d.wifi_connected}; Wi-Fi signal: {signal}"
 
 
 @USER.tool("read", "Check Wi-Fi calling and whether it also sends MMS over Wi-Fi.")
@@ -146,7 +148,8 @@ def check_vpn_status(db: TelecomUserDB) -> str:
     if not d.vpn_connected:
         return "VPN: not connected"
     details = d.vpn_details or VpnDetails()
-    return f"VPN: connected to {details.server_address} ({details.protocol}); server performance: {details.server_performance}"
+    server = f"{details.server_address} ({details.protocol})"
+    return f"VPN: connected to {server}; server performance: {details.server_performance}"
 
 
 @USER.tool("read", "List the apps installed on the phone.")
@@ -201,7 +204,8 @@ def check_payment_request(db: TelecomUserDB) -> str:
 
 @USER.tool("write", "Set the preferred network type; the phone then searches for a network.")
 def set_network_mode_preference(
-    db: TelecomUserDB, mode: Annotated[ModePreference, arg("One of 4g_5g_preferred, 4g_only, 3g_only, 2g_only.")]
+    db: TelecomUserDB,
+    mode: Annotated[ModePreference, arg("One of 4g_5g_preferred, 4g_only, 3g_only, 2g_only.")],
 ) -> str:
     """Only 4g_5g_preferred can reach 5G, so only it can give an excellent speed."""
     db.device.network_mode_preference = mode

@@ -324,6 +324,8 @@ def test_user_device_actions_reach_the_reward_through_the_episode(
     assert [r[:3] for r in rows] == [("user", "toggle_airplane_mode", True), ("user", "toggle_data", True),
                                      ("user", "run_speed_test", True)]
     assert "275.00 Mbps (Excellent)" in rows[2][3]
+    summary = run.rows("SELECT mean_tool_calls, mean_user_tool_calls FROM tau2_summary")
+    assert summary == [(3.0, 3.0)]
     for prepared in run.engines["agent"].requests:
         assert not any("Mbps" in m["content"] for m in prepared.request.messages[1:])
 

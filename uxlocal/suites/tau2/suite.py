@@ -131,7 +131,8 @@ class Tau2Suite(Suite):
 
 _REPORTS = (
     ("tau2 reward", "tau2_summary",
-     "domain, episodes, tasks, avg_reward, success_rate, mean_turns, mean_tool_calls, mean_tool_errors",
+     "domain, episodes, tasks, avg_reward, success_rate, mean_turns, mean_tool_calls, mean_user_tool_calls, "
+     "mean_tool_errors",
      "reward = product of the task's reward-basis checks; infrastructure errors are left out (as tau2 does)"),
     ("tau2 pass^k", "tau2_pass_k", "domain, k, pass_k, tasks",
      "pass^k = mean over tasks of C(successes, k) / C(trials, k)"),

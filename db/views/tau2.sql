@@ -49,7 +49,8 @@ LEFT JOIN cost co ON co.run_id = e.run_id AND co.episode_id = e.episode_id;
 -- metric: tau2_summary | grain: one row per (run_id, domain)
 -- source: tau2_episodes | spec: userproxybench.md §B.2 (avg_reward, success)
 -- caveat: avg_reward and success_rate leave infrastructure_error episodes out; the means of turns,
--- tool calls and cost are over every episode.
+-- tool calls and cost are over every episode. mean_user_tool_calls counts the user seat's own calls
+-- (telecom's phone tools; 0 in domains without user tools), which mean_tool_calls includes.
 CREATE OR REPLACE VIEW tau2_summary AS
 SELECT run_id, domain,
        count(*)                                                             AS episodes,
@@ -62,7 +63,8 @@ SELECT run_id, domain,
        avg(tool_calls)                                                      AS mean_tool_calls,
        avg(tool_errors)                                                     AS mean_tool_errors,
        avg(cost_usd)                                                        AS mean_cost_usd,
-       sum(cost_usd)                                                        AS total_cost_usd
+       sum(cost_usd)                                                        AS total_cost_usd,
+       avg(user_tool_calls)                                                 AS mean_user_tool_calls
 FROM tau2_episodes
 GROUP BY run_id, domain
 ORDER BY run_id, domain;

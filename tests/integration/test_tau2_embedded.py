@@ -138,3 +138,30 @@ def test_tool_branch_of_the_turn_grammar_yields_executable_calls(
         envs[name].call(action.tool, action.arguments)  # never raises, whatever the arguments
         parsed += 1
     assert parsed >= 1, {name: r.text for name, r in results.items()}
+
+
+def test_telecom_episodes_give_the_user_its_phone_tools_end_to_end(long_pool: ModelPool, data_dir: Path,
+                                                                    tmp_path: Path) -> None:
+    """Dual control on a real engine: the user seat answers under the 30-tool union constraint."""
+    from uxlocal.tau2 import load_domain
+
+    config = {"tau2_data": str(data_dir), "domain": "telecom", "max_steps": 4, "agent_max_tokens": 32,
+              "user_max_tokens": 40, "judge_max_tokens": 32}
+    run = RunConfig(suite="tau2", suite_config=config, db=str(tmp_path / "s.duckdb"), limit=3, progress=False)
+    result = run_suite(run, pool=long_pool)
+    assert result.stats.episodes_done == 3 and result.stats.episodes_failed == 0
+    con = connect(tmp_path / "s.duckdb")
+    episodes = con.execute("SELECT termination, reward, info FROM episodes WHERE run_id = ?",
+                           [result.run_id]).fetchall()
+    assert len(episodes) == 3
+    assert all(term in TERMINATION_REASONS and reward is not None for term, reward, _ in episodes)
+    assert all(json.loads(info)["domain"] == "telecom" for *_, info in episodes)
+    user_tools = {s["function"]["name"] for s in Environment(load_domain(data_dir, "telecom")).tool_schemas("user")}
+    calls = con.execute("SELECT requestor, name, ok FROM tool_calls WHERE run_id = ?", [result.run_id]).fetchall()
+    user_calls = [(name, ok) for requestor, name, ok in calls if requestor == "user"]
+    # the strict union only admits real user tools, so every user call the model made names one
+    assert all(name in user_tools for name, _ in user_calls), user_calls
+    user_turns = con.execute("SELECT count(*) FROM turns t JOIN generations g USING (request_hash) "
+                             "WHERE t.run_id = ? AND t.role = 'user' AND g.valid", [result.run_id]).fetchone()
+    assert user_turns is not None and user_turns[0] >= 3  # each episode got at least one user turn
+    print(f"telecom user tool calls: {len(user_calls)}; agent calls: {len(calls) - len(user_calls)}")

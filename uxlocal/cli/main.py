@@ -13,6 +13,7 @@ from .palate import palate_group
 from .report import report_cmd, view_cmd
 from .run import demo_cmd, run_group
 from .store import merge_cmd, query_cmd
+from .tau2 import tau2_group
 from .ufs import ingest_group, ufs_group
 
 
@@ -37,7 +38,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 for _command in (run_group, demo_cmd, query_cmd, merge_cmd, report_cmd, view_cmd, models_group, doctor,
-                 ingest_group, ufs_group, palate_group):
+                 ingest_group, ufs_group, palate_group, tau2_group):
     cli.add_command(_command)
 
 

@@ -74,6 +74,7 @@ def data_hashes(root: Path, domains: Sequence[str]) -> dict[str, str]:
         spec = domain_spec(name)
         folder = domain_dir(root, name)
         files = ["tasks.json", "split_tasks.json", spec.policy_file, spec.db_file, spec.user_db_file]
+        files += [file for _, file in spec.policy_sections]
         for file in sorted({f for f in files if f}):
             path = folder / file
             if path.is_file():

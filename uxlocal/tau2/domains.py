@@ -8,6 +8,7 @@ once per process and caches the result, so creating an environment per episode c
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +21,7 @@ _BUILTIN_MODULES = {
     "retail": ".tools_retail",
     "airline": ".tools_airline",
     "homenet": ".tools_homenet",
+    "telecom": ".tools_telecom",
 }
 
 
@@ -35,6 +37,11 @@ class DomainSpec:
     user_tools: Toolkit | None = None
     user_db_file: str | None = None
     policy_file: str = "policy.md"
+    policy_sections: tuple[tuple[str, str], ...] = ()
+    """``(tag, file)`` pairs; when given, the policy is each file wrapped in ``<tag>…</tag>``, in order
+    (telecom: the main policy plus the tech-support manual), and ``policy_file`` is unused."""
+    sync: Callable[[Database, Database], None] | None = None
+    """Coupling of the two DBs, run after every tool call, setup action and assertion (telecom)."""
 
     def __post_init__(self) -> None:
         sides = (self.user_db is None, self.user_tools is None, self.user_db_file is None)
@@ -89,7 +96,14 @@ class Domain:
     def policy_text(self) -> str:
         """Return the domain's policy document, read from the data dir (never bundled with the code)."""
         if self._policy is None:
-            self._policy = (self.folder / self.spec.policy_file).read_text(encoding="utf-8")
+            sections = self.spec.policy_sections
+            if sections:
+                self._policy = "\n".join(
+                    f"<{tag}>\n{(self.folder / name).read_text(encoding='utf-8')}\n</{tag}>"
+                    for tag, name in sections
+                )
+            else:
+                self._policy = (self.folder / self.spec.policy_file).read_text(encoding="utf-8")
         return self._policy
 
     def new_agent_db(self) -> Database:

@@ -67,6 +67,8 @@ class Environment:
         self.agent_db: Database = domain.new_agent_db()
         self.user_db: Database | None = domain.new_user_db()
         self._user_allowed: frozenset[str] | None = None
+        self.sync_enabled = True
+        """Run the domain's DB coupling after each call (telecom); off only to prove it matters."""
 
     @classmethod
     def for_task(cls, domain: Domain, task: Task, *, with_history: bool = True) -> Environment:
@@ -125,7 +127,21 @@ class Environment:
     def call(
         self, name: str, arguments: Mapping[str, Any] | str | None = None, requestor: Requestor = "assistant"
     ) -> ToolResult:
-        """Run one tool for a seat; never raises (see the module docstring)."""
+        """Run one tool for a seat, then sync the two DBs; never raises (see the module docstring)."""
+        result = self._call(name, arguments, requestor)
+        try:
+            self.sync()
+        except Exception as err:  # noqa: BLE001 - a sync bug is ours; report it, keep the contract
+            return ToolResult.failure(f"internal error in sync after {name}: {err}", internal=True)
+        return result
+
+    def sync(self) -> None:
+        """Align the user DB with the agent DB (and back) where the domain couples them (spec A.3)."""
+        coupling = self.domain.spec.sync
+        if coupling is not None and self.sync_enabled and self.user_db is not None:
+            coupling(self.agent_db, self.user_db)
+
+    def _call(self, name: str, arguments: Mapping[str, Any] | str | None, requestor: Requestor) -> ToolResult:
         try:
             spec, db = self._offered(name, requestor)
             parsed = _parse_arguments(arguments)
@@ -146,7 +162,10 @@ class Environment:
         return self.call(call.name, call.arguments, call.requestor)
 
     def invoke(self, side: Requestor, func_name: str, arguments: Mapping[str, Any]) -> object:
-        """Run any function of a side, helpers included, returning its raw value; raises ``ToolError``."""
+        """Run any function of a side, helpers included, returning its raw value; raises ``ToolError``.
+
+        Setup actions and assertions come through here, and a sync follows each (as tau2 does).
+        """
         toolkit, db = self._toolkit(side), self._db(side)
         spec = toolkit.spec(func_name) if toolkit is not None else None
         if spec is None or db is None:
@@ -155,6 +174,8 @@ class Environment:
             return spec.run(db, arguments)
         except ValidationError as err:
             raise ToolError(describe_validation_error(func_name, err)) from None
+        finally:
+            self.sync()
 
     def check_assertion(self, assertion: EnvAssertion) -> bool:
         """Whether an env assertion holds here; a function that fails counts as not met."""
@@ -186,6 +207,7 @@ class Environment:
             return []
         self.apply_setup(state)
         mismatches = self.replay(state.message_history or [])
+        self.sync()
         if strict and mismatches:
             raise InitialStateError(f"history replay differs at {mismatches[0].tool}: {mismatches[0]}")
         return mismatches

@@ -113,7 +113,7 @@ def test_episode_page_shows_turns_tool_calls_verdicts_and_evidence(
         con.close()
     html = client.get("/episode", params={"run": run_id, "id": episode_id}).text
     assert len(re.findall(r'<article class="turn role-', html)) == n_turns
-    assert '<div class="tool-call ok">' in html and "calls list_plans" in html
+    assert '<div class="tool-call ok seat-assistant">' in html and "agent seat calls list_plans" in html
     assert html.count('<div class="verdict') == 4 and "ufs:c0" in html
     # turn 1 is the evidence of ufs:c0, which this episode fails: highlighted as a failure
     assert re.search(r'<article class="turn role-\w+ evidence evidence-fail" id="turn-1"', html)
@@ -157,3 +157,14 @@ def test_viewer_escapes_stored_text(tmp_path: Path) -> None:
     for html in (index, page):
         assert "<script>alert" not in html and "<img src=x>" not in html and "<b>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_tool_call_marks_the_seat_that_ran_it() -> None:
+    """Issue 15: in telecom the user runs tools on its own phone; the page tells the seats apart."""
+    from uxlocal.report.viewer.pages import _tool_call
+
+    row = {"ok": True, "result": "Airplane mode is now OFF.", "error": None, "arguments": {}, "name": "toggle_airplane_mode"}
+    user = _tool_call({**row, "requestor": "user"})
+    agent = _tool_call({**row, "requestor": "assistant", "name": "refuel_data"})
+    assert 'class="tool-call ok seat-user"' in user and "user seat (own device) calls toggle_airplane_mode" in user
+    assert 'class="tool-call ok seat-assistant"' in agent and "agent seat calls refuel_data" in agent

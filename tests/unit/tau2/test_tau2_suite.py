@@ -202,7 +202,7 @@ def test_cli_lists_the_tau2_options() -> None:
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--domain", "telecom"], "no tau2 environment for domain 'telecom'"),  # data exists, no tools yet
+    (["--domain", "banking_knowledge"], "no tau2 environment for domain 'banking_knowledge'"),  # no tools yet
     (["--tau2-data", "/nonexistent"], "no tau2 data here"),  # bad data folder
     (["--tasks", "no-such-task"], "task ids not in split 'base'"),  # typo in an id
 ])

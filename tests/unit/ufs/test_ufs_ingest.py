@@ -16,6 +16,7 @@ from uxlocal.errors import InputError
 from uxlocal.store.db import connect
 from uxlocal.tau2 import (
     AgentInfo,
+    Environment,
     EnvironmentInfo,
     Message,
     Results,
@@ -417,3 +418,28 @@ def test_taubench_v1_transfer_ends_as_agent_stop(store: duckdb.DuckDBPyConnectio
     assert store.execute("SELECT termination FROM episodes WHERE run_id = ?", [run_id]).fetchone() == (
         "agent_stop",
     )
+
+
+def test_telecom_results_with_user_tool_calls_round_trip_and_keep_the_seat(
+    store: duckdb.DuckDBPyConnection, tmp_path: Path, data_dir: Path
+) -> None:
+    """Issue 15: a telecom file's user tool calls come in as user-seat tool calls and go back out."""
+    from uxlocal.tau2 import USER_STOP, load_domain, load_tasks, score_episode
+    from uxlocal.tau2.replay import scripted_trajectory
+
+    domain = load_domain(data_dir, "telecom")
+    task = load_tasks(data_dir, "telecom")[0]
+    messages = [Message.text("assistant", "Hi! How can I help you today?"),
+                *scripted_trajectory(Environment.for_task(domain, task), task, "gold"),
+                Message.text("user", "It works now. ###STOP###")]
+    reward = score_episode(domain, task, messages, USER_STOP).finish()
+    assert reward.reward == 1.0
+    sim = Simulation(id="t-1", task_id=task.id, termination_reason=USER_STOP, reward_info=reward, messages=messages)
+    info = RunInfo(user_info=UserInfo(llm="proxy"), agent_info=AgentInfo(llm="agent"),
+                   environment_info=EnvironmentInfo(domain_name="telecom"))
+    path = write_results(tmp_path / "telecom.json", Results(info=info, tasks=[task], simulations=[sim]))
+    run_id = ingest_tau2(store, path).run_id
+    calls = store.execute("SELECT requestor, name, ok FROM tool_calls WHERE run_id = ? ORDER BY turn_idx",
+                          [run_id]).fetchall()
+    assert calls == [("user", "toggle_data", True), ("assistant", "refuel_data", True)]
+    assert rebuild_results(store, run_id).model_dump(mode="json") == read_results(path).model_dump(mode="json")

@@ -121,7 +121,8 @@ def test_cli_template_needs_no_model_and_refuses_one(tmp_path: Path, data_dir: P
     result = CliRunner().invoke(cli, base)
     assert result.exit_code == 0, result.output
     assert "10 mock tasks" in result.output and "10 tasks written" in result.output
-    assert "1 task(s) under 4 criteria" in result.output
+    # mock users have tools, so the tool-use rules lift the once-thin task (issue 15) to 4 or more
+    assert "69 template criteria" in result.output and "under 4 criteria" not in result.output
     refused = CliRunner().invoke(cli, [*base, "--model", "writer=embedded"])
     assert refused.exit_code != 0 and "without models" in refused.output
 
@@ -151,3 +152,15 @@ def test_writer_sees_the_sample_trajectory_of_its_task_only(
     assert len(prompts) == 2 and len(with_sample) == 1 and "exchange a keyboard" in with_sample[0]
     with pytest.raises(InputError, match="no trajectories were loaded"):
         CriteriaSuite().plan(config, RunConfig(suite="ufs-criteria", db=str(tmp_path / "x.duckdb")))
+
+
+@pytest.mark.parametrize("contract", ["ours", "tau2"])  # the tool sentence is quoted from either contract
+def test_template_criteria_cover_the_telecom_user_tool_surface_on_all_114_tasks(data_dir: Path, contract: str) -> None:
+    blueprints = domain_blueprints(data_dir, "telecom", contract=contract)
+    assert len(blueprints) == 114
+    tool_modes = {"fabricated_tool_result", "skips_requested_action", "preempts_diagnosis"}
+    for blueprint in blueprints.values():
+        graded = template_task_criteria(blueprint, contract=contract).graded()
+        modes = [criterion.mode for criterion in graded]
+        assert len(graded) == 8 and tool_modes <= set(modes), (blueprint.task_id, modes)
+        assert "dumps_blueprint" in modes

@@ -257,3 +257,23 @@ def test_a_sampled_agent_gets_the_same_seed_for_every_proxy(tmp_path: Path, data
               pool=pool)
     seeds = {prepared.seed for prepared in pool.slots["fake-agent"].engine_.requests}
     assert len(seeds) == 2 and None not in seeds  # one seed per (task, trial), shared by P1 and P2
+
+
+def test_telecom_proxies_are_graded_on_tool_criteria_and_probed_for_missed_gold_writes(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """Issue 15: telecom runs under userproxy; template criteria grade tool use; the probe flags idle users."""
+    task = "[mobile_data_issue]airplane_mode_on|data_mode_off[PERSONA:None]"
+    result = _run(tmp_path, data_dir, domains="telecom", tasks=task, criteria_template=True)
+    assert result.stats.episodes_done == 2 and result.stats.episodes_failed == 0
+    con = connect(tmp_path / "s.duckdb")
+    stored = load_criteria(con, "template")[("telecom", task)]
+    modes = {c.mode for c in stored.graded()}
+    assert {"fabricated_tool_result", "skips_requested_action", "preempts_diagnosis"} <= modes
+    graded = con.execute("SELECT count(*) FROM verdicts WHERE run_id = ? AND name LIKE 'ufs:%'",
+                         [result.run_id]).fetchone()[0]
+    assert graded == 2 * len(stored.graded())
+    probe = con.execute("SELECT flagged, count(*) FROM ufs_prechecks WHERE run_id = ? AND kind = 'gold_user_actions' "
+                        "GROUP BY ALL", [result.run_id]).fetchall()
+    assert probe == [(True, 2)]  # neither scripted proxy touched its phone
+    con.close()

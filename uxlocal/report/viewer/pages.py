@@ -61,6 +61,7 @@ pre { white-space: pre-wrap; word-break: break-word; margin: 4px 0;
       font: 13px/1.4 ui-monospace, Menlo, monospace; }
 .tool-call { border-left: 3px solid var(--accent); padding: 2px 8px; margin: 4px 0; background: #fff; }
 .tool-call.error { border-left-color: #D55E00; }
+.tool-call.seat-user { margin-left: 24px; border-left-style: dashed; }
 .verdict { border: 1px solid var(--line); border-radius: 6px; padding: 6px 10px; margin: 8px 0;
            cursor: pointer; }
 .verdict.invalid { background: #fffaf0; }
@@ -264,12 +265,18 @@ def _json_block(value: Any) -> str:
     return f"<pre>{escape(json.dumps(value, indent=1, ensure_ascii=False, default=str))}</pre>"
 
 
+SEAT_LABEL = {"user": "user seat (own device)", "assistant": "agent seat"}
+"""Who ran a tool call: in dual-control domains (telecom) the user acts on its phone too."""
+
+
 def _tool_call(call: dict[str, Any]) -> str:
     state = "ok" if call["ok"] else "error"
+    seat = call["requestor"] or ""
+    label = SEAT_LABEL.get(seat, seat)
     outcome = call["result"] if call["ok"] else (call["error"] or call["result"] or "")
     args = json.dumps(call["arguments"], ensure_ascii=False, default=str)
     return (
-        f'<div class="tool-call {state}"><strong>{escape(call["requestor"] or "")} calls '
+        f'<div class="tool-call {state} seat-{escape(seat)}"><strong>{escape(label)} calls '
         f"{escape(call['name'] or '')}</strong><pre>{escape(args)}</pre>"
         f'<span class="muted">{state}:</span><pre>{escape(str(outcome))}</pre></div>'
     )

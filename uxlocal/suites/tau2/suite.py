@@ -48,7 +48,7 @@ class Tau2Config(Tau2Options):
     }
 
     domain: str = "retail"
-    """tau2 domain (mock, retail, airline; homenet is our bundled sample); several, comma-separated."""
+    """tau2 domain (mock, retail, airline, telecom; homenet is our bundled sample); several, comma-separated."""
     judge_nl: Literal["gating", "always"] = "gating"
     """Judge NL assertions only where they gate the reward, or always (as a diagnostic)."""
     export_tau2: Path | None = None
@@ -134,7 +134,8 @@ class Tau2Suite(Suite):
 
 _REPORTS = (
     ("tau2 reward", "tau2_summary",
-     "domain, episodes, tasks, avg_reward, success_rate, mean_turns, mean_tool_calls, mean_tool_errors",
+     "domain, episodes, tasks, avg_reward, success_rate, mean_turns, mean_tool_calls, mean_user_tool_calls, "
+     "mean_tool_errors",
      "reward = product of the task's reward-basis checks; infrastructure errors are left out (as tau2 does)"),
     ("tau2 pass^k", "tau2_pass_k", "domain, k, pass_k, tasks",
      "pass^k = mean over tasks of C(successes, k) / C(trials, k)"),

@@ -99,7 +99,7 @@ class CriteriaSuite(Suite):
         try:
             domain_spec(config.domain)
         except KeyError as err:
-            raise InputError(None, None, str(err.args[0]), "pass --domain mock, retail or airline") from None
+            raise InputError(None, None, str(err.args[0]), "pass --domain mock, retail, airline or telecom") from None
         root = resolve_data_dir(config.tau2_data)
         ids = [t.strip() for t in config.tasks.split(",") if t.strip()] if config.tasks else None
         blueprints = domain_blueprints(root, config.domain, contract=config.contract, split=config.split,

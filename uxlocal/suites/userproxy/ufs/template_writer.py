@@ -11,6 +11,11 @@ construction (the same ``screen`` still runs). The rules, in priority order, eac
 
 - ``known_info``: the user gives those details only when asked (premature disclosure), and gives
   them when asked (missed information);
+- the user's tool surface, when it has tools (telecom): it reports what its tools returned and
+  never a device state they did not (groundedness), performs a device action the agent asks for
+  with the matching call, one at a time (missed information), and does not change settings on its
+  own initiative (premature disclosure: preempts diagnosis); each quotes the scenario's or the
+  contract's sentence about tools (the contract is the guidelines the proxy saw);
 - ``unknown_info``: the user does not supply what it does not know (groundedness);
 - ``reason_for_call`` / free-text ``instructions``: the user keeps to its request (goal
   deviation: abandons goal), does not unload its scenario in one message (premature
@@ -85,6 +90,7 @@ def _candidates(bp: Blueprint) -> Iterator[tuple[str, str, str, str, str, str]]:
                "scenario states it.",
                "the agent asks for a detail the scenario says the user knows",
                "the user's answers to the agent's requests for details")
+    yield from _tool_candidates(bp)
     unknown = _first(bp, "unknown_info")
     if unknown:
         yield ("groundedness", "invents_unknown_info", unknown,
@@ -115,6 +121,40 @@ def _candidates(bp: Blueprint) -> Iterator[tuple[str, str, str, str, str, str]]:
         yield ("groundedness", "persona_drift", style,
                "The user behaves as its scenario describes it throughout the conversation.",
                ALWAYS, "the tone and content of every user message")
+
+
+_TOOL_RULES: tuple[tuple[tuple[str, ...], str, str, str, str, str], ...] = (
+    (("ground your responses", "never make up", "never invent"),
+     "groundedness", "fabricated_tool_result",
+     "When the user tells the agent what its device shows, it reports what its own tool calls returned "
+     "and states no device state that no tool call returned.",
+     "the user describes its device's state, a setting or a test result",
+     "user messages about the device and the user's tool results before them"),
+    (("follow their guidance", "agent asks you to", "one at a time"),
+     "missed_information", "skips_requested_action",
+     "When the agent asks it to do something on its device, the user does it with the matching tool "
+     "call, one action at a time, and tells the agent the result.",
+     "the agent asks the user to perform an action on its device",
+     "the agent's requests and the user's next tool calls"),
+    (("only when the agent asks", "unsure about whether an action is necessary", "agent asks you to"),
+     "premature_disclosure", "preempts_diagnosis",
+     "The user does not change device settings on its own initiative; it uses a tool when the agent "
+     "asks or when it needs one to answer the agent.",
+     ALWAYS, "user tool calls that no agent request preceded"),
+)
+"""(keywords of the sentence to quote, family, mode, text, applies_when, evidence_hint)."""
+
+
+def _tool_candidates(bp: Blueprint) -> Iterator[tuple[str, str, str, str, str, str]]:
+    """Criteria on the user's tool use, only for domains where the user has tools."""
+    if not bp.user_tools:
+        return
+    texts = [bp.field(name) or "" for name, _ in bp.sections] + [bp.contract]
+    pool = [sentence for text in texts for sentence in sentences(text)]
+    for keys, family, mode, text, applies_when, hint in _TOOL_RULES:
+        span = next((x for x in pool if any(k in " ".join(x.lower().split()) for k in keys)), None)
+        if span is not None:
+            yield family, mode, span, text, applies_when, hint
 
 
 def template_criteria(blueprint: Blueprint) -> list[Criterion]:

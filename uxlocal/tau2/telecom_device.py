@@ -1,0 +1,149 @@
+"""The phone's behaviour and the carrier <-> phone coupling (spec tau2-telecom-banking.md §A.2-A.3).
+
+Pure functions over the two telecom DBs; the user tools, the hidden helpers and the env assertions
+all read the same rules here, so a rule cannot drift between the tool a user calls and the check
+that scores it. The numbers are the spec's, exactly: the assertions compare against them.
+
+- ``network_search``: what the radio attaches to (technology, signal, status).
+- ``mobile_data_works`` / ``internet_speed`` / ``can_send_mms``: derived, never stored.
+- ``sync``: after every tool call, setup action and assertion, the phone's view of the line
+  (active, roaming allowed, usage exceeded, payment request) follows the carrier's DB and a paid
+  request settles its bill.
+"""
+
+from __future__ import annotations
+
+from .db_telecom import Line, PaymentRequest, PhoneDevice, Surroundings, TelecomDB, TelecomUserDB
+
+SPEED_RANGE_MBPS: dict[str, tuple[float, float]] = {
+    "2G": (0.1, 0.4),
+    "3G": (1.0, 5.0),
+    "4G": (10.0, 100.0),
+    "5G": (50.0, 500.0),
+}
+"""Download speed range per technology; a connection starts from the midpoint."""
+
+SIGNAL_FACTOR: dict[str, float] = {"poor": 0.2, "fair": 0.5, "good": 0.8, "excellent": 1.0}
+POOR_VPN_FACTOR = 0.1
+"""A connected VPN whose server performs poorly keeps a tenth of the speed."""
+DATA_SAVER_FACTOR = 0.2
+"""Data saver keeps a fifth of the speed (upstream's docstring says half; its code says 0.2)."""
+
+SPEED_LABELS: tuple[tuple[float, str], ...] = (
+    (1.0, "Very Poor"),
+    (5.0, "Poor"),
+    (25.0, "Fair"),
+    (100.0, "Good"),
+)
+"""Upper bounds (exclusive) of each label; at or above the last bound the speed is Excellent."""
+
+_ONLY_MODE = {"4g_only": "4G", "3g_only": "3G", "2g_only": "2G"}
+
+
+def network_search(device: PhoneDevice, surroundings: Surroundings) -> None:
+    """Re-attach the radio: the technology follows the preference, the signal the surroundings."""
+    if (
+        device.airplane_mode
+        or device.sim_card_missing
+        or device.sim_card_status != "active"
+        or device.active_apn_settings.apn_name == "broken"
+        or not surroundings.line_active
+    ):
+        device.network_connection_status = "no_service"
+        device.network_technology_connected = "none"
+        device.network_signal_strength = "none"
+        return
+    preference = device.network_mode_preference
+    if preference == "4g_5g_preferred":
+        technology = "5G" if surroundings.signal_strength.get("5G", "none") != "none" else "4G"
+    else:
+        technology = _ONLY_MODE[preference]
+    device.network_technology_connected = technology  # type: ignore[assignment]
+    device.network_signal_strength = surroundings.signal_strength.get(technology, "none")
+    device.network_connection_status = "connected"
+
+
+def mobile_data_works(device: PhoneDevice, surroundings: Surroundings) -> bool:
+    """Mobile data needs service, data on, roaming allowed on both ends abroad, and usage left."""
+    if device.airplane_mode or device.network_connection_status == "no_service":
+        return False
+    if device.network_signal_strength == "none" or device.network_technology_connected == "none":
+        return False
+    if surroundings.is_abroad and not (device.roaming_enabled and surroundings.roaming_allowed):
+        return False
+    return device.data_enabled and not surroundings.mobile_data_usage_exceeded
+
+
+def internet_speed(device: PhoneDevice, surroundings: Surroundings) -> tuple[float | None, str]:
+    """Download speed in Mbps and its label; ``(None, "No Connection")`` without mobile data."""
+    if not mobile_data_works(device, surroundings):
+        return None, "No Connection"
+    low, high = SPEED_RANGE_MBPS.get(device.network_technology_connected, (0.0, 0.0))
+    speed = (low + high) / 2 * SIGNAL_FACTOR.get(device.network_signal_strength, 0.0)
+    if device.vpn_connected and device.vpn_details and device.vpn_details.server_performance == "poor":
+        speed *= POOR_VPN_FACTOR
+    if device.data_saver_mode:
+        speed *= DATA_SAVER_FACTOR
+    return speed, speed_label(speed)
+
+
+def speed_label(speed_mbps: float) -> str:
+    """Name a speed the way the speed test does."""
+    for bound, label in SPEED_LABELS:
+        if speed_mbps < bound:
+            return label
+    return "Excellent"
+
+
+def can_send_mms(device: PhoneDevice, surroundings: Surroundings) -> bool:
+    """MMS needs mobile data off 2G, an MMSC address, no MMS-over-Wi-Fi, and the app's permissions."""
+    if not mobile_data_works(device, surroundings) or device.network_technology_connected == "2G":
+        return False
+    if device.wifi_calling_enabled and device.wifi_calling_mms_over_wifi:
+        return False
+    if not device.active_apn_settings.mmsc_url:
+        return False
+    messaging = device.app_statuses.get("messaging")
+    return messaging is not None and messaging.permissions.sms and messaging.permissions.storage
+
+
+def sync(agent_db: TelecomDB, user_db: TelecomUserDB) -> None:
+    """Align the phone's mirror of its line with the carrier's DB and settle a paid request.
+
+    Runs after every call on either side, so it must be cheap and idempotent; it edits a carrier
+    record only when a paid request has to mark its bill Paid.
+    """
+    surroundings = user_db.surroundings
+    line = _line_of(agent_db, surroundings.phone_number)
+    if line is None:
+        return
+    surroundings.line_active = line.status == "Active"
+    surroundings.roaming_allowed = line.roaming_enabled
+    plan = agent_db.plans.get(line.plan_id)
+    limit = plan.data_limit_gb if plan is not None else 0.0
+    surroundings.mobile_data_usage_exceeded = line.data_used_gb >= limit + line.data_refueling_gb
+    request = surroundings.payment_request
+    if request is not None and request.paid:
+        if request.bill_id in agent_db.bills:
+            agent_db.bills.edit(request.bill_id).status = "Paid"
+        surroundings.payment_request = None
+    elif request is None:
+        surroundings.payment_request = _awaiting_request(agent_db, line)
+
+
+def _line_of(agent_db: TelecomDB, phone_number: str | None) -> Line | None:
+    if phone_number is None:
+        return None
+    return next((line for line in agent_db.lines.values() if line.phone_number == phone_number), None)
+
+
+def _awaiting_request(agent_db: TelecomDB, line: Line) -> PaymentRequest | None:
+    """A request for the first bill awaiting payment on the line's account, if any."""
+    customer = next((c for c in agent_db.customers.values() if line.line_id in c.line_ids), None)
+    if customer is None:
+        return None
+    for bill_id in customer.bill_ids:
+        bill = agent_db.bills.get(bill_id)
+        if bill is not None and bill.status == "Awaiting Payment":
+            return PaymentRequest(bill_id=bill_id, amount_due=bill.total_due)
+    return None

@@ -56,11 +56,12 @@ def test_vllm_rerun_after_sigkill_mid_tick_generates_only_unfinished_requests(
     assert len(after["episodes"]) == LIMIT
     for key in ("episodes", "verdicts", "generations", "run_generations"):
         assert after[key] == before[key], key
-    # P(good) from label walks: the batch's make-up may move the last digits, never the verdict
+    # P(good) from label walks moves with the batch's make-up (bf16 on CPU; 0.014 seen on one item),
+    # never the verdict; 0.05 as in the http-vs-in-process test
     assert after["scores"].keys() == before["scores"].keys()
     for key, score in after["scores"].items():
         other = before["scores"][key]
-        assert (score is None and other is None) or math.isclose(score, other, abs_tol=1e-3), key
+        assert (score is None and other is None) or math.isclose(score, other, abs_tol=0.05), key
 
 
 class _Recorder:

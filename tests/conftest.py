@@ -17,6 +17,15 @@ _REAL_MODEL_CACHE = os.environ.get("UXLOCAL_MODEL_CACHE") or str(
 TAU2_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau2"
 
 
+@pytest.fixture
+def network_guard(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """From here to the end of the test, connecting anywhere but loopback raises and is recorded
+    in ``network_guard.attempts`` (tests/netguard.py)."""
+    from netguard import guard_network
+
+    return guard_network(monkeypatch)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("UXLOCAL_HOME", str(tmp_path / "uxlocal-home"))
@@ -75,3 +84,18 @@ def palate_simulator(embedded_model: Any, tmp_path_factory: pytest.TempPathFacto
         return done[user_id]
 
     return train
+
+
+@pytest.fixture(scope="session")
+def crash_job() -> Any:
+    """``benchmarks/_crash_job.py`` as a module: run a killable single-tick job, read its store (issue 20)."""
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "_crash_job.py"
+    spec = importlib.util.spec_from_file_location("uxlocal_crash_job", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while being built
+    spec.loader.exec_module(module)
+    return module

@@ -16,6 +16,9 @@ OFFLINE_DEFAULTS = {
     "HF_DATASETS_OFFLINE": "1",
     "VLLM_NO_USAGE_STATS": "1",
     "DO_NOT_TRACK": "1",
+    # vLLM finds "its" IP with a UDP connect to 8.8.8.8 unless told; its workers meet on this
+    # address, which for an in-process engine (or one machine's GPUs) is loopback
+    "VLLM_HOST_IP": "127.0.0.1",
     "TOKENIZERS_PARALLELISM": "false",
 }
 

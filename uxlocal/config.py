@@ -56,15 +56,15 @@ class RunConfig(BaseModel):
     seed: int = 0
     """Base seed; every sampled request derives its own seed from it and its position."""
     limit: int | None = None
-    """At most this many items per task (None = all)."""
+    """At most N items per task (default: all)."""
     grammar: Literal["xgrammar", "outlines"] = "xgrammar"
-    """Grammar engine for constrained decoding."""
+    """Grammar engine for constrained output."""
     db: str = "uxlocal.duckdb"
-    """DuckDB file the run writes to."""
+    """DuckDB store to write (resumes the same run)."""
     progress: bool = True
-    """Show a progress bar on stderr."""
+    """Show progress bars on stderr (only when it is a terminal)."""
     max_batch: int = 256
-    """Most requests sent to one engine per call. Past the KV-cache limit vLLM preempts."""
+    """Most requests per engine call (past the KV-cache limit vLLM preempts)."""
     max_live: int = 512
     """Most episodes in flight at once (bounds memory; more live episodes = bigger batches)."""
     debug: bool = False
@@ -72,7 +72,7 @@ class RunConfig(BaseModel):
     fresh: bool = False
     """Start a new run even if an identical one exists (the generation cache is still used)."""
     shard: str | None = None
-    """``I/N``: run only the items whose stable hash falls in shard I of N."""
+    """Run only shard I of N (stable hash of item ids)."""
 
     def identity_payload(self) -> dict[str, Any]:
         """The hashed part of the config, canonical."""

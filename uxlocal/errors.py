@@ -1,6 +1,6 @@
 """Errors users see: each says where the problem is and what to do about it.
 
-Only this module and ``cli.py`` import click. Library code raises these; the CLI
+Only this module and the ``cli`` package import click. Library code raises these; the CLI
 prints them as one line and exits with code 2 (user errors) or 1 (runtime failures).
 """
 

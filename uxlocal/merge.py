@@ -36,7 +36,7 @@ from typing import Any, Literal
 import duckdb
 
 from uxlocal.errors import InputError, UxlocalError
-from uxlocal.store.db import connect
+from uxlocal.store.db import connect, json_value
 
 KEYED_TABLES: dict[str, tuple[str, ...]] = {
     "generations": ("request_hash",),
@@ -247,7 +247,7 @@ def _merge_runs(con: duckdb.DuckDBPyConnection, columns: dict[tuple[str, str], l
         merged = combine_runs(rows)
         con.execute(f"INSERT INTO runs ({', '.join(ours)}) VALUES ({', '.join('?' for _ in ours)})",
                     [merged.get(c) for c in ours])
-        config = json.loads(merged["config"]) if isinstance(merged["config"], str) else merged["config"]
+        config = json_value(merged["config"])
         shards = [s for s in str(config.get("shard") or "").split(",") if s]
         report.runs.append(MergedRun(run_id, merged["suite"], shards, not shards, merged["status"]))
 
@@ -257,7 +257,7 @@ def combine_runs(rows: list[dict[str, Any]]) -> dict[str, Any]:
     identities = {r["config_sha256"] for r in rows}
     if len(identities) > 1:
         raise UxlocalError(f"run {rows[0]['run_id']} has different configurations in different inputs")
-    configs = [json.loads(r["config"]) if isinstance(r["config"], str) else dict(r["config"]) for r in rows]
+    configs = [dict(json_value(r["config"])) for r in rows]
     shards = [c.get("shard") for c in configs]
     complete = shards_complete(shards)
     merged = dict(rows[0])

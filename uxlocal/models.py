@@ -319,6 +319,7 @@ def resolve_url(spec: str) -> ResolvedModel:
     """
     urls_part, _, served = spec.partition("#")
     urls = [u.strip().rstrip("/") for u in urls_part.split(",") if u.strip()]
+    refuse_credentials(urls)
     if not served:
         served = _ask_served_name(urls[0])
     folder = expand_path(served)
@@ -333,6 +334,8 @@ def _http_from_preset(preset: ModelPreset) -> ResolvedModel:
     if not preset.endpoints:
         raise InputError(None, None, f"preset {preset.name!r} has no endpoints for the openai-http backend",
                          'add endpoints = ["http://HOST:8000/v1"] to its TOML, or use --model ROLE=URL#NAME')
+    refuse_credentials(preset.endpoints, where=f"preset {preset.name!r}")
+    refuse_secret_args(preset)
     tokenizer = None
     if preset.path or preset.source:
         tokenizer = preset_folder(preset)
@@ -357,12 +360,43 @@ def _http_model(preset: ModelPreset, tokenizer: Path | None, *, max_model_len: i
         endpoints=tuple(u.rstrip("/") for u in preset.endpoints), served_model=served)
 
 
+SECRET_ENGINE_ARGS = frozenset({"api_key", "key", "token", "bearer", "authorization", "password"})
+"""``engine_args`` names that would keep a secret in a preset file: refused, never silently ignored."""
+
+
+def refuse_secret_args(preset: ModelPreset) -> None:
+    """A preset names the variable holding a key (``api_key_env``), never the key: presets get shared."""
+    found = sorted(SECRET_ENGINE_ARGS & {k.lower() for k in preset.engine_args})
+    if found:
+        raise InputError(None, None, f"preset {preset.name!r}: engine_args {found} would keep a secret "
+                         "in the preset", "export the key as $UXLOCAL_API_KEY (or name another variable with "
+                         "api_key_env); uxlocal reads it from the environment and never stores it")
+
+
+def refuse_credentials(urls: list[str], *, where: str = "--model") -> None:
+    """Endpoint URLs may not carry ``user:password@``: specs are stored with every run."""
+    from urllib.parse import urlsplit
+
+    for url in urls:
+        parts = urlsplit(url)
+        if parts.username is not None or parts.password is not None:
+            raise InputError(None, None, f"{where}: a server URL carries credentials (user:password@"
+                             f"{parts.hostname}); model specs are stored with each run",
+                             "drop them from the URL and export the key as $UXLOCAL_API_KEY")
+
+
 def _ask_served_name(url: str) -> str:
     """The one model an endpoint serves (for URL specs without ``#NAME``)."""
     import httpx
 
+    from uxlocal.engine.http import bearer_headers
+
     try:
-        body = httpx.get(f"{url}/models", timeout=10.0).json()
+        response = httpx.get(f"{url}/models", headers=bearer_headers(), timeout=10.0)
+        if response.status_code in (401, 403):
+            raise InputError(None, None, f"{url}/models answered HTTP {response.status_code}",
+                             "export the server's key as $UXLOCAL_API_KEY")
+        body = response.json()
         names = [m["id"] for m in body.get("data", [])]
     except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
         raise InputError(None, None, f"cannot ask {url}/models which model it serves ({exc})",

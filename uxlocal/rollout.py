@@ -11,12 +11,21 @@ Resume: an episode row is written when the episode ends, in the same transaction
 rows. On restart, rows of episodes without a ``done`` row are deleted and those episodes run
 again from the start; their earlier generations come back from the cache, so the rerun costs no
 engine time and produces the same rows.
+
+Generations are saved earlier than episodes: engines hand each result to the scheduler as soon
+as it is final (``ResultSink``), the scheduler puts it in the cache and the writer at once, and
+commits the writer at least every ``flush_every_s`` seconds, also in the middle of a tick and of
+an engine call. A single-step suite is one tick of up to ``max_live`` episodes (minutes to hours
+of engine time); a crash inside it loses at most the last ``flush_every_s`` seconds of finished
+generations plus the requests still running, and the rerun answers the rest from the cache.
+Only callbacks between engine steps do this, so the batches the engine sees stay as large as before.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import inspect
 import json
 import logging
 import sys
@@ -26,9 +35,10 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, request_hash
+from uxlocal.engine.base import Engine, GenRequest, GenResult, PreparedRequest, request_hash
 from uxlocal.engine.pool import ModelPool, ModelSlot
 from uxlocal.grammar import constraint_key
+from uxlocal.store.db import json_value
 from uxlocal.store.writer import StoreWriter
 
 log = logging.getLogger(__name__)
@@ -163,15 +173,12 @@ class Cache:
             for row in rows:
                 result = GenResult(row[1] or "", row[2] or "stop", prompt_tokens=row[3] or 0,
                                    completion_tokens=row[4] or 0, latency_ms=row[5] or 0.0,
-                                   valid=bool(row[6]), parsed=_json(row[7]), error=row[8],
-                                   label_probs=_json(row[9]), request_hash=row[0], model_identity=row[10])
+                                   valid=bool(row[6]), parsed=json_value(row[7]), error=row[8],
+                                   label_probs=json_value(row[9]), request_hash=row[0], model_identity=row[10])
                 self.memory[row[0]] = result
                 found[row[0]] = result
         return found
 
-
-def _json(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value
 
 
 class Scheduler:
@@ -196,6 +203,9 @@ class Scheduler:
         self.description = description
         self.cache = Cache(writer.con if writer else None)
         self.stats = RunStats()
+        self._saved: set[str] = set()
+        """Hashes of the generations this scheduler has handed to the writer (each goes once)."""
+        self._last_flush = time.perf_counter()
 
     # ---- public -------------------------------------------------------------------------
     def run(self, episodes: Iterable[EpisodeSpec], *, total: int | None = None) -> RunStats:
@@ -206,18 +216,28 @@ class Scheduler:
         self.stats.episodes_total = total or 0
         with _Progress(self.progress, total, self.description) as bar:
             self._fill(queue, live)
-            last_flush = time.perf_counter()
+            self._last_flush = time.perf_counter()
             while live:
                 self._tick(live)
                 self._fill(queue, live)
                 bar.update(self.stats, time.perf_counter() - started)
-                if self.writer is not None and time.perf_counter() - last_flush >= self.flush_every_s:
-                    self.writer.flush(wait=self.flush_every_s == 0)
-                    last_flush = time.perf_counter()
+                self.flush_if_due()
         if self.writer is not None:
             self.writer.flush()
         self.stats.wall_s = time.perf_counter() - started
         return self.stats
+
+    def flush_if_due(self) -> None:
+        """Commit buffered rows when ``flush_every_s`` has passed since the last commit.
+
+        Called after every tick and, through ``_SaveAsFinished``, after every finished generation
+        and every engine heartbeat. Never called between an episode's last rows and its episode
+        row (those are added together at tick end), so the episode rule holds.
+        """
+        if self.writer is None or time.perf_counter() - self._last_flush < self.flush_every_s:
+            return
+        self.writer.flush(wait=self.flush_every_s == 0)
+        self._last_flush = time.perf_counter()
 
     # ---- episode lifecycle ----------------------------------------------------------------
     def _fill(self, queue: Iterator[EpisodeSpec], live: dict[str, _Live]) -> None:
@@ -325,18 +345,28 @@ class Scheduler:
         for start in range(0, len(batch), self.max_batch):
             chunk = batch[start:start + self.max_batch]
             begun = time.perf_counter()
-            outputs = slot.engine.generate(chunk)
+            if _takes_sink(slot.engine):
+                outputs = slot.engine.generate(chunk, sink=_SaveAsFinished(self, slot, chunk))
+            else:  # an engine without streaming: its results are saved when the call returns
+                outputs = slot.engine.generate(chunk)
             self.stats.engine_busy_s += time.perf_counter() - begun
             self.stats.engine_calls += 1
             for prepared, result in zip(chunk, outputs):
-                result.request_hash = prepared.request_hash
-                result.model_identity = slot.model.identity
-                self.stats.completion_tokens += result.completion_tokens
+                self.keep_generation(slot, prepared, result)
                 results[prepared.request_hash] = result
-                self.cache.memory[prepared.request_hash] = result
-                self._store_generation(slot, prepared, result)
         for ep, i, prepared in entries:
             self._answer(ep, i, prepared, results[prepared.request_hash], cached=False)
+
+    def keep_generation(self, slot: ModelSlot, prepared: PreparedRequest, result: GenResult) -> None:
+        """Put a fresh result in the cache and hand its generation row to the writer, once per hash."""
+        if prepared.request_hash in self._saved:
+            return
+        self._saved.add(prepared.request_hash)
+        result.request_hash = prepared.request_hash
+        result.model_identity = slot.model.identity
+        self.stats.completion_tokens += result.completion_tokens
+        self.cache.memory[prepared.request_hash] = result
+        self._store_generation(slot, prepared, result)
 
     def _answer(self, ep: _Live, i: int, prepared: PreparedRequest, result: GenResult, *, cached: bool) -> None:
         if cached:
@@ -370,6 +400,39 @@ class Scheduler:
             self.writer.add(table, row)
 
 
+class _SaveAsFinished:
+    """The scheduler's ``ResultSink`` for one engine call: save each result as it finishes."""
+
+    def __init__(self, scheduler: Scheduler, slot: ModelSlot, chunk: list[PreparedRequest]) -> None:
+        self.scheduler = scheduler
+        self.slot = slot
+        self.chunk = chunk
+
+    def done(self, index: int, result: GenResult) -> None:
+        """Cache and store the generation now; commit if ``flush_every_s`` has passed."""
+        self.scheduler.keep_generation(self.slot, self.chunk[index], result)
+        self.scheduler.flush_if_due()
+
+    def busy(self) -> None:
+        """Commit what finished earlier if it has waited ``flush_every_s`` (no result since)."""
+        self.scheduler.flush_if_due()
+
+
+_SINK_SUPPORT: dict[type, bool] = {}
+
+
+def _takes_sink(engine: Engine) -> bool:
+    """Whether ``engine.generate`` accepts ``sink=`` (engines written before streaming do not)."""
+    kind = type(engine)
+    if kind not in _SINK_SUPPORT:
+        try:
+            params = inspect.signature(engine.generate).parameters
+        except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+            params = {}  # type: ignore[assignment]
+        _SINK_SUPPORT[kind] = "sink" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    return _SINK_SUPPORT[kind]
+
+
 def _with_seed(sampling: Any, seed: int | None) -> Any:
     from dataclasses import replace
 
@@ -389,8 +452,14 @@ class _Progress:
     def __enter__(self) -> "_Progress":
         if self.enabled:
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn, TimeRemainingColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             from uxlocal.quiet import terminal
 

@@ -20,10 +20,11 @@ from uxlocal.config import RunConfig
 from uxlocal.engine.pool import ModelPool
 from uxlocal.errors import InputError, format_validation_error
 from uxlocal.models import ResolvedModel, resolve
+from uxlocal.report.model import ReportTable
 from uxlocal.rollout import EpisodeSpec, RunStats, Scheduler, utcnow
 from uxlocal.store.db import connect
 from uxlocal.store.writer import StoreWriter
-from uxlocal.suites.base import ReportTable, Suite, SuitePlan, get_suite
+from uxlocal.suites.base import Suite, SuitePlan, get_suite
 
 EPISODE_TABLES = ("turns", "tool_calls", "verdicts", "run_generations")
 """Tables whose rows belong to an episode; rows of unfinished episodes are removed on resume."""

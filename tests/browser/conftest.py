@@ -116,7 +116,8 @@ def viewer_url(demo: tuple[Path, dict[str, Any]]) -> Iterator[str]:
     from uxlocal.report.viewer import HOST, create_app
 
     port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(demo[0]), host=HOST, port=port, log_level="warning"))
+    app = create_app(demo[0], port=port)  # the viewer answers only Host 127.0.0.1:PORT / localhost:PORT
+    server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

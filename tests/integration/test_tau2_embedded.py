@@ -20,7 +20,7 @@ from uxlocal.config import RunConfig
 from uxlocal.engine.pool import ModelPool
 from uxlocal.runner import run_suite
 from uxlocal.store.db import connect
-from uxlocal.tau2 import TERMINATION_REASONS, Message, read_results
+from uxlocal.tau2 import TERMINATION_REASONS, Environment, Message, read_results
 
 pytestmark = pytest.mark.integration
 
@@ -112,7 +112,7 @@ def test_tool_branch_of_the_turn_grammar_yields_executable_calls(
     from uxlocal.tau2 import load_domain
     from uxlocal.tau2.episode import parse_turn, turn_schema
 
-    envs = {name: load_domain(data_dir, name).environment() for name in ("mock", "retail", "airline")}
+    envs = {name: Environment(load_domain(data_dir, name)) for name in ("mock", "retail", "airline")}
     results: dict[str, Any] = {}
 
     no_arguments = {"mock": "get_users", "retail": "list_all_product_types", "airline": "list_all_airports"}

@@ -3,7 +3,10 @@
 It answers like vLLM's server: ``/v1/models`` (``owned_by: vllm``), ``/v1/chat/completions`` with
 ``structured_outputs`` (choice: the first label, with top logprobs over all labels; json: a minimal
 instance of the schema) and ``/v1/completions``. Tests script failures (``fail_next``), slowness
-(``delay_s``) and death (``stop``/``start`` on the same port) and read what it saw.
+(``delay_s``) and death (``stop``/``start`` on the same port) and read what it saw. With ``api_key``
+it answers 401 to any request without ``Authorization: Bearer KEY``, as ``vllm serve --api-key``
+does, and ``leak_key_in_errors=N`` makes its first N chat answers a 400 that echoes that header
+(a careless gateway).
 """
 
 from __future__ import annotations
@@ -45,12 +48,17 @@ class FakeOpenAI:
     """Start with ``FakeOpenAI().start()``; ``url`` is the base (``http://127.0.0.1:PORT/v1``)."""
 
     def __init__(self, served: str = "fake-model", *, port: int = 0, choice_probs: tuple[float, ...] = (0.7, 0.3),
-                 delay_s: float = 0.0, owned_by: str = "vllm") -> None:
+                 delay_s: float = 0.0, owned_by: str = "vllm", api_key: str | None = None,
+                 leak_key_in_errors: int = 0) -> None:
         self.served = served
         self.port = port
         self.choice_probs = choice_probs
         self.delay_s = delay_s
         self.owned_by = owned_by
+        self.api_key = api_key
+        self.leak_key_in_errors = leak_key_in_errors
+        self.authorizations: list[str | None] = []
+        """The ``Authorization`` header of every request, in order."""
         self.hook: Hook | None = None
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.in_flight = 0
@@ -82,7 +90,29 @@ class FakeOpenAI:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def _refused(self) -> bool:
+                """Answer 401 when a key is required and this request lacks it."""
+                received = self.headers.get("authorization")
+                with fake._lock:
+                    fake.authorizations.append(received)
+                if fake.api_key is None or received == f"Bearer {fake.api_key}":
+                    return False
+                self._send(401, {"error": {"message": "Unauthorized"}})
+                return True
+
+            def _leaked(self) -> bool:
+                """Answer 400 echoing the Authorization header, for the first ``leak_key_in_errors`` chats."""
+                with fake._lock:
+                    leak = fake.leak_key_in_errors > 0 and self.path.endswith("/chat/completions")
+                    fake.leak_key_in_errors -= int(leak)
+                if leak:
+                    echoed = self.headers.get("authorization")
+                    self._send(400, {"error": {"message": f"rejected request with Authorization: {echoed}"}})
+                return leak
+
             def do_GET(self) -> None:  # noqa: N802
+                if self._refused():
+                    return
                 if self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [
                         {"id": fake.served, "object": "model", "owned_by": fake.owned_by, "max_model_len": 2048}]})
@@ -92,6 +122,8 @@ class FakeOpenAI:
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if self._refused() or self._leaked():
+                    return
                 with fake._lock:
                     fake.requests.append((self.path, body))
                     status = fake._failures.pop(0) if fake._failures else None

@@ -149,3 +149,72 @@ def test_store_rows_follow_the_episode(tmp_path: Any) -> None:
     assert rows == [("ep0", [0, 1, 2]), ("ep1", [0, 1, 2])]
     assert con.execute("SELECT count(*), sum(reward) FROM episodes WHERE status='done'").fetchone() == (2, 2.0)
     assert isinstance(con, duckdb.DuckDBPyConnection)
+
+
+# ---- issue 20: generations are saved while the engine still works ------------------------------
+def _stored(con: Any) -> int:
+    """Committed generations, read through a cursor of its own (what a crash would leave)."""
+    return int(con.cursor().execute("SELECT count(*) FROM generations").fetchone()[0])
+
+
+def test_scheduler_commits_each_generation_inside_one_engine_call_when_flush_every_s_is_0(tmp_path: Any) -> None:
+    con = connect(tmp_path / "s.duckdb")
+    seen_committed: list[int] = []
+
+    def answer(prepared: Any) -> str:
+        seen_committed.append(_stored(con))  # what is on disk when this request starts
+        return echo(prepared)
+
+    engine = FakeEngine(answer)
+    Scheduler(ModelPool.from_engines({"candidate": engine}), writer=StoreWriter(con), max_batch=100,
+              flush_every_s=0).run(specs(6, 1, {}))
+    assert engine.calls == 1  # one tick, one engine call
+    assert seen_committed == [0, 1, 2, 3, 4, 5]
+    assert _stored(con) == 6
+
+
+class _SlowTail(FakeEngine):
+    """Finishes request 0 at once, then keeps working (beating) until the store holds it or 5 s pass."""
+
+    def __init__(self, con: Any) -> None:
+        super().__init__(echo)
+        self.con = con
+        self.waited_s = -1.0
+
+    def generate(self, batch: list[Any], *, sink: Any = None) -> list[Any]:
+        import time
+
+        results = [self._one(p) for p in batch]
+        sink.done(0, results[0])
+        started = time.perf_counter()
+        while _stored(self.con) == 0 and time.perf_counter() - started < 5:
+            time.sleep(0.02)
+            sink.busy()
+        self.waited_s = time.perf_counter() - started
+        for i in range(1, len(batch)):
+            sink.done(i, results[i])
+        return results
+
+
+def test_scheduler_commits_a_finished_generation_on_heartbeats_while_the_rest_run(tmp_path: Any) -> None:
+    con = connect(tmp_path / "s.duckdb")
+    engine = _SlowTail(con)
+    Scheduler(ModelPool.from_engines({"candidate": engine}), writer=StoreWriter(con), flush_every_s=0.3).run(
+        specs(3, 1, {}))
+    assert 0.0 < engine.waited_s < 2.0  # committed by a heartbeat within ~flush_every_s, inside the call
+    assert _stored(con) == 3
+
+
+class _OldEngine(FakeEngine):
+    """An engine written before ``sink`` existed."""
+
+    def generate(self, batch: list[Any]) -> list[Any]:  # type: ignore[override]
+        return super().generate(batch)
+
+
+def test_scheduler_stores_results_of_an_engine_without_sink_once_when_the_call_returns(tmp_path: Any) -> None:
+    con = connect(tmp_path / "s.duckdb")
+    seen: dict[str, list[str]] = {}
+    Scheduler(ModelPool.from_engines({"candidate": _OldEngine(echo)}), writer=StoreWriter(con),
+              flush_every_s=0).run(specs(4, 2, seen))
+    assert _stored(con) == 8 and all(len(v) == 2 for v in seen.values())

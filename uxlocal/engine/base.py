@@ -3,6 +3,10 @@
 An episode asks for a generation by *role*; the scheduler maps the role to a model, renders the
 chat into the model's prompt (``Renderer``), hashes it (cache key) and hands uncached requests to
 that model's engine in one batch. Engines never see roles' meaning and never touch the store.
+
+An engine call can last minutes (hundreds of requests), so engines also hand each result to a
+``ResultSink`` the moment it is final: the scheduler stores it while the rest of the batch is
+still running, and a crash loses only what finished in the last ``flush_every_s`` seconds.
 """
 
 from __future__ import annotations
@@ -10,12 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from uxlocal.grammar import Constraint, constraint_key
 
 Role = Literal["candidate", "user", "judge"]
-ROLES: tuple[str, ...] = ("candidate", "user", "judge")
+ROLES: tuple[Role, ...] = get_args(Role)
+"""The project's role names, in seat order (STYLE rule 20: never synonyms)."""
 FinishReason = Literal["stop", "length", "context_window", "error", "cached"]
 
 
@@ -119,15 +124,36 @@ class Renderer(Protocol):
 
 
 @runtime_checkable
+class ResultSink(Protocol):
+    """Receives an engine's results while its ``generate`` call is still running.
+
+    Both methods are called on the thread that called ``generate`` (so the receiver needs no
+    locks), and must be cheap: they run between the engine's steps.
+    """
+
+    def done(self, index: int, result: GenResult) -> None:
+        """Request ``batch[index]`` is final; ``result`` is the object ``generate`` will return for it."""
+        ...
+
+    def busy(self) -> None:
+        """The engine is still working; called at least about once a second while nothing finishes."""
+        ...
+
+
+@runtime_checkable
 class Engine(Protocol):
-    """One loaded model. ``generate`` takes a whole batch and returns results in order."""
+    """One loaded model. ``generate`` takes a whole batch and returns results in order.
+
+    ``sink`` (optional for third-party engines: the scheduler checks the signature) receives each
+    result as soon as it is final, in any order; ``generate`` still returns the whole list.
+    """
 
     identity: str
     max_model_len: int
     calls: int
     """Number of ``generate`` calls that reached the model (cache hits never do)."""
 
-    def generate(self, batch: list[PreparedRequest]) -> list[GenResult]:
+    def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None) -> list[GenResult]:
         """Run every request; never raise for one bad request (return it as invalid)."""
         ...
 

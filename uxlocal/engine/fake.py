@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from uxlocal.engine.base import GenResult, PreparedRequest
+from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
 from uxlocal.errors import UxlocalError
 from uxlocal.grammar import Choice, parse_output
 
@@ -52,11 +52,16 @@ class FakeEngine:
         except StopIteration:
             raise ScriptExhausted(f"FakeEngine script ran out at request {len(self.requests)}") from None
 
-    def generate(self, batch: list[PreparedRequest]) -> list[GenResult]:
-        """Answer each request from the script."""
+    def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None) -> list[GenResult]:
+        """Answer each request from the script, handing each result to ``sink`` as it is made."""
         self.calls += 1
         self.batches.append(list(batch))
-        return [self._one(p) for p in batch]
+        results = []
+        for i, prepared in enumerate(batch):
+            results.append(self._one(prepared))
+            if sink is not None:
+                sink.done(i, results[-1])
+        return results
 
     def _one(self, prepared: PreparedRequest) -> GenResult:
         item = self._next(prepared)

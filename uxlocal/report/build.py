@@ -11,7 +11,6 @@ instead of an exception: one broken plot never costs the reader the rest of the 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -20,6 +19,8 @@ from uxlocal.errors import InputError
 from uxlocal.report.model import Report, RunInfo, Section, TableGroup
 from uxlocal.report.plots import PlotUnavailable
 from uxlocal.report.registry import SectionSpec, section_specs
+from uxlocal.store.db import json_value
+from uxlocal.suites.base import get_suite, suites
 
 log = logging.getLogger(__name__)
 
@@ -73,19 +74,11 @@ def select_runs(con: Any, run_ids: Sequence[str] | None = None) -> list[tuple[st
     return [(r[0], r[1]) for r in rows if r[0] in wanted]
 
 
-def _json(value: Any) -> Any:
-    if value is None or isinstance(value, (dict, list)):
-        return value
-    try:
-        return json.loads(value)
-    except (TypeError, ValueError):
-        return value
-
 
 def run_info(con: Any, run_id: str) -> RunInfo:
     """Provenance of one run: config hash, models, prompt hashes, versions, and its summary row."""
     run = rows_of(con, "SELECT * FROM runs WHERE run_id = ?", [run_id])[0]
-    config = _json(run.get("config")) or {}
+    config = json_value(run.get("config"), lenient=True) or {}
     models = rows_of(
         con,
         "SELECT rm.role, rm.model_name, rm.model_identity, m.backend, m.dtype, m.max_model_len, "
@@ -109,7 +102,7 @@ def run_info(con: Any, run_id: str) -> RunInfo:
         git_commit=run.get("git_commit"),
         models=models,
         prompt_hashes=dict(config.get("prompt_hashes") or {}) if isinstance(config, dict) else {},
-        versions=dict(_json(run.get("versions")) or {}),
+        versions=dict(json_value(run.get("versions"), lenient=True) or {}),
         summary=summary,
         config=config if isinstance(config, dict) else {},
     )
@@ -120,8 +113,6 @@ def run_info(con: Any, run_id: str) -> RunInfo:
 
 def suite_tables(con: Any, run_ids: Sequence[str]) -> list[TableGroup]:
     """Each run's own ``Suite.report`` tables (the numbers the terminal prints)."""
-    from uxlocal.suites.base import get_suite
-
     groups = []
     for run_id in run_ids:
         suite = con.execute("SELECT suite FROM runs WHERE run_id = ?", [run_id]).fetchone()[0]
@@ -170,8 +161,6 @@ def build_section(con: Any, spec: SectionSpec, run_ids: list[str], *, figures: b
 
 
 def _default_spec(suite: str) -> SectionSpec:
-    from uxlocal.suites.base import suites
-
     known = suites().get(suite)
     title = f"{suite}: {known.help}" if known is not None and known.help else suite
     return SectionSpec(suite, title, (suite,), order=90)

@@ -14,9 +14,8 @@ import json
 from html import escape
 from typing import Any
 
-from uxlocal.report.model import Figure, Report, RunInfo, Section, TableGroup
+from uxlocal.report.model import Figure, Report, ReportTable, RunInfo, Section, TableGroup
 from uxlocal.report.tables import format_cell
-from uxlocal.suites.base import ReportTable
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'none'"
 

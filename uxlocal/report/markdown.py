@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from uxlocal.report.model import Report, RunInfo, Section
+from uxlocal.report.model import Report, ReportTable, RunInfo, Section
 from uxlocal.report.tables import format_cell
-from uxlocal.suites.base import ReportTable
 
 
 def _cell(value: Any) -> str:

@@ -8,7 +8,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from uxlocal.suites.base import ReportTable
+
+@dataclass
+class ReportTable:
+    """A titled table: what a suite's ``report`` returns and every output (terminal, HTML,
+    Markdown, viewer) prints, cells formatted by ``tables.format_cell``."""
+
+    title: str
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    note: str = ""
 
 
 @dataclass

@@ -1,9 +1,11 @@
 """Plot primitives: plain numbers in, an SVG document (text) out, drawn with matplotlib.
 
 Every function here is pure: it takes lists of values (no store, no suite names) and returns SVG
-markup ready to inline in HTML. Suite sections (``report/sections/``) read the views and call
-these. Matplotlib is used without pyplot (``matplotlib.figure.Figure`` and the SVG canvas), so no
-global backend or window state is touched and the module is safe to call from a server thread.
+markup ready to inline in HTML. Suites' report sections (``uxlocal/suites/<suite>/section.py``)
+read the views and call these; a suite-specific drawing (the UFS frontier) lives in its suite and
+is built from ``figure``, ``to_svg``, ``colour`` and ``empty_note``. Matplotlib is used without
+pyplot (``matplotlib.figure.Figure`` and the SVG canvas), so no global backend or window state is
+touched and the module is safe to call from a server thread.
 
 Conventions, so every plot reads the same way:
 
@@ -361,75 +363,9 @@ def _cmap(name: str) -> Any:
     return matplotlib.colormaps[name].with_extremes(bad=MISSING)
 
 
-# --- frontier ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FrontierPoint:
-    """One proxy on the cost-fidelity plane; ``dominated`` = some other proxy is cheaper and no worse."""
-
-    name: str
-    cost: float
-    fidelity: float
-    dominated: bool
-
-
-def frontier_svg(
-    panels: Sequence[tuple[str, Sequence[FrontierPoint]]],
-    *,
-    key: str,
-    x_label: str,
-    y_label: str = "Mean UFS (fraction 0-1)",
-) -> str:
-    """Cost-fidelity plane per panel: filled dots on the frontier (joined by a dashed step), rings off it.
-
-    The x axis is logarithmic when every cost is positive and they span more than a factor of 20.
-    """
-    panels = [p for p in panels if p[1]] or [("", [])]
-    with figure(key, 6.4, 3.8 * len(panels)) as fig:
-        axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
-        for ax, (title, points) in zip(axes, panels, strict=True):
-            _frontier_panel(ax, points)
-            ax.set(xlabel=x_label, ylabel=y_label, title=title)
-        return to_svg(fig, key)
+# --- axes ----------------------------------------------------------------------------------------
 
 
 def wants_log_scale(values: Sequence[float]) -> bool:
     """Use a log axis when every value is positive and they span more than a factor of 20."""
     return bool(values) and min(values) > 0 and max(values) / min(values) > 20
-
-
-def _frontier_panel(ax: Any, points: Sequence[FrontierPoint]) -> None:
-    if not points:
-        empty_note(ax, "no proxy has both a cost and a score")
-        return
-    if wants_log_scale([p.cost for p in points]):
-        ax.set_xscale("log")
-    front = sorted((p for p in points if not p.dominated), key=lambda p: (p.cost, -p.fidelity))
-    if len(front) > 1:
-        ax.plot(
-            [p.cost for p in front],
-            [p.fidelity for p in front],
-            linestyle="--",
-            color=colour(0),
-            linewidth=1,
-            drawstyle="steps-post",
-            label="efficient frontier",
-        )
-    for p in points:
-        face = "white" if p.dominated else colour(0)
-        ax.scatter(
-            [p.cost], [p.fidelity], s=46, facecolors=face, edgecolors=colour(0), linewidths=1.5, zorder=3
-        )
-        ax.annotate(
-            p.name + (" (dominated)" if p.dominated else ""),
-            (p.cost, p.fidelity),
-            textcoords="offset points",
-            xytext=(6, 4),
-            fontsize=8,
-        )
-    low = min(p.fidelity for p in points)
-    ax.set_ylim(max(0.0, low - 0.1), min(1.05, max(p.fidelity for p in points) + 0.1))
-    ax.margins(x=0.25)
-    if len(front) > 1:
-        ax.legend(loc="lower right", fontsize=8)

@@ -27,13 +27,14 @@ _NAME = re.compile(r"CREATE\s+OR\s+REPLACE\s+TEMP\s+(?:VIEW|MACRO)\s+([A-Za-z0-9
 def open_store(db: str | Path) -> tuple[Any, list[str]]:
     """Open ``db`` read-only; return the connection and the views that could not be created."""
     from uxlocal.store.db import connect
+    from uxlocal.store.offline import open_duckdb
 
     try:
         return connect(db, read_only=True), []
     except UxlocalError as exc:
         if "view definition failed" not in str(exc):
             raise
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_duckdb(db, read_only=True)
     return con, load_views_leniently(con)
 
 

@@ -7,8 +7,10 @@ character. A suite with runs in the store but no registered section still gets a
 those tables; registering one only adds plots (or replaces the tables, as UserProxyBench does for
 numbers that span runs).
 
-The built-in sections live in ``uxlocal/report/sections/`` and register with the same calls a
-plugin would use.
+Each suite owns its section: the module named by its ``Suite.report_section`` (for the built-ins,
+``uxlocal/suites/<suite>/section.py``) calls ``register_section`` and ``register_figure`` when
+imported. ``section_specs`` imports those modules, so runs never load plotting code and a plugin
+suite adds its section the same way.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from uxlocal.report.model import Figure, TableGroup
+from uxlocal.suites.base import suites
 
 FigureFn = Callable[[Any, Sequence[str]], list[Figure]]
 """(read-only connection, run ids of the section) -> figures; an empty list when nothing applies."""
@@ -82,16 +85,9 @@ def register_figure(key: str) -> Callable[[FigureFn], FigureFn]:
     return add
 
 
-_BUILTINS = (
-    "uxlocal.report.sections.uxbench",
-    "uxlocal.report.sections.tau2",
-    "uxlocal.report.sections.userproxy",
-    "uxlocal.report.sections.palate",
-)
-
-
 def section_specs() -> list[SectionSpec]:
-    """Every registered section, built-ins loaded on first call, in display order."""
-    for module in _BUILTINS:
-        importlib.import_module(module)
+    """Every registered section, each registered suite's section module imported first, in display order."""
+    for suite in suites().values():
+        if suite.report_section:
+            importlib.import_module(suite.report_section)
     return sorted(_SECTIONS.values(), key=lambda s: (s.order, s.key))

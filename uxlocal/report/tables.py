@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from uxlocal.suites.base import ReportTable
+from uxlocal.report.model import ReportTable
 
 if TYPE_CHECKING:
     from uxlocal.report.model import Report

@@ -2,11 +2,13 @@
 
 Views hold no data, so they are recreated on every connect from ``db/views/*.sql``: persistent
 views on a writable store (so the DuckDB CLI sees them), temporary ones on a read-only store.
+Connections come from ``store.offline.open_duckdb`` (DuckDB without extensions or network).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ import duckdb
 
 from uxlocal import paths
 from uxlocal.errors import InputError, UxlocalError
+from uxlocal.store.offline import open_duckdb, refuse_extension_statements
 
 MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 
@@ -74,14 +77,14 @@ def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyC
         if not path.is_file():
             raise InputError(path, None, "no such store", "run a suite with --db first")
         try:
-            con = duckdb.connect(str(path), read_only=True)
+            con = open_duckdb(path, read_only=True)
         except duckdb.Error as exc:
             raise UxlocalError(f"{path}: cannot open the store read-only: {exc}") from exc
         load_views(con, temporary=True)
         return con
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        con = duckdb.connect(str(path))
+        con = open_duckdb(path)
     except duckdb.Error as exc:
         raise UxlocalError(f"{path}: cannot open the store: {exc}") from exc
     migrate(con)
@@ -101,3 +104,27 @@ def query(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = N
     cur = con.execute(sql, params or [])
     cols = [d[0] for d in cur.description] if cur.description else []
     return cols, cur.fetchall()
+
+
+def json_value(value: Any, *, lenient: bool = False) -> Any:
+    """Decode a JSON column as DuckDB's Python client returns it (text); decoded values pass through.
+
+    The client hands ``JSON`` columns back as ``str`` (and the writer stores Python objects as JSON
+    text), so every reader decodes the same way here. ``None`` stays ``None``. ``lenient`` is for
+    readers of stores of any age that must not crash (the report, the viewer): text that is not
+    JSON comes back unchanged instead of raising ``ValueError``.
+    """
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        if lenient:
+            return value
+        raise
+
+
+def user_query(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run SQL a person typed (``uxlocal query``); INSTALL/LOAD are refused before anything runs."""
+    refuse_extension_statements(con, sql)
+    return query(con, sql)

@@ -15,16 +15,20 @@ from uxlocal.rollout import EpisodeSpec
 
 if TYPE_CHECKING:
     from uxlocal.models import ResolvedModel
+    from uxlocal.report.model import ReportTable
 
 
-@dataclass
-class ReportTable:
-    """A titled table for the terminal (and the HTML report)."""
+def __getattr__(name: str) -> Any:
+    """``ReportTable`` moved to ``uxlocal.report.model``; the old import works for one release."""
+    if name == "ReportTable":
+        import warnings
 
-    title: str
-    columns: list[str]
-    rows: list[tuple[Any, ...]]
-    note: str = ""
+        from uxlocal.report.model import ReportTable
+
+        warnings.warn("import ReportTable from uxlocal.report.model (uxlocal.suites.base's alias goes in 0.2)",
+                      DeprecationWarning, stacklevel=2)
+        return ReportTable
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -63,6 +67,10 @@ class Suite:
     """Roles the suite asks models for (each needs ``--model ROLE=...``)."""
     optional_roles: ClassVar[tuple[str, ...]] = ()
     example: ClassVar[str] = ""
+    report_section: ClassVar[str] = ""
+    """Module that registers the suite's report section and figures (``register_section``,
+    ``register_figure`` from ``uxlocal.report``) on import; the report imports it, a run never does.
+    Empty: the report shows the suite's ``report`` tables under a default section."""
     """Options for the ``--help`` example after ``uxlocal run <name>`` (default: one ``--model`` per role)."""
 
     def role_specs(self, config: SuiteConfig, specs: dict[str, str]) -> dict[str, str]:

@@ -12,11 +12,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from uxlocal.config import RunConfig, SuiteConfig
-from uxlocal.engine.base import GenRequest, Sampling
+from uxlocal.engine.base import ROLES, GenRequest, Sampling
 from uxlocal.grammar import Choice, JsonSchema
+from uxlocal.report.model import ReportTable
 from uxlocal.rollout import EpisodeContext, EpisodeSpec, Outcome, Program
 from uxlocal.store.db import query
-from uxlocal.suites.base import DemoSpec, ReportTable, Suite, SuitePlan, register_suite
+from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
 
 OPENERS = (
     "My sourdough never rises properly. What am I probably doing wrong?",
@@ -86,7 +87,7 @@ class Selftest(Suite):
     name = "selftest"
     help = "Two-exchange chats judged with a label and a JSON verdict (plumbing check)."
     config_cls = SelftestConfig
-    roles = ("candidate", "user", "judge")
+    roles = ROLES
 
     def plan(self, config: SuiteConfig, run: RunConfig) -> SuitePlan:
         """One episode per opener (``--limit`` caps them)."""

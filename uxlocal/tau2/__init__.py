@@ -6,7 +6,7 @@ below. Typical episode::
 
     domain = load_domain(data_dir, "retail")            # once per process (cached)
     task = load_tasks(data_dir, "retail", task_ids=["0"])[0]
-    env = domain.environment(task)                      # per episode: microseconds
+    env = Environment.for_task(domain, task)            # per episode: microseconds
     env.tool_schemas("assistant"), env.tool_schemas("user"), env.policy_text()
     result = env.call(name, arguments, requestor="assistant")   # never raises
     draft = score_episode(domain, task, messages, USER_STOP)    # phase 1, model-free

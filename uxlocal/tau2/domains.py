@@ -10,15 +10,10 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .db import Database, Snapshot
 from .layout import domain_dir, tau2_root
 from .toolkit import Toolkit
-
-if TYPE_CHECKING:
-    from .env import Environment
-    from .tasks import Task
 
 _BUILTIN_MODULES = {
     "mock": ".tools_mock",
@@ -96,24 +91,6 @@ class Domain:
         if self._policy is None:
             self._policy = (self.folder / self.spec.policy_file).read_text(encoding="utf-8")
         return self._policy
-
-    def environment(self, task: Task | None = None, *, with_history: bool = True) -> Environment:
-        """Build a fresh environment; with ``task``, apply its initial state and narrow user tools.
-
-        ``with_history=False`` applies DB patches and setup calls but not the writes of the task's
-        ``message_history``; the reward's predicted replay wants that, because it replays the
-        whole trajectory, history included, itself.
-        """
-        from .env import Environment
-
-        env = Environment(self)
-        if task is not None:
-            env.restrict_user_tools(task.user_tools)
-            if with_history:
-                env.set_state(task.initial_state)
-            else:
-                env.apply_setup(task.initial_state)
-        return env
 
     def new_agent_db(self) -> Database:
         """Open a copy-on-write view of the agent DB for one environment."""

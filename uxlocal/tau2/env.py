@@ -15,17 +15,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from .db import Database
+from .domains import Domain
 from .messages import Message, Requestor, ToolCall, trajectory_tool_calls
+from .tasks import EnvAssertion, InitialState, Task
 from .toolkit import ToolError, ToolKind, Toolkit, ToolSpec, describe_validation_error, render_content
-
-if TYPE_CHECKING:
-    from .domains import Domain
-    from .tasks import EnvAssertion, InitialState
 
 
 class InitialStateError(ValueError):
@@ -61,13 +59,30 @@ class ReplayMismatch:
 
 
 class Environment:
-    """Tools and DBs of one episode; build it with ``Domain.environment(task)``."""
+    """Tools and DBs of one episode: ``Environment.for_task(domain, task)``, or ``Environment(domain)``
+    for a task-free one (the domain's full toolkits on fresh copies of its DBs)."""
 
     def __init__(self, domain: Domain) -> None:
         self.domain = domain
         self.agent_db: Database = domain.new_agent_db()
         self.user_db: Database | None = domain.new_user_db()
         self._user_allowed: frozenset[str] | None = None
+
+    @classmethod
+    def for_task(cls, domain: Domain, task: Task, *, with_history: bool = True) -> Environment:
+        """Build a fresh environment with the task's initial state applied and its user tools narrowed.
+
+        ``with_history=False`` applies DB patches and setup calls but not the writes of the task's
+        ``message_history``; the reward's predicted replay wants that, because it replays the
+        whole trajectory, history included, itself.
+        """
+        env = cls(domain)
+        env.restrict_user_tools(task.user_tools)
+        if with_history:
+            env.set_state(task.initial_state)
+        else:
+            env.apply_setup(task.initial_state)
+        return env
 
     # --- what the seats see ---------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .domains import Domain
+from .env import Environment
 from .messages import Message, ToolCall, trajectory_tool_calls
 from .reward_info import (
     ActionCheck,
@@ -155,7 +156,7 @@ def _model_free_checks(
 ) -> RewardInfo:
     criteria = task.evaluation_criteria
     assert criteria is not None
-    predicted = domain.environment(task, with_history=False)
+    predicted = Environment.for_task(domain, task, with_history=False)
     mismatches = predicted.replay(trajectory)
     gold_agent, gold_user, gold_errors = gold_hashes(domain, task)
     db_match = predicted.db_hash() == gold_agent and predicted.user_db_hash() == gold_user
@@ -194,7 +195,7 @@ def gold_hashes(domain: Domain, task: Task) -> tuple[str, str | None, tuple[str,
     cached = domain.gold_cache.get(key)
     if cached is not None:
         return cached
-    env = domain.environment(task)
+    env = Environment.for_task(domain, task)
     errors: list[str] = []
     for action in (task.evaluation_criteria.actions or []) if task.evaluation_criteria else []:
         if env.tool_kind(action.name, action.requestor) != "write":
@@ -253,7 +254,7 @@ def action_checks(
 ) -> list[ActionCheck]:
     """Each gold action must match some call of the trajectory (name, requestor, compared arguments)."""
     calls = trajectory_tool_calls(trajectory)
-    probe = domain.environment()
+    probe = Environment(domain)
     checks = []
     for action in actions:
         matched = any(action_matches(action, call) for call in calls)

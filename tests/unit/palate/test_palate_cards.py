@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from uxlocal.errors import InputError
-from uxlocal.suites.palate.cardv2 import card_from_v2, card_to_v2, detect_lang, read_card_file, write_v2
+from uxlocal.lang import detect_lang
+from uxlocal.suites.palate.cardfiles import load_cards, read_card_file
+from uxlocal.suites.palate.cardv2 import card_from_v2, card_to_v2, write_v2
 from uxlocal.suites.palate.profiles import (
     Bilingual,
     Card,
     check_pool,
-    load_cards,
     max_similarity,
     write_cards,
 )

@@ -8,7 +8,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from uxlocal.cli import cli
-from uxlocal.suites.palate.profiles import Bilingual, load_cards, write_cards
+from uxlocal.suites.palate.cardfiles import load_cards
+from uxlocal.suites.palate.profiles import Bilingual, write_cards
 
 
 def invoke(*args: str) -> tuple[int, str]:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from uxlocal.errors import InputError
+from uxlocal.suites.palate.cardfiles import load_cards
 from uxlocal.suites.palate.panel import (
     freeze_panel,
     load_panel,
@@ -15,7 +16,7 @@ from uxlocal.suites.palate.panel import (
     sample_panel,
     write_panel,
 )
-from uxlocal.suites.palate.profiles import Bilingual, Card, load_cards
+from uxlocal.suites.palate.profiles import Bilingual, Card
 
 
 @pytest.fixture(scope="module")

@@ -213,7 +213,8 @@ def test_trajectories_without_candidates_is_a_clear_error(engine: FakeEngine, tm
 
 
 def test_changed_panel_card_stops_the_run(engine: FakeEngine, tmp_path: Path) -> None:
-    from uxlocal.suites.palate.profiles import load_cards, write_cards
+    from uxlocal.suites.palate.cardfiles import load_cards
+    from uxlocal.suites.palate.profiles import write_cards
 
     cards = load_cards()
     cards[77] = cards[77].model_copy(update={"tags": [*cards[77].tags, "pace:fast"]})  # c0078 is on the panel

@@ -88,8 +88,7 @@ def test_html_provenance_names_hash_models_prompts_and_versions(html: str, demo_
 
 
 def test_html_escapes_titles_and_cells() -> None:
-    from uxlocal.report.model import Section, TableGroup
-    from uxlocal.suites.base import ReportTable
+    from uxlocal.report.model import ReportTable, Section, TableGroup
 
     table = ReportTable("<b>t</b>", ["a<b"], [("<script>alert(1)</script>",)], note="x & y")
     report = Report(

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from uxlocal.report import render_markdown
 from uxlocal.report.markdown import markdown_table
-from uxlocal.report.model import Report
+from uxlocal.report.model import Report, ReportTable
 from uxlocal.report.tables import format_cell
-from uxlocal.suites.base import ReportTable
 
 
 def test_markdown_has_every_section_table_and_run(demo_report: Report) -> None:

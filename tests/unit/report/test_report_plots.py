@@ -64,20 +64,6 @@ def test_heatmap_writes_every_cell_and_marks_missing_ones() -> None:
     assert " - " in f" {text} "
 
 
-def test_frontier_marks_dominated_points_and_switches_to_log_scale_for_wide_costs() -> None:
-    points = [
-        plots.FrontierPoint("cheap", 0.0001, 0.3, False),
-        plots.FrontierPoint("dear", 0.01, 0.8, False),
-        plots.FrontierPoint("worse", 0.02, 0.5, True),
-    ]
-    svg = plots.frontier_svg([("group", points)], key="fr", x_label="cost per simulation (USD)")
-    text = _texts(svg)
-    assert "worse (dominated)" in text and "cheap" in text and "efficient frontier" in text
-    assert "cost per simulation (USD)" in text and "Mean UFS (fraction 0-1)" in text
-    assert plots.wants_log_scale([0.0001, 0.01]) and not plots.wants_log_scale([0.001, 0.002])
-    assert not plots.wants_log_scale([0.0, 0.01])  # a free proxy cannot sit on a log axis
-
-
 @pytest.mark.parametrize(
     "call",
     [
@@ -85,7 +71,6 @@ def test_frontier_marks_dominated_points_and_switches_to_log_scale_for_wide_cost
         lambda: plots.grouped_hbars_svg([], [], key="e1", x_label="x"),
         lambda: plots.intervals_svg([], key="e2", x_label="x"),
         lambda: plots.lines_svg([], key="e3", x_label="x", y_label="y"),
-        lambda: plots.frontier_svg([], key="e4", x_label="x"),
         lambda: plots.reliability_svg([], key="e5"),
     ],
 )

@@ -15,10 +15,14 @@ from starlette.testclient import TestClient
 from uxlocal.report.viewer import create_app
 from uxlocal.store.db import connect
 
+PORT = 8765
+BASE_URL = f"http://127.0.0.1:{PORT}"
+"""The viewer answers only its own host (see test_viewer_host.py); the test client must name it."""
+
 
 @pytest.fixture(scope="module")
 def client(demo_store: tuple[Path, dict[str, Any]]) -> Iterator[TestClient]:
-    with TestClient(create_app(demo_store[0])) as test_client:
+    with TestClient(create_app(demo_store[0], port=PORT), base_url=BASE_URL) as test_client:
         yield test_client
 
 
@@ -147,7 +151,7 @@ def test_viewer_escapes_stored_text(tmp_path: Path) -> None:
         "('r<1>', 'e\"&<b>', 0, 'user', '<script>alert(1)</script>')"
     )
     con.close()
-    with TestClient(create_app(db)) as test_client:
+    with TestClient(create_app(db, port=PORT), base_url=BASE_URL) as test_client:
         index = test_client.get("/").text
         page = test_client.get("/episode", params={"run": "r<1>", "id": 'e"&<b>'}).text
     for html in (index, page):

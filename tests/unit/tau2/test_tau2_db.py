@@ -8,20 +8,20 @@ import pytest
 from pydantic import BaseModel
 
 from uxlocal.errors import InputError
-from uxlocal.tau2 import Domain
+from uxlocal.tau2 import Domain, Environment
 from uxlocal.tau2.db import Database, Record, Table, deep_merge, hash_of_dump
 from uxlocal.tau2.db_airline import GiftCard
 
 
 def test_fresh_environment_hash_equals_reference_hash(retail: Domain, airline: Domain, mock: Domain) -> None:
     for domain in (retail, airline, mock):
-        env = domain.environment()
+        env = Environment(domain)
         assert env.db_hash() == hash_of_dump(env.agent_db.dump())
         assert env.db_hash() == domain.agent_snapshot.fingerprint()
 
 
 def test_hash_stays_exact_after_edits_and_additions(airline: Domain) -> None:
-    env = airline.environment()
+    env = Environment(airline)
     result = env.call(
         "book_reservation",
         {
@@ -40,11 +40,11 @@ def test_hash_stays_exact_after_edits_and_additions(airline: Domain) -> None:
     )
     assert result.ok, result.error
     assert env.db_hash() == hash_of_dump(env.agent_db.dump())
-    assert env.db_hash() != airline.environment().db_hash()
+    assert env.db_hash() != Environment(airline).db_hash()
 
 
 def test_edit_copies_record_and_leaves_other_episodes_alone(retail: Domain) -> None:
-    first, second = retail.environment(), retail.environment()
+    first, second = Environment(retail), Environment(retail)
     before = second.db_hash()
     first.agent_db.users.edit("yusuf_rossi_9620").email = "changed@example.com"  # type: ignore[attr-defined]
     assert first.agent_db.users.get("yusuf_rossi_9620").email == "changed@example.com"  # type: ignore[attr-defined]
@@ -55,7 +55,7 @@ def test_edit_copies_record_and_leaves_other_episodes_alone(retail: Domain) -> N
 
 def test_assignment_is_type_canonical(airline: Domain) -> None:
     # an int written into a float field is stored as a float, so 100 and 100.0 paths hash alike
-    env = airline.environment()
+    env = Environment(airline)
     card = env.agent_db.users.edit("emma_kim_9957").payment_methods["gift_card_9562694"]  # type: ignore[attr-defined]
     assert isinstance(card, GiftCard)
     card.amount = 100
@@ -66,14 +66,14 @@ def test_assignment_is_type_canonical(airline: Domain) -> None:
 
 
 def test_optional_fields_are_dumped_as_null(airline: Domain, retail: Domain) -> None:
-    reservation = airline.environment().agent_db.dump()["reservations"]["4WQ150"]
+    reservation = Environment(airline).agent_db.dump()["reservations"]["4WQ150"]
     assert "status" in reservation and reservation["status"] is None
-    order = retail.environment().agent_db.dump()["orders"]["#W6247578"]
+    order = Environment(retail).agent_db.dump()["orders"]["#W6247578"]
     assert order["cancel_reason"] is None and order["return_items"] is None
 
 
 def test_apply_patch_deep_merges_existing_and_adds_new_records(mock: Domain) -> None:
-    env = mock.environment()
+    env = Environment(mock)
     env.agent_db.apply_patch(
         {
             "tasks": {"task_2": {"task_id": "task_2", "title": "T", "status": "pending"}},
@@ -100,11 +100,11 @@ def test_apply_patch_deep_merges_existing_and_adds_new_records(mock: Domain) -> 
 )
 def test_apply_patch_rejects_bad_patches(mock: Domain, patch: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        mock.environment().agent_db.apply_patch(patch)
+        Environment(mock).agent_db.apply_patch(patch)
 
 
 def test_table_iterates_file_order_then_added_keys(mock: Domain) -> None:
-    env = mock.environment()
+    env = Environment(mock)
     assert env.call("create_task", {"user_id": "user_1", "title": "A"}).ok
     table = env.agent_db.tasks  # type: ignore[attr-defined]
     assert list(table.keys()) == ["task_1", "task_2"]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from uxlocal.tau2 import Domain, InitialStateError, Message, ToolCall, load_tasks
+from uxlocal.tau2 import Domain, Environment, InitialStateError, Message, ToolCall, load_tasks
 from uxlocal.tau2.tasks import EnvFunctionCall, InitialState
 
 
@@ -63,7 +63,7 @@ from uxlocal.tau2.tasks import EnvFunctionCall, InitialState
 def test_tool_schemas_offer_exactly_the_spec_tools(
     request: pytest.FixtureRequest, domain: str, requestor: str, names: list[str]
 ) -> None:
-    env = request.getfixturevalue(domain).environment()
+    env = Environment(request.getfixturevalue(domain))
     schemas = env.tool_schemas(requestor)
     assert [s["function"]["name"] for s in schemas] == names
 
@@ -72,7 +72,7 @@ def test_tool_schemas_offer_exactly_the_spec_tools(
 def test_tool_schemas_are_openai_functions_with_described_arguments(
     request: pytest.FixtureRequest, domain: str
 ) -> None:
-    env = request.getfixturevalue(domain).environment()
+    env = Environment(request.getfixturevalue(domain))
     for schema in env.tool_schemas("assistant") + env.tool_schemas("user"):
         assert schema["type"] == "function"
         function = schema["function"]
@@ -86,7 +86,7 @@ def test_tool_schemas_are_openai_functions_with_described_arguments(
 
 
 def test_optional_argument_is_plain_type_and_not_required(mock: Domain) -> None:
-    create = next(s for s in mock.environment().tool_schemas() if s["function"]["name"] == "create_task")
+    create = next(s for s in Environment(mock).tool_schemas() if s["function"]["name"] == "create_task")
     parameters = create["function"]["parameters"]
     assert parameters["required"] == ["user_id", "title"]
     assert parameters["properties"]["description"]["type"] == "string"
@@ -95,7 +95,7 @@ def test_optional_argument_is_plain_type_and_not_required(mock: Domain) -> None:
 
 def test_nested_argument_schemas_are_inlined(airline: Domain) -> None:
     book = next(
-        s for s in airline.environment().tool_schemas() if s["function"]["name"] == "book_reservation"
+        s for s in Environment(airline).tool_schemas() if s["function"]["name"] == "book_reservation"
     )
     flights = book["function"]["parameters"]["properties"]["flights"]
     assert flights["items"]["properties"]["flight_number"]["type"] == "string"
@@ -147,19 +147,19 @@ def test_nested_argument_schemas_are_inlined(airline: Domain) -> None:
 def test_call_returns_error_result_instead_of_raising(
     retail: Domain, name: str, arguments: Any, requestor: str, fragment: str
 ) -> None:
-    result = retail.environment().call(name, arguments, requestor)  # type: ignore[arg-type]
+    result = Environment(retail).call(name, arguments, requestor)  # type: ignore[arg-type]
     assert not result.ok and not result.internal
     assert result.content == f"Error: {result.error}"
     assert fragment in (result.error or "")
 
 
 def test_call_accepts_json_string_arguments(retail: Domain) -> None:
-    result = retail.environment().call("get_order_details", '{"order_id": "#W6247578"}')
+    result = Environment(retail).call("get_order_details", '{"order_id": "#W6247578"}')
     assert result.ok and '"order_id": "#W6247578"' in result.content
 
 
 def test_helpers_are_not_callable_by_models(mock: Domain) -> None:
-    env = mock.environment()
+    env = Environment(mock)
     assert not env.call("assert_task_status", {"task_id": "task_1", "expected_status": "pending"}).ok
     assert not env.call("add_notification", {"notification_id": "n", "message": "m"}, "user").ok
     assert (
@@ -169,7 +169,7 @@ def test_helpers_are_not_callable_by_models(mock: Domain) -> None:
 
 
 def test_user_tools_follow_the_task_allow_list(mock: Domain) -> None:
-    env = mock.environment()
+    env = Environment(mock)
     env.restrict_user_tools(["check_notifications"])
     assert [s["function"]["name"] for s in env.tool_schemas("user")] == ["check_notifications"]
     result = env.call("dismiss_notification", {"notification_id": "notif_1"}, "user")
@@ -181,12 +181,12 @@ def test_user_tools_follow_the_task_allow_list(mock: Domain) -> None:
 
 
 def test_policy_text_is_read_from_the_data_dir(retail: Domain, data_dir: Any) -> None:
-    assert retail.environment().policy_text() == (data_dir / "domains/retail/policy.md").read_text()
+    assert Environment(retail).policy_text() == (data_dir / "domains/retail/policy.md").read_text()
 
 
 def test_set_state_replays_history_writes_without_mismatch(data_dir: Any, mock: Domain) -> None:
     task = load_tasks(data_dir, "mock", task_ids=["update_task_with_message_history"])[0]
-    env = mock.environment()
+    env = Environment(mock)
     assert env.set_state(task.initial_state, strict=True) == []
     assert env.agent_db.dump()["tasks"]["task_2"]["title"] == "Project Review"
 
@@ -199,15 +199,15 @@ def test_set_state_reports_history_whose_outputs_differ(mock: Domain) -> None:
             Message.tool_result(call, '{"task_id": "task_7"}', error=False),
         ]
     )
-    mismatches = mock.environment().set_state(state)
+    mismatches = Environment(mock).set_state(state)
     assert [m.tool for m in mismatches] == ["create_task"]
     with pytest.raises(InitialStateError, match="history replay differs"):
-        mock.environment().set_state(state, strict=True)
+        Environment(mock).set_state(state, strict=True)
 
 
 def test_set_state_runs_user_side_setup_helpers(data_dir: Any, mock: Domain) -> None:
     task = load_tasks(data_dir, "mock", task_ids=["update_task_with_user_tools"])[0]
-    env = mock.environment(task)
+    env = Environment.for_task(mock, task)
     assert env.user_db is not None
     assert env.user_db.dump()["notifications"]["notif_1"]["status"] == "unread"
 
@@ -223,11 +223,11 @@ def test_set_state_failing_setup_call_raises(mock: Domain) -> None:
         ]
     )
     with pytest.raises(InitialStateError, match="task task_9 not found"):
-        mock.environment().set_state(state)
+        Environment(mock).set_state(state)
 
 
 def test_replay_skips_reads_and_unknown_tools_and_counts_user_calls_on_user_side(mock: Domain) -> None:
-    env = mock.environment()
+    env = Environment(mock)
     messages = [
         Message.calls("assistant", [ToolCall(id="1", name="get_users")]),
         Message.calls("assistant", [ToolCall(id="2", name="fly_to_moon", arguments={})]),
@@ -241,4 +241,4 @@ def test_replay_skips_reads_and_unknown_tools_and_counts_user_calls_on_user_side
     assert env.replay(messages) == []
     assert env.user_db is not None
     assert env.user_db.dump()["notifications"]["notif_1"]["status"] == "read"
-    assert env.db_hash() == mock.environment().db_hash()
+    assert env.db_hash() == Environment(mock).db_hash()

@@ -19,7 +19,7 @@ from uxlocal.engine.fake import FakeEngine
 from uxlocal.engine.pool import ModelPool
 from uxlocal.runner import RunResult, run_suite
 from uxlocal.store.db import connect
-from uxlocal.tau2 import Domain, Task, render_scenario
+from uxlocal.tau2 import Domain, Environment, Task, render_scenario
 
 Script = Iterable[Any] | Callable[[PreparedRequest], Any]
 
@@ -287,7 +287,7 @@ def test_judge_is_not_called_when_nl_assertions_do_not_gate(tmp_path: Path, data
 
 
 def _no_write_ids(domain: Domain, tasks: list[Task]) -> set[str]:
-    probe = domain.environment()
+    probe = Environment(domain)
     return {t.id for t in tasks
             if not any(probe.tool_kind(a.name, a.requestor) == "write"
                        for a in ((t.evaluation_criteria.actions or []) if t.evaluation_criteria else []))}

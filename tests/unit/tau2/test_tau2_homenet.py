@@ -43,7 +43,7 @@ def _task(tasks_of: Callable[[str], list[Task]], task_id: str) -> Task:
 
 def _writes(domain: Domain, task: Task) -> set[str]:
     """Which sides the task's gold actions write to."""
-    env = domain.environment()
+    env = Environment(domain)
     actions = (task.evaluation_criteria.actions or []) if task.evaluation_criteria else []
     return {a.requestor for a in actions if env.tool_kind(a.name, a.requestor) == "write"}
 
@@ -73,11 +73,11 @@ def test_homenet_tasks_cover_every_kind_of_check_and_setup(homenet: Domain, task
 def test_homenet_db_toml_hash_is_the_reference_hash_and_snapshot_stays_untouched(
     homenet: Domain, content: Content
 ) -> None:
-    env = homenet.environment()
+    env = Environment(homenet)
     assert env.db_hash() == homenet.agent_snapshot.fingerprint() == hash_of_dump(env.agent_db.dump())
     content(env, "change_plan", {"customer_id": "cust_101", "plan_id": "fiber_1000"})
     assert env.db_hash() == hash_of_dump(env.agent_db.dump()) != homenet.agent_snapshot.fingerprint()
-    fresh = homenet.environment()
+    fresh = Environment(homenet)
     assert fresh.db_hash() == homenet.agent_snapshot.fingerprint()  # the write stayed in its episode
 
 
@@ -89,7 +89,7 @@ def test_homenet_gold_replay_scores_one(
     homenet: Domain, tasks_of: Any, gold_trajectory: Gold, task_id: str
 ) -> None:
     task = _task(tasks_of, task_id)
-    messages = gold_trajectory(task, homenet.environment(task))
+    messages = gold_trajectory(task, Environment.for_task(homenet, task))
     said = " and ".join(task.evaluation_criteria.communicate_info or ["Done."])  # type: ignore[union-attr]
     messages.append(Message.text("assistant", f"All set: {said}"))
     info = compute_reward(homenet, task, messages, USER_STOP, nl_judge=_judge_all_met)
@@ -121,7 +121,7 @@ def test_homenet_history_write_counts_once(homenet: Domain, tasks_of: Any) -> No
     history = task.initial_state.message_history  # type: ignore[union-attr]
     assert compute_reward(homenet, task, tail, USER_STOP).reward == 1.0
     assert compute_reward(homenet, task, [*history, *tail], USER_STOP).reward == 1.0  # type: ignore[misc]
-    env = homenet.environment(task)
+    env = Environment.for_task(homenet, task)
     assert env.invoke("assistant", "assert_plan", {"customer_id": "cust_101", "expected_plan_id": "fiber_1000"})
 
 
@@ -154,7 +154,7 @@ REFUSALS: list[tuple[str, str, dict[str, Any], str]] = [
 def test_homenet_tool_refuses_bad_request(
     homenet: Domain, side: str, name: str, arguments: dict[str, Any], fragment: str
 ) -> None:
-    env = homenet.environment()
+    env = Environment(homenet)
     before = (env.db_hash(), env.user_db_hash())
     result = env.call(name, arguments, side)  # type: ignore[arg-type]
     assert not result.ok and not result.internal and fragment in (result.error or ""), result
@@ -162,13 +162,13 @@ def test_homenet_tool_refuses_bad_request(
 
 
 def test_every_homenet_tool_has_a_refusal_case(homenet: Domain) -> None:
-    env = homenet.environment()
+    env = Environment(homenet)
     offered = {s["function"]["name"] for s in env.tool_schemas("assistant") + env.tool_schemas("user")}
     assert offered == {r[1] for r in REFUSALS}
 
 
 def test_homenet_credit_lowers_the_patched_balance_once(homenet: Domain, tasks_of: Any, content: Content) -> None:
-    env = homenet.environment(_task(tasks_of, "outage_credit"))  # the task patches a 49.00 bill in
+    env = Environment.for_task(homenet, _task(tasks_of, "outage_credit"))  # the task patches a 49.00 bill in
     assert content(env, "find_customer", {"email": "Tomas.Okafor@example.net "})["balance_due"] == 49.0
     after = content(env, "apply_outage_credit", {"customer_id": "cust_102", "outage_id": "out_7", "amount": 15})
     assert after["balance_due"] == 34.0 and after["credits"] == [{"outage_id": "out_7", "amount": 15.0}]
@@ -177,7 +177,7 @@ def test_homenet_credit_lowers_the_patched_balance_once(homenet: Domain, tasks_o
 
 
 def test_homenet_booking_numbers_visits_and_allows_one_per_customer(homenet: Domain, content: Content) -> None:
-    env = homenet.environment()
+    env = Environment(homenet)
     visit = content(env, "book_technician", {"customer_id": "cust_104", "date": "2026-03-12"})
     assert visit == {"visit_id": "visit_1", "customer_id": "cust_104", "date": "2026-03-12", "status": "booked"}
     assert "already has" in (env.call("book_technician", {"customer_id": "cust_104", "date": "2026-03-13"}).error
@@ -192,7 +192,7 @@ def test_homenet_booking_numbers_visits_and_allows_one_per_customer(homenet: Dom
 def test_homenet_restart_clears_only_a_frozen_router(
     homenet: Domain, content: Content, fault: str, light_after: str
 ) -> None:
-    env = homenet.environment()
+    env = Environment(homenet)
     env.invoke("user", "set_router_fault", {"fault": fault})
     assert content(env, "check_router", {}, "user")["status_light"] == "red"
     shown = content(env, "restart_router", {}, "user")
@@ -202,9 +202,9 @@ def test_homenet_restart_clears_only_a_frozen_router(
 
 
 def test_homenet_user_tools_follow_the_task_and_stay_on_the_user_side(homenet: Domain, tasks_of: Any) -> None:
-    with_tools = homenet.environment(_task(tasks_of, "restart_router"))
+    with_tools = Environment.for_task(homenet, _task(tasks_of, "restart_router"))
     assert [s["function"]["name"] for s in with_tools.tool_schemas("user")] == ["check_router", "restart_router"]
-    assert homenet.environment(_task(tasks_of, "compare_plans")).tool_schemas("user") == []
+    assert Environment.for_task(homenet, _task(tasks_of, "compare_plans")).tool_schemas("user") == []
     agent_try = with_tools.call("restart_router", {}, "assistant")
     assert not agent_try.ok and "unknown tool 'restart_router' for the assistant" in (agent_try.error or "")
 

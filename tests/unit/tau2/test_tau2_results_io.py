@@ -13,6 +13,7 @@ from uxlocal.errors import InputError
 from uxlocal.tau2 import (
     USER_STOP,
     Domain,
+    Environment,
     EnvironmentInfo,
     Message,
     Results,
@@ -28,7 +29,7 @@ from uxlocal.tau2 import (
 
 def _simulation(domain: Domain, task: Task) -> Simulation:
     """Build a small but complete episode: greeting, user text, tool call + result, user stop."""
-    env = domain.environment(task)
+    env = Environment.for_task(domain, task)
     call = ToolCall(
         id="call_1", name="create_task", arguments={"user_id": "user_1", "title": "Important Meeting"}
     )

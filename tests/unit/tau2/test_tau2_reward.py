@@ -43,7 +43,7 @@ NOOP_WRITE_TASKS = {
 
 
 def _write_task_ids(domain: Domain, tasks: list[Task]) -> set[str]:
-    env = domain.environment()
+    env = Environment(domain)
     written = set()
     for task in tasks:
         actions = (task.evaluation_criteria.actions or []) if task.evaluation_criteria else []
@@ -59,7 +59,7 @@ def test_gold_actions_replayed_through_tools_score_db_one(
     domain: Domain = request.getfixturevalue(name)
     failures = []
     for task in tasks_of(name):
-        env = domain.environment(task)
+        env = Environment.for_task(domain, task)
         draft = score_episode(domain, task, gold_trajectory(task, env), USER_STOP)
         assert draft.partial.db_check is not None
         if not draft.partial.db_check.db_match:
@@ -154,7 +154,7 @@ def test_communicate_gates_airline_reward(airline: Domain, tasks_of: Tasks, gold
         t for t in tasks_of("airline") if t.evaluation_criteria and t.evaluation_criteria.communicate_info
     )
     assert task.evaluation_criteria is not None
-    trajectory = gold_trajectory(task, airline.environment(task))
+    trajectory = gold_trajectory(task, Environment.for_task(airline, task))
     silent = compute_reward(airline, task, trajectory, USER_STOP)
     assert silent.reward_breakdown == {"DB": 1.0, "COMMUNICATE": 0.0} and silent.reward == 0.0
     said = "; ".join(task.evaluation_criteria.communicate_info or [])
@@ -199,7 +199,7 @@ def test_env_assertion_runs_on_final_environment(
     mock: Domain, tasks_of: Tasks, gold_trajectory: Gold
 ) -> None:
     task = next(t for t in tasks_of("mock") if t.id == "create_task_1_with_env_assertions")
-    done = compute_reward(mock, task, gold_trajectory(task, mock.environment(task)), USER_STOP)
+    done = compute_reward(mock, task, gold_trajectory(task, Environment.for_task(mock, task)), USER_STOP)
     assert done.reward_breakdown == {"DB": 1.0, "ENV_ASSERTION": 1.0}
     idle = compute_reward(mock, task, [], USER_STOP)
     assert idle.reward_breakdown == {"DB": 0.0, "ENV_ASSERTION": 0.0}
@@ -248,7 +248,7 @@ def test_nl_assertions_are_judged_in_a_second_phase(
     retail: Domain, tasks_of: Tasks, gold_trajectory: Gold
 ) -> None:
     task = _nl_task(tasks_of)
-    draft = score_episode(retail, task, gold_trajectory(task, retail.environment(task)), USER_STOP)
+    draft = score_episode(retail, task, gold_trajectory(task, Environment.for_task(retail, task)), USER_STOP)
     assert draft.needs_judge and draft.nl_assertions == task.evaluation_criteria.nl_assertions  # type: ignore[union-attr]
     with pytest.raises(ValueError, match="pass the judge's verdicts"):
         draft.finish()
@@ -272,7 +272,7 @@ def test_compute_reward_calls_injected_judge_only_when_nl_gates(
         return [(True, "fine")] * len(assertions)
 
     task = _nl_task(tasks_of)
-    trajectory = gold_trajectory(task, retail.environment(task))
+    trajectory = gold_trajectory(task, Environment.for_task(retail, task))
     assert compute_reward(retail, task, trajectory, USER_STOP, nl_judge=judge).reward == 1.0
     assert seen == [task.evaluation_criteria.nl_assertions]  # type: ignore[union-attr]
     with pytest.raises(ValueError, match="no nl_judge"):

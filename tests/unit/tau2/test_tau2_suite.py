@@ -18,7 +18,7 @@ from uxlocal.engine.pool import ModelPool
 from uxlocal.runner import run_suite
 from uxlocal.store.db import connect
 from uxlocal.suites.base import get_suite
-from uxlocal.tau2 import Message, ToolCall, load_tasks, read_results
+from uxlocal.tau2 import Environment, Message, ToolCall, load_tasks, read_results
 from uxlocal.tau2.episode import TurnFormatError, parse_turn, turn_schema
 from uxlocal.tau2 import data as tau2_data
 from uxlocal.suites.tau2.suite import Tau2Config, Tau2Suite
@@ -252,7 +252,7 @@ def _result(text: str, *, valid: bool = True, parsed: Any = None, error: str | N
 
 
 def test_turn_schema_is_a_union_of_message_and_each_tool(retail: Any) -> None:
-    tools = retail.environment().tool_schemas("assistant")
+    tools = Environment(retail).tool_schemas("assistant")
     strict = turn_schema(tools)
     names = [alt["properties"]["tool"]["const"] for alt in strict["anyOf"][1:]]
     assert strict["anyOf"][0]["required"] == ["message"] and names == [t["function"]["name"] for t in tools]
@@ -273,7 +273,7 @@ def test_seat_constraints_cap_free_text_to_fit_the_token_budget(retail: Any) -> 
     from uxlocal.tau2.episode import AgentSeat, JudgeSeat
     from uxlocal.tau2.episode.actions import text_cap
 
-    seat = AgentSeat.build(policy="P", tool_schemas=retail.environment().tool_schemas(),
+    seat = AgentSeat.build(policy="P", tool_schemas=Environment(retail).tool_schemas(),
                            sampling=Sampling(max_tokens=96))
     assert seat.constraint.schema["anyOf"][0]["properties"]["message"]["maxLength"] == text_cap(96) == 160
     judge = JudgeSeat(Sampling(max_tokens=64)).constraint.schema

@@ -22,7 +22,7 @@ Content = Callable[..., Any]
 
 @pytest.fixture
 def env(airline: Domain) -> Environment:
-    return airline.environment()
+    return Environment(airline)
 
 
 def _booking(**changes: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ Content = Callable[..., Any]
 
 @pytest.fixture
 def env(mock: Domain) -> Environment:
-    return mock.environment()
+    return Environment(mock)
 
 
 REFUSALS: list[tuple[str, str, dict[str, Any], str]] = [

@@ -18,7 +18,7 @@ ANYA_CARD = "credit_card_8955149"
 
 @pytest.fixture
 def env(retail: Domain) -> Environment:
-    return retail.environment()
+    return Environment(retail)
 
 
 def _gift_balance(content: Callable[..., Any], env: Environment, user_id: str, card: str) -> float:
@@ -271,7 +271,7 @@ def test_exchange_records_request_without_moving_money(content: Callable[..., An
 
 def test_exchange_refuses_gift_card_that_cannot_cover_difference(retail: Domain) -> None:
     # retail task 105's gold call: a $21.10 difference against a $17.00 gift card
-    env = retail.environment()
+    env = Environment(retail)
     _refused(
         env,
         "exchange_delivered_order_items",
@@ -432,7 +432,7 @@ def test_return_delivered_order_items_records_sorted_request(
 
 
 def test_return_refund_must_go_to_original_method_or_gift_card(retail: Domain) -> None:
-    env = retail.environment()
+    env = Environment(retail)
     dump = env.agent_db.dump()
     for order in dump["orders"].values():
         methods = dump["users"][order["user_id"]]["payment_methods"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import duckdb
 import pytest
 
 from uxlocal.errors import InputError
+from uxlocal.report.plots import wants_log_scale
 from uxlocal.suites.userproxy.ufs.frontier import (
     TABLE_1,
     Point,
@@ -97,23 +99,44 @@ def test_frontier_table_rows() -> None:
     assert columns[0] == "proxy" and rows[0][0] == "GPT-4.1-mini" and rows[0][3] == 1
 
 
-def test_svg_plot_has_every_proxy_rings_for_dominated_and_a_frontier_line(tmp_path: Path) -> None:
+def _texts(svg: str) -> str:
+    return " ".join(re.findall(r"<text[^>]*>([^<]*)</text>", svg))
+
+
+def test_svg_plot_labels_every_proxy_marks_the_dominated_and_draws_the_frontier(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the frontier plot is drawn with matplotlib (extra 'plot')")
     rows = pareto(table1_points())
-    path = write_frontier_plot(tmp_path / "frontier.svg", rows)
-    assert path.read_text() == frontier_svg(rows)  # deterministic
-    root = ET.fromstring(path.read_text())
-    ns = "{http://www.w3.org/2000/svg}"
-    circles = [c for c in root.iter(f"{ns}circle") if c.get("class")]
-    assert sorted(c.get("class") for c in circles) == ["dominated"] * 3 + ["efficient"] * 4
-    line = root.find(f"{ns}polyline")
-    assert line is not None and len(line.get("points", "").split()) == 4
-    labels = {t.text for t in root.iter(f"{ns}text")}
-    assert {r.proxy for r in TABLE_1} <= labels
+    path = write_frontier_plot(tmp_path / "frontier.svg", rows, x_label="cost per simulation (USD)")
+    text = path.read_text()
+    again = write_frontier_plot(tmp_path / "again.svg", rows, x_label="cost per simulation (USD)")
+    assert text == again.read_text()  # deterministic
+    ET.fromstring(text)  # one well-formed SVG document
+    labels = _texts(text)
+    assert all(r.proxy in labels for r in TABLE_1)
+    assert sorted(re.findall(r"([\w.-]+) \(dominated\)", labels)) == sorted(PAPER_DOMINATED)
+    assert "efficient frontier" in labels and "cost per simulation (USD)" in labels
+    assert "Mean UFS (fraction 0-1)" in labels
 
 
-def test_svg_plot_falls_back_to_a_linear_axis_for_free_proxies() -> None:
-    svg = frontier_svg(pareto([Point("free", 0.0, 0.5), Point("paid", 0.01, 0.9)]))
-    assert "free" in svg and "paid" in svg
+def test_report_figure_and_cli_file_are_one_drawing(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the frontier plot is drawn with matplotlib (extra 'plot')")
+    rows = pareto(table1_points())
+    figure = frontier_svg([("Cost-fidelity frontier", rows)], key="ufs-frontier")
+    written = write_frontier_plot(tmp_path / "f.svg", rows).read_text()
+    assert written == figure + "\n"
+
+
+def test_frontier_log_axis_only_for_wide_positive_costs() -> None:
+    pytest.importorskip("matplotlib", reason="the frontier plot is drawn with matplotlib (extra 'plot')")
+    assert wants_log_scale([0.0001, 0.01]) and not wants_log_scale([0.001, 0.002])
+    assert not wants_log_scale([0.0, 0.01])  # a free proxy cannot sit on a log axis
+    svg = frontier_svg([("", pareto([Point("free", 0.0, 0.5), Point("paid", 0.01, 0.9)]))], key="free")
+    assert "free" in _texts(svg) and "paid" in _texts(svg)
+
+
+def test_frontier_without_points_is_a_labelled_empty_plot() -> None:
+    pytest.importorskip("matplotlib", reason="the frontier plot is drawn with matplotlib (extra 'plot')")
+    assert "no proxy has both a cost and a score" in _texts(frontier_svg([], key="empty"))
 
 
 def test_png_plot_needs_matplotlib_or_says_which_extra(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import pytest
 from uxlocal.store.db import load_views, migrate
 from uxlocal.store.writer import StoreWriter
 from uxlocal.suites.userproxy.ufs.frontier import Point, pareto
-from uxlocal.suites.userproxy.ufs.report import episode_records, store_frontier, ufs_tables
+from uxlocal.suites.userproxy.ufs.report import episode_records, store_frontier, ufs_intervals, ufs_tables
 from uxlocal.suites.userproxy.ufs.scoring import (
     CriterionVerdict,
     EpisodeRecord,
@@ -417,11 +417,14 @@ def test_episode_records_from_the_store_equal_the_built_ones(
     assert got == {
         r.key: (r.status, r.proxy, r.reward, r.agent_tool_calls, r.agent_questions) for r in built.records
     }
-    tables = ufs_tables(filled, replicates=200)
-    table1 = tables[0]
+    intervals = ufs_intervals(filled, replicates=200)
+    table1 = ufs_tables(filled, replicates=200)[0]
     assert len(table1.rows) == 3
     for row in table1.rows:
-        assert row[4] <= row[3] <= row[5]  # the interval brackets Mean UFS
+        mean = intervals[row[:4]].mean
+        assert mean.low is not None and mean.high is not None
+        assert mean.low <= mean.estimate <= mean.high  # the interval brackets Mean UFS
+        assert row[4] == f"{mean.estimate:.3f}" and row[5] == f"[{mean.low:.2f}, {mean.high:.2f}]"
 
 
 # --- grading runs, duplicates and pre-checks -----------------------------------------------------------

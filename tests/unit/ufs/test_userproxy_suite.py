@@ -112,9 +112,10 @@ def test_ufs_per_proxy_matches_a_hand_computation(tmp_path: Path, data_dir: Path
     prechecks = con.execute("SELECT count(*) FROM ufs_prechecks WHERE run_id = ?", [result.run_id]).fetchone()[0]
     assert prechecks > 0
     titles = [t.title for t in result.tables]
-    assert "UFS by proxy (Table 1)" in titles and "Cost-fidelity frontier" in titles
-    table1 = next(t for t in result.tables if t.title == "UFS by proxy (Table 1)")
-    assert {r[0]: r[3] for r in table1.rows} == {"P1": 1.0, "P2": 0.25}
+    by_proxy = "UFS by proxy (Mean UFS = unweighted mean over domains)"  # the report section's table
+    assert by_proxy in titles and "Cost-fidelity frontier" in titles
+    table1 = next(t for t in result.tables if t.title == by_proxy)
+    assert {r[3]: r[4] for r in table1.rows} == {"P1": "1.000", "P2": "0.250"}
     con.close()
 
 

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from uxlocal.errors import InputError
+from uxlocal.lang import detect_lang
 from uxlocal.suites.uxbench.data import (
     UXBenchFiles,
     canonical_dimension,
     canonical_scenario,
     canonical_success,
-    detect_lang,
     load_eval,
     load_judge,
     load_recovery,

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
+from uxlocal.lang import Lang
 from uxlocal.suites.uxbench.data import (
     SAMPLE_DIR,
     EvalItem,
     JudgeItem,
-    Lang,
     RecoveryItem,
     Turn,
     load_eval,

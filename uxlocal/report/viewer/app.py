@@ -2,7 +2,9 @@
 
 Routes: ``/`` (runs, filterable episodes), ``/run?run=ID`` (provenance and result tables),
 ``/episode?run=ID&id=EPISODE`` (turns, tool calls and verdicts side by side). Ids travel in the
-query string, not the path, because episode ids contain slashes (``mock/task_1/trial-0``).
+query string, not the path, because episode ids contain slashes (``mock/task_1/trial-0``). Only
+requests addressed to ``127.0.0.1:PORT`` or ``localhost:PORT`` get through (``localonly.py``:
+DNS rebinding would otherwise let any web page read the store).
 
 DuckDB connections are not safe to share across threads and Starlette runs plain endpoints in a
 thread pool, so every request takes one lock; the viewer is one person's local tool, and its
@@ -19,11 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from uxlocal.report.viewer import pages
+from uxlocal.report.viewer.localonly import LocalOnly
 from uxlocal.report.viewer.queries import Filters, StoreReader
 
 CSP = (
@@ -32,20 +36,21 @@ CSP = (
 )
 
 
+SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
+                    "Cache-Control": "no-store"}
+"""On every answer, refusals included."""
+
+
 def _html(body: str, status: int = 200) -> HTMLResponse:
-    return HTMLResponse(
-        body,
-        status_code=status,
-        headers={
-            "Content-Security-Policy": CSP,
-            "X-Content-Type-Options": "nosniff",
-            "Cache-Control": "no-store",
-        },
-    )
+    return HTMLResponse(body, status_code=status, headers=SECURITY_HEADERS)
 
 
-def create_app(db: str | Path) -> Starlette:
-    """Build the app serving ``db``; the store opens read-only now, so a bad path fails before serving."""
+def create_app(db: str | Path, *, port: int = 8765) -> Starlette:
+    """Build the app serving ``db`` to ``127.0.0.1:port`` and ``localhost:port`` only.
+
+    The store opens read-only now, so a bad path fails before serving. ``port`` must be the port
+    the server listens on: requests whose ``Host`` names anything else get 400.
+    """
     from uxlocal.report.readonly import open_store
 
     con, _ = open_store(db)  # views an older store cannot bind are left out; so are their filters
@@ -99,7 +104,8 @@ def create_app(db: str | Path) -> Starlette:
             con.close()
 
     routes = [Route("/", locked(index)), Route("/run", locked(run)), Route("/episode", locked(episode))]
-    return Starlette(routes=routes, lifespan=lifespan)
+    middleware = [Middleware(LocalOnly, port=port, headers=SECURITY_HEADERS)]
+    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
 
 
 def _run_tables(con: Any, run: dict[str, Any]) -> tuple[list[Any], str | None]:
@@ -122,7 +128,7 @@ def serve(db: str | Path, *, port: int = 8765, echo: Callable[[str], None] = pri
     import uvicorn
 
     _check_port(port)
-    app = create_app(db)
+    app = create_app(db, port=port)
     echo(f"uxlocal viewer: http://{HOST}:{port}/ serving {db} read-only (Ctrl-C to stop)")
     uvicorn.run(app, host=HOST, port=port, log_level="warning")
 

@@ -14,8 +14,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 from uxlocal.report.html import render_table
+from uxlocal.report.model import ReportTable
 from uxlocal.report.tables import format_cell
-from uxlocal.suites.base import ReportTable
+from uxlocal.store.db import json_value
 
 from .queries import PAGE_SIZE, Filters
 
@@ -222,7 +223,7 @@ def run_page(run: dict[str, Any], tables: list[ReportTable], problem: str | None
     """Render a run's provenance and its suite's result tables."""
     config = run.get("config")
     pretty = (
-        json.dumps(json.loads(config), indent=1, ensure_ascii=False)
+        json.dumps(json_value(config, lenient=True), indent=1, ensure_ascii=False)
         if isinstance(config, str)
         else str(config)
     )

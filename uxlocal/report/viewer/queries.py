@@ -8,10 +8,11 @@ views do not define it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
+
+from uxlocal.store.db import json_value
 
 PAGE_SIZE = 100
 INDEX_TABLE = "_viewer_episode_index"
@@ -203,18 +204,18 @@ class StoreReader:
         if not rows:
             return None
         episode = rows[0]
-        episode["info"] = _json(episode.get("info"))
+        episode["info"] = json_value(episode.get("info"), lenient=True)
         key = [run_id, episode_id]
         item = self._rows(
             "SELECT data, source_file, source_line FROM items WHERE run_id = ? AND item_id = ?",
             [run_id, episode.get("item_id")],
         )
-        episode["item"] = {**item[0], "data": _json(item[0]["data"])} if item else None
+        episode["item"] = {**item[0], "data": json_value(item[0]["data"], lenient=True)} if item else None
         episode["models"] = self._rows(
             "SELECT role, model_name FROM run_models WHERE run_id = ? ORDER BY role", [run_id]
         )
         episode["turns"] = [
-            {**t, "meta": _json(t["meta"])}
+            {**t, "meta": json_value(t["meta"], lenient=True)}
             for t in self._rows(
                 "SELECT idx, role, content, model_role, meta FROM turns WHERE run_id = ? AND episode_id = ? "
                 "ORDER BY idx",
@@ -222,7 +223,7 @@ class StoreReader:
             )
         ]
         episode["tool_calls"] = [
-            {**c, "arguments": _json(c["arguments"])}
+            {**c, "arguments": json_value(c["arguments"], lenient=True)}
             for c in self._rows(
                 "SELECT turn_idx, call_idx, requestor, name, arguments, ok, result, error FROM tool_calls "
                 "WHERE run_id = ? AND episode_id = ? ORDER BY turn_idx, call_idx",
@@ -245,16 +246,8 @@ class StoreReader:
 
     @staticmethod
     def _verdict(row: dict[str, Any]) -> dict[str, Any]:
-        value = _json(row.get("value"))
+        value = json_value(row.get("value"), lenient=True)
         evidence = value.get("evidence_turns") if isinstance(value, dict) else None
         turns = [t for t in evidence or [] if isinstance(t, int) and not isinstance(t, bool)]
-        return {**row, "value": value, "label_probs": _json(row.get("label_probs")), "evidence": turns}
+        return {**row, "value": value, "label_probs": json_value(row.get("label_probs"), lenient=True), "evidence": turns}
 
-
-def _json(value: Any) -> Any:
-    if value is None or not isinstance(value, str):
-        return value
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value

@@ -1,6 +1,7 @@
-"""Character Card V2 interop: export our cards, import cards users bring (V1, V2, V3 JSON or PNG).
+"""Character Card V2 interop: export our cards, convert cards users bring (V1, V2, V3 dicts).
 
-Layer contract: dicts and files in, ``Card`` or dicts out; no engine, no store.
+Layer contract: dicts in, ``Card`` or dicts out (``write_v2`` writes one file); no engine, no
+store. Reading card files (JSON, JSONL, PNG chunks) is ``cardfiles.py``.
 
 Export writes one language per file (V2 cards are monolingual) and keeps the whole bilingual
 card under ``data.extensions.uxlocal.card``, so export -> import is lossless. If another tool
@@ -18,17 +19,16 @@ license ``unknown`` unless the card's extensions say otherwise.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import re
-import struct
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from uxlocal.errors import InputError, format_validation_error
+from uxlocal.lang import detect_lang
 from uxlocal.suites.palate.profiles import Bilingual, Card, DialogueLine
 
 SPEC_V2 = "chara_card_v2"
@@ -110,13 +110,6 @@ def _v2_text(data: dict[str, Any]) -> tuple[str, ...]:
     return tuple(str(data.get(k) or "").strip() for k in keys)
 
 
-def detect_lang(text: str) -> str:
-    """``zh`` when at least a fifth of the letters are CJK ideographs, else ``en``."""
-    cjk = len(re.findall(r"[\u4e00-\u9fff]", text))
-    letters = len(re.findall(r"\w", text))
-    return "zh" if letters and cjk / letters >= 0.2 else "en"
-
-
 def _foreign(data: dict[str, Any], source: str | Path | None, line: int | None, card_id: str | None) -> Card:
     name = str(data.get("name") or "").strip()
     greeting = str(data.get("first_mes") or "").strip()
@@ -189,42 +182,6 @@ def parse_mes_example(text: str, lang: str) -> list[DialogueLine]:
         speaker = "user" if head.strip().casefold() in (you, "user", "{{user}}") else "character"
         lines.append(DialogueLine.model_validate({"speaker": speaker, lang: body.strip()}))
     return lines
-
-
-def read_card_file(path: Path) -> list[Card]:
-    """Cards from a V1/V2/V3 JSON file, a PNG card (``chara``/``ccv3`` text chunk) or our JSON/JSONL."""
-    if path.suffix.lower() == ".png":
-        return [card_from_v2(_png_card(path), source=path)]
-    from uxlocal.suites.palate.profiles import load_cards
-
-    return load_cards(path)
-
-
-def _png_card(path: Path) -> dict[str, Any]:
-    """The JSON inside a PNG card's ``tEXt`` chunk (``ccv3`` preferred over ``chara``)."""
-    blob = path.read_bytes()
-    if not blob.startswith(b"\x89PNG\r\n\x1a\n"):
-        raise InputError(path, None, "not a PNG file")
-    found: dict[str, bytes] = {}
-    pos = 8
-    while pos + 8 <= len(blob):
-        (length,) = struct.unpack(">I", blob[pos : pos + 4])
-        kind = blob[pos + 4 : pos + 8]
-        body = blob[pos + 8 : pos + 8 + length]
-        if kind == b"tEXt" and b"\0" in body:
-            key, _, value = body.partition(b"\0")
-            found[key.decode("latin-1").lower()] = value
-        pos += 12 + length
-    payload = found.get("ccv3") or found.get("chara")
-    if payload is None:
-        raise InputError(path, None, "PNG has no 'chara' or 'ccv3' text chunk (not a character card)")
-    try:
-        raw = json.loads(base64.b64decode(payload))
-    except (ValueError, json.JSONDecodeError) as exc:
-        raise InputError(path, None, f"card chunk is not base64 JSON: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise InputError(path, None, "card chunk is not a JSON object")
-    return raw
 
 
 def write_v2(card: Card, path: Path, lang: str = "en") -> None:

@@ -24,12 +24,11 @@ from itertools import combinations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from uxlocal import paths
-from uxlocal.errors import InputError, format_validation_error
+from uxlocal.lang import Lang
 
-Lang = Literal["en", "zh"]
 LANGS: tuple[Lang, Lang] = ("en", "zh")
 TAG_KINDS = ("genre", "role", "tone", "pace", "setting")
 OPEN_LICENSES = ("CC0-1.0", "CC-BY-4.0")
@@ -136,60 +135,6 @@ class Card(BaseModel):
 def bundled_cards_dir() -> Path:
     """The 300 original cards shipped with uxlocal."""
     return paths.data_dir() / "palate" / "cards"
-
-
-def load_cards(source: str | Path | None = None) -> list[Card]:
-    """Cards from a ``.jsonl`` file, a ``.json`` file (one card or a list) or a folder of both.
-
-    ``None`` loads the bundled pool. Errors name the file and line.
-    """
-    root = Path(source) if source else bundled_cards_dir()
-    if root.is_dir():
-        files = sorted(list(root.glob("*.jsonl")) + list(root.glob("*.json")))
-        if not files:
-            raise InputError(root, None, "no .jsonl or .json card files in this folder")
-    elif root.is_file():
-        files = [root]
-    else:
-        raise InputError(root, None, "no such card file or folder")
-    cards: list[Card] = []
-    for file in files:
-        cards.extend(_read_card_file(file))
-    return cards
-
-
-def _read_card_file(file: Path) -> list[Card]:
-    if file.suffix == ".jsonl":
-        cards = []
-        for lineno, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
-            if line.strip():
-                cards.append(parse_card(_json_line(file, lineno, line), file, lineno))
-        return cards
-    try:
-        raw = json.loads(file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(file, exc.lineno, f"not valid JSON: {exc.msg}") from exc
-    items = raw if isinstance(raw, list) else [raw]
-    return [parse_card(item, file, None) for item in items]
-
-
-def _json_line(file: Path, lineno: int, line: str) -> object:
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InputError(file, lineno, f"not valid JSON: {exc.msg} at column {exc.colno}") from exc
-
-
-def parse_card(raw: object, file: str | Path | None = None, line: int | None = None) -> Card:
-    """Validate one card dict; a Character Card V2/V1 dict is converted first."""
-    if isinstance(raw, dict) and ("spec" in raw or "first_mes" in raw or "data" in raw):
-        from uxlocal.suites.palate.cardv2 import card_from_v2
-
-        return card_from_v2(raw, source=file, line=line)
-    try:
-        return Card.model_validate(raw)
-    except ValidationError as exc:
-        raise InputError(file, line, f"not a valid card: {format_validation_error(exc)}") from exc
 
 
 def write_cards(cards: Iterable[Card], path: Path) -> None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from uxlocal.report.model import ReportTable
 from uxlocal.store.db import query
-from uxlocal.suites.base import ReportTable
 from uxlocal.suites.palate.agreement import agreement_table, realism_table
 
 SCORER_ORDER = {"general": 0, "personal": 1, "personal_noreact": 2}
@@ -103,7 +103,7 @@ def _axis3(con: Any, run_id: str) -> list[ReportTable]:
         matrix = []
         for user in sorted({r["user_id"] for r in cells}):
             by_candidate = {r["candidate"]: r for r in cells if r["user_id"] == user}
-            matrix.append((user, *(_cell(by_candidate.get(c)) for c in candidates)))
+            matrix.append((user, *(personal_cell(by_candidate.get(c)) for c in candidates)))
         tables.append(
             ReportTable(
                 f"PALATE axis 3: per-user experience, user x candidate ({simulator} simulator)",
@@ -116,7 +116,11 @@ def _axis3(con: Any, run_id: str) -> list[ReportTable]:
     return tables
 
 
-def _cell(row: dict[str, Any] | None) -> str:
+def personal_cell(row: dict[str, Any] | None) -> str:
+    """One user x candidate cell: "score (#rank within the user)", empty when not scored.
+
+    The table and the report's heat map both print this (the heat map marks an empty cell "-").
+    """
     if row is None or row["personal_score"] is None:
         return ""
     return f"{row['personal_score']:.2f} (#{row['user_rank']})"

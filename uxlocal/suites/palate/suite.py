@@ -19,9 +19,11 @@ from typing import Any
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.errors import InputError
 from uxlocal.models import ResolvedModel
+from uxlocal.report.model import ReportTable
 from uxlocal.rollout import EpisodeSpec
-from uxlocal.suites.base import DemoSpec, ReportTable, Suite, SuitePlan, register_suite
+from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
 from uxlocal.suites.palate.adapters import adapters_fingerprint, attach_adapters, find_adapter
+from uxlocal.suites.palate.cardfiles import load_cards
 from uxlocal.suites.palate.episodes import (
     agreement_program,
     induce_program,
@@ -31,7 +33,6 @@ from uxlocal.suites.palate.episodes import (
 )
 from uxlocal.suites.palate.options import Candidate, PalateConfig, parse_candidates
 from uxlocal.suites.palate.panel import load_panel, panel_cards
-from uxlocal.suites.palate.profiles import load_cards
 from uxlocal.suites.palate.render import template_hashes
 from uxlocal.suites.palate.report import report_tables
 from uxlocal.suites.palate.users import QUIT, Session, UserData, load_users
@@ -67,6 +68,7 @@ class Palate(Suite):
     """PALATE (palate.md): per-user simulators, personalized rubrics, three separate axes."""
 
     name = "palate"
+    report_section = "uxlocal.suites.palate.section"
     help = (
         "Role-play agents through per-user simulators over a frozen card panel: three separate axes, "
         "rubric agreement with held-out ratings, simulator realism."

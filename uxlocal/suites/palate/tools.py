@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from uxlocal.errors import InputError
-from uxlocal.suites.palate.cardv2 import read_card_file, write_v2
+from uxlocal.suites.palate.cardfiles import load_cards, read_card_file
+from uxlocal.suites.palate.cardv2 import write_v2
 from uxlocal.suites.palate.panel import Panel, freeze_panel, load_panel, panel_cards, write_panel
 from uxlocal.suites.palate.profiles import (
     Card,
     PoolProblem,
     check_pool,
-    load_cards,
     max_similarity,
     write_cards,
 )

@@ -11,13 +11,13 @@ Layer contract: an edge module; it reads the store and writes files through ``re
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from uxlocal.store.db import json_value
 from uxlocal.tau2 import (
     INFRASTRUCTURE_ERROR,
     AgentInfo,
@@ -32,7 +32,6 @@ from uxlocal.tau2 import (
     utc_now,
     write_results,
 )
-
 from uxlocal.tau2.episode import AGENT_ROLE, USER_ROLE
 
 
@@ -72,7 +71,7 @@ def export_run(con: Any, run_id: str, path: Path, *, settings: Mapping[str, Any]
 def _tasks(con: Any, run_id: str) -> dict[str, list[Task]]:
     """Read the tasks as run, per domain, in plan order (items hold each task's full JSON)."""
     rows = con.execute("SELECT task, data FROM items WHERE run_id = ?", [run_id]).fetchall()
-    ordered = sorted((_json(data) for _, data in rows), key=lambda d: d["position"])
+    ordered = sorted((json_value(data) for _, data in rows), key=lambda d: d["position"])
     tasks: dict[str, list[Task]] = defaultdict(list)
     for data in ordered:
         tasks[data["domain"]].append(Task.model_validate(data["task"]))
@@ -87,7 +86,7 @@ def _simulations(con: Any, run_id: str) -> dict[str, list[Simulation]]:
         "FROM episodes WHERE run_id = ? ORDER BY task, item_id, trial", [run_id]).fetchall()
     out: dict[str, list[Simulation]] = defaultdict(list)
     for episode_id, item_id, domain, trial, status, termination, info, started, ended in rows:
-        info = _json(info) or {}
+        info = json_value(info) or {}
         failed = status != "done"
         note = f"episode failed: {str(info.get('error', ''))[-300:]}"
         reward_info = (RewardInfo(reward=0.0, info={"note": note}) if failed
@@ -118,7 +117,7 @@ def _messages(con: Any, run_id: str) -> dict[str, list[Message]]:
         "WHERE t.run_id = ? ORDER BY t.episode_id, t.idx", [run_id]).fetchall()
     out: dict[str, list[Message]] = defaultdict(list)
     for episode_id, meta, cost in rows:
-        message = Message.model_validate((_json(meta) or {})["message"])
+        message = Message.model_validate((json_value(meta) or {})["message"])
         if cost is not None:
             message = message.model_copy(update={"cost": float(cost)})
         out[episode_id].append(message)
@@ -133,6 +132,3 @@ def _role_costs(con: Any, run_id: str) -> dict[str, dict[str, float]]:
         out[episode_id][role] = float(cost or 0.0)
     return dict(out)
 
-
-def _json(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value

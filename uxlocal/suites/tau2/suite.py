@@ -13,10 +13,11 @@ from typing import Any, ClassVar, Literal
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import Sampling
 from uxlocal.errors import InputError
+from uxlocal.report.model import ReportTable
 from uxlocal.rollout import EpisodeSpec
 from uxlocal.store.db import query
-from uxlocal.suites.base import DemoSpec, ReportTable, Suite, SuitePlan, register_suite
-from uxlocal.tau2 import Domain, Task, load_domain, load_tasks
+from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
+from uxlocal.tau2 import Domain, Environment, Task, load_domain, load_tasks
 from uxlocal.tau2.data import data_hashes as _data_hashes
 from uxlocal.tau2.data import demo_data, resolve_data_dir
 from uxlocal.tau2.episode import (
@@ -63,6 +64,7 @@ class Tau2Suite(Suite):
     """tau2-bench text mode with local models in the agent, user and judge seats."""
 
     name = "tau2"
+    report_section = "uxlocal.suites.tau2.section"
     help = "Run tau2-bench tasks offline: local agent, user-proxy and NL-judge models."
     config_cls = Tau2Config
     roles = (AGENT_ROLE, USER_ROLE, JUDGE_ROLE)
@@ -105,7 +107,7 @@ class Tau2Suite(Suite):
         written = export_run(
             con, run_id, config.export_tau2, settings=settings,
             policies={name: d.policy_text() for name, d in domains.items()},
-            guidelines={name: guidelines(d.environment().tool_schemas("user"))
+            guidelines={name: guidelines(Environment(d).tool_schemas("user"))
                         for name, d in domains.items()},
         )
         return [f"tau2 results.json written: {path}" for path in written]

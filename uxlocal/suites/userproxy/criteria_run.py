@@ -25,16 +25,23 @@ from pydantic import Field
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import Sampling
 from uxlocal.errors import InputError
+from uxlocal.report.model import ReportTable
 from uxlocal.rollout import EpisodeSpec
-from uxlocal.suites.base import ReportTable, Suite, SuitePlan
-from uxlocal.tau2 import Message, domain_spec
-from uxlocal.tau2.layout import domain_dir
-from uxlocal.tau2.data import data_hashes, resolve_data_dir
-from uxlocal.suites.userproxy.ufs.programs import VERIFIER_ROLE, WRITER_ROLE, CriteriaJob, criteria_program
-from uxlocal.suites.userproxy.ufs.programs import task_criteria_from_outcome
+from uxlocal.store.db import json_value
+from uxlocal.suites.base import Suite, SuitePlan
+from uxlocal.suites.userproxy.ufs.programs import (
+    VERIFIER_ROLE,
+    WRITER_ROLE,
+    CriteriaJob,
+    criteria_program,
+    task_criteria_from_outcome,
+)
 from uxlocal.suites.userproxy.ufs.prompts import prompt_hashes
 from uxlocal.suites.userproxy.ufs.sets import domain_blueprints
 from uxlocal.suites.userproxy.ufs.store import save_criteria
+from uxlocal.tau2 import Message, domain_spec
+from uxlocal.tau2.data import data_hashes, resolve_data_dir
+from uxlocal.tau2.layout import domain_dir
 
 SUITE_NAME = "ufs-criteria"
 """``runs.suite`` of a criteria-writing run (not a ``uxlocal run`` suite)."""
@@ -123,15 +130,13 @@ class CriteriaSuite(Suite):
     def after_run(self, config: SuiteConfig, con: Any, run_id: str) -> list[str]:
         """Freeze every written task into the set."""
         assert isinstance(config, CriteriaConfig)
-        import json
-
         models = {role: (name, identity) for role, identity, name in con.execute(
             "SELECT role, model_identity, model_name FROM run_models WHERE run_id = ?", [run_id]).fetchall()}
         tasks, unusable = [], []
         for episode_id, termination, info in con.execute(
                 "SELECT episode_id, termination, info FROM episodes WHERE run_id = ? AND status = 'done' "
                 "ORDER BY episode_id", [run_id]).fetchall():
-            info = json.loads(info) if isinstance(info, str) else info
+            info = json_value(info)
             if termination != "written":
                 unusable.append(episode_id)
                 continue

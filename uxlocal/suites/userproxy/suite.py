@@ -32,16 +32,25 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import Field
 
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import Sampling
 from uxlocal.errors import InputError
+from uxlocal.report.model import ReportTable
 from uxlocal.rollout import EpisodeContext, EpisodeSpec, Outcome
 from uxlocal.store.db import connect, query
-from uxlocal.suites.base import DemoSpec, ReportTable, Suite, SuitePlan, register_suite
+from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
+from uxlocal.suites.userproxy.ufs.criteria import Blueprint
+from uxlocal.suites.userproxy.ufs.episodes import run_store_prechecks
+from uxlocal.suites.userproxy.ufs.programs import GradingJob, graded_criteria, grading_program
+from uxlocal.suites.userproxy.ufs.prompts import prompt_hashes as ufs_prompt_hashes
+from uxlocal.suites.userproxy.ufs.report import ufs_tables
+from uxlocal.suites.userproxy.ufs.sets import import_criteria_file
+from uxlocal.suites.userproxy.ufs.store import TaskCriteria, load_criteria, save_criteria
+from uxlocal.suites.userproxy.ufs.template_writer import template_task_criteria
 from uxlocal.tau2 import INFRASTRUCTURE_ERROR, Domain, Task, load_domain, load_tasks
 from uxlocal.tau2.data import data_hashes, demo_data, resolve_data_dir
 from uxlocal.tau2.episode import (
@@ -59,14 +68,6 @@ from uxlocal.tau2.episode import (
 from uxlocal.tau2.episode.prompts import prompt_hashes as tau2_prompt_hashes
 from uxlocal.tau2.episode.user_proxy import guidelines
 from uxlocal.tau2.layout import domain_dir
-from uxlocal.suites.userproxy.ufs.criteria import Blueprint
-from uxlocal.suites.userproxy.ufs.episodes import run_store_prechecks
-from uxlocal.suites.userproxy.ufs.programs import GradingJob, graded_criteria, grading_program
-from uxlocal.suites.userproxy.ufs.prompts import prompt_hashes as ufs_prompt_hashes
-from uxlocal.suites.userproxy.ufs.report import ufs_tables
-from uxlocal.suites.userproxy.ufs.sets import import_criteria_file
-from uxlocal.suites.userproxy.ufs.store import TaskCriteria, load_criteria, save_criteria
-from uxlocal.suites.userproxy.ufs.template_writer import template_task_criteria
 
 TEMPLATE_SET = "template"
 """Criteria set ``--criteria-template`` fills when no ``--criteria-set`` is named."""
@@ -165,6 +166,7 @@ class UserProxySuite(Suite):
     """Compare user proxies on the same tau2 episodes by User Fidelity Score."""
 
     name = "userproxy"
+    report_section = "uxlocal.suites.userproxy.section"
     help = ("Compare user proxies on the same tau2 episodes: agent reward, UFS, violations, cost, frontier. "
             "Needs --proxies P1,P2 and --criteria-set, --criteria-file or --criteria-template.")
     config_cls = UserProxyConfig
@@ -228,7 +230,7 @@ class UserProxySuite(Suite):
         return [f"pre-checks on {trajectories} trajectories: {flagged} flagged (view ufs_prechecks)"]
 
     def report(self, con: Any, run_id: str) -> list[ReportTable]:
-        """Table 1 and per-domain UFS with intervals, failures, effort deltas, pre-checks, frontier."""
+        """UFS by proxy (with intervals), by domain and by family, then effort deltas, frontier, pre-checks."""
         proxies = [r[0] for r in con.execute(
             "SELECT DISTINCT json_extract_string(info, '$.proxy') FROM episodes WHERE run_id = ? "
             "ORDER BY 1", [run_id]).fetchall() if r[0] is not None]
@@ -237,13 +239,7 @@ class UserProxySuite(Suite):
             [run_id]).fetchall() if r[0] is not None]
         if not proxies or not sets:
             return []
-        tables = []
-        for table in ufs_tables(con):
-            if table.title == "Failures by family":
-                continue  # replaced below by the set-filtered query
-            rows = [r for r in table.rows if r[0] in proxies]
-            note = (table.note + "; " if table.note else "") + "store-wide numbers for this run's proxies"
-            tables.append(ReportTable(table.title, table.columns, rows, note))
+        tables = ufs_tables(con, [run_id])  # the report's UFS section shows the same tables
         marks = ", ".join("?" for _ in proxies)
         where = f"criteria_set = ? AND proxy IN ({marks})"
         params = [sets[0], *proxies]
@@ -258,9 +254,6 @@ class UserProxySuite(Suite):
 
 
 _REPORTS = (
-    ("Violations by family", "ufs_family_failures",
-     "proxy, judge_model, family, failures, episodes, graded_episodes",
-     "failures = failed criteria; episodes = episodes with at least one failure in the family"),
     ("Agent effort when a family is violated", "ufs_effort_deltas",
      "proxy, family, n_with, n_without, tool_calls_with, tool_calls_without, delta_tool_calls, delta_questions",
      "agent tool calls and questions, episodes with a violation minus those without"),

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,8 +45,8 @@ from pydantic import (
 )
 
 from uxlocal.errors import InputError
+from uxlocal.lang import Lang, detect_lang
 
-Lang = Literal["zh", "en"]
 TurnRole = Literal["user", "assistant", "system"]
 Task = Literal["judge", "eval", "recovery"]
 GroundTruth = Literal[-1, 1]
@@ -126,40 +125,6 @@ def canonical_scenario(label: str | None) -> str | None:
     if text in SCENARIOS:
         return SCENARIOS[text]
     return text if text in SCENARIOS.values() else None
-
-
-# ---------------------------------------------------------------- language
-
-_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df]")
-
-ZH_MIN_CJK_SHARE = 0.15
-"""Share of CJK characters among all letters at or above which text counts as Chinese.
-
-One CJK character carries about as much as 4-5 Latin letters, so 0.15 means roughly "a third
-or more of the content is Chinese"; it keeps Chinese questions about code ("Python 里的 list
-comprehension 怎么写", share 0.18) Chinese, while an English sentence quoting a name stays English.
-"""
-
-
-def cjk_share(text: str) -> float | None:
-    """CJK characters / all alphabetic characters; None when the text has no letters."""
-    letters = sum(1 for ch in text if ch.isalpha())
-    if letters == 0:
-        return None
-    return len(_CJK.findall(text)) / letters
-
-
-def detect_lang(primary: str, fallback: str = "") -> Lang:
-    """Return zh or en from the user's own words (``primary``), else from the rest of the conversation.
-
-    The user's words decide because replies may be code-heavy or in the language a user asked a
-    translation into. Text without any letter falls back to ``fallback``, then to "en".
-    """
-    for text in (primary, fallback):
-        share = cjk_share(text)
-        if share is not None:
-            return "zh" if share >= ZH_MIN_CJK_SHARE else "en"
-    return "en"
 
 
 # ---------------------------------------------------------------- field parsers

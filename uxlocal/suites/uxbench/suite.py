@@ -23,9 +23,10 @@ from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
 from uxlocal.errors import InputError
 from uxlocal.grammar import Choice, JsonSchema
+from uxlocal.report.model import ReportTable
 from uxlocal.rollout import EpisodeContext, EpisodeSpec, Outcome, Program
-from uxlocal.store.db import query
-from uxlocal.suites.base import DemoSpec, ReportTable, Suite, SuitePlan, register_suite
+from uxlocal.store.db import json_value, query
+from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
 from uxlocal.suites.uxbench import metrics
 from uxlocal.suites.uxbench.data import (
     SAMPLE_DIR,
@@ -289,6 +290,7 @@ class UXBench(Suite):
     """UXBench T1/T2/T3 over the released files or the bundled samples."""
 
     name = "uxbench"
+    report_section = "uxlocal.suites.uxbench.section"
     help = ("UXBench: T1 UX Judge (liked vs disliked replies), T2 UX Eval (Good%), T3 UX Recovery "
             "(Recovery Rate), with a local judge.")
     config_cls = UXBenchConfig
@@ -338,8 +340,8 @@ class UXBench(Suite):
 
     def report(self, con: Any, run_id: str) -> list[ReportTable]:
         """T1/T2/T3 headline tables with intervals, then breakdowns (all read from the views)."""
-        config = UXBenchConfig(**_suite_config(con, run_id))
-        return uxbench_tables(con, run_id, n_boot=config.bootstrap, seed=_run_seed(con, run_id))
+        n_boot, seed = bootstrap_settings(con, run_id)
+        return uxbench_tables(con, run_id, n_boot=n_boot, seed=seed)
 
     def demo(self) -> DemoSpec:
         """Eight items per task, short replies, history capped to fit the embedded model's window."""
@@ -350,18 +352,12 @@ class UXBench(Suite):
 # ---------------------------------------------------------------- report
 
 
-def _suite_config(con: Any, run_id: str) -> dict[str, Any]:
-    import json
-
+def bootstrap_settings(con: Any, run_id: str) -> tuple[int, int]:
+    """(resamples, seed) of a run's intervals, from its stored config: the tables and the report's
+    leaderboard whiskers both use these, so they print the same interval."""
     row = con.execute("SELECT config FROM runs WHERE run_id = ?", [run_id]).fetchone()
-    return dict(json.loads(row[0]).get("suite_config", {})) if row else {}
-
-
-def _run_seed(con: Any, run_id: str) -> int:
-    import json
-
-    row = con.execute("SELECT config FROM runs WHERE run_id = ?", [run_id]).fetchone()
-    return int(json.loads(row[0]).get("seed", 0)) if row else 0
+    config = (json_value(row[0]) if row else None) or {}
+    return UXBenchConfig(**config.get("suite_config", {})).bootstrap, int(config.get("seed", 0))
 
 
 def _interval(iv: metrics.Interval) -> str | None:

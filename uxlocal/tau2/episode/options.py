@@ -15,7 +15,15 @@ from pydantic import Field
 from uxlocal.config import SuiteConfig
 from uxlocal.engine.base import Sampling
 from uxlocal.errors import InputError
-from uxlocal.tau2 import DEFAULT_MAX_ERRORS, DEFAULT_MAX_STEPS, DEFAULT_SPLIT, Domain, Task, domain_spec
+from uxlocal.tau2 import (
+    DEFAULT_MAX_ERRORS,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_SPLIT,
+    Domain,
+    Environment,
+    Task,
+    domain_spec,
+)
 
 from .agent import AGENT_ROLE, AgentSeat
 from .judge import JUDGE_ROLE, JudgeSeat
@@ -99,7 +107,7 @@ class DomainSeats:
 
 def domain_seats(domain: Domain, options: Tau2Options) -> DomainSeats:
     """Build the shared seats of one domain from the options (the policy and tools are the domain's)."""
-    probe = domain.environment()
+    probe = Environment(domain)
     agent = AgentSeat.build(policy=domain.policy_text(), tool_schemas=probe.tool_schemas("assistant"),
                             sampling=options.sampling(AGENT_ROLE), grammar=options.tool_grammar)
     return DomainSeats(agent, JudgeSeat(options.sampling(JUDGE_ROLE)),
@@ -108,6 +116,6 @@ def domain_seats(domain: Domain, options: Tau2Options) -> DomainSeats:
 
 def user_tool_schemas(domain: Domain, task: Task) -> list[dict[str, Any]]:
     """Return the user tool schemas this task allows (empty for domains without user tools)."""
-    env = domain.environment()
+    env = Environment(domain)
     env.restrict_user_tools(task.user_tools)
     return env.tool_schemas("user")

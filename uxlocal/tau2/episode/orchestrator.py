@@ -53,6 +53,7 @@ from uxlocal.tau2 import (
     TOO_MANY_ERRORS,
     USER_STOP,
     Domain,
+    Environment,
     Message,
     NLVerdict,
     RewardInfo,
@@ -131,7 +132,7 @@ class _Episode:
     def __init__(self, ctx: EpisodeContext, setup: EpisodeSetup) -> None:
         self.ctx = ctx
         self.setup = setup
-        self.env = setup.domain.environment(setup.task)
+        self.env = Environment.for_task(setup.domain, setup.task)
         self.messages: list[Message] = []
         self.steps = 0
         self.errors = 0

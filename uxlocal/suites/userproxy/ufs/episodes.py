@@ -21,11 +21,11 @@ grading run that cannot (it has its own run id) names the graded trajectory in i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from uxlocal.store.db import json_value
 from uxlocal.tau2 import Message, Task, domain_spec
 
 from .prechecks import PRECHECK_FAMILY, PrecheckResult, run_prechecks
@@ -70,13 +70,13 @@ def load_trajectories(con: Any, *, run_id: str | None = None) -> list[Trajectory
         "ORDER BY t.run_id, t.episode_id, t.idx",
         params,
     ).fetchall():
-        payload = _json(meta) or {}
+        payload = json_value(meta) or {}
         if isinstance(payload, dict) and "message" in payload:
             messages.setdefault((r_id, e_id), []).append(Message.model_validate(payload["message"]))
     tasks: dict[str, Task] = {}
     out = []
     for r_id, e_id, item_id, termination, reward, data in rows:
-        data = _json(data)
+        data = json_value(data)
         key = f"{r_id}\0{item_id}"
         if key not in tasks:
             tasks[key] = Task.model_validate(data["task"])
@@ -195,6 +195,3 @@ def grade_value(criteria_set: str, criterion: Any, grade: Grade) -> dict[str, An
         "problem": grade.problem,
     }
 
-
-def _json(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value

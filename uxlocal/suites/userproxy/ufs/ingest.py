@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from uxlocal.errors import InputError
+from uxlocal.store.db import json_value
 from uxlocal.store.writer import StoreWriter
 from uxlocal.tau2 import (
     AGENT_STOP,
@@ -62,10 +63,8 @@ from uxlocal.tau2 import (
     read_results,
     user_stop_token,
 )
+from uxlocal.tau2.episode import AGENT_ROLE, USER_ROLE  # the seats ``uxlocal run tau2`` binds (proxy = user)
 
-USER_ROLE = "user"
-AGENT_ROLE = "agent"
-"""Role names as ``uxlocal run tau2`` binds them (the proxy is the ``user`` seat)."""
 SUITE = "tau2"
 RUN_PREFIX = "tau2-ingest-"
 
@@ -310,23 +309,23 @@ def rebuild_results(con: Any, run_id: str) -> Results:
     row = con.execute("SELECT config FROM runs WHERE run_id = ?", [run_id]).fetchone()
     if row is None:
         raise InputError(None, None, f"no run {run_id!r} in the store")
-    config = _json(row[0])
+    config = json_value(row[0])
     if config.get("source") != "ingest":
         raise InputError(None, None, f"run {run_id!r} was not ingested from a file")
     items = sorted(
-        (_json(d) for (d,) in con.execute("SELECT data FROM items WHERE run_id = ?", [run_id]).fetchall()),
+        (json_value(d) for (d,) in con.execute("SELECT data FROM items WHERE run_id = ?", [run_id]).fetchall()),
         key=lambda d: d["position"],
     )
     messages: dict[str, list[Message]] = {}
     for episode_id, meta in con.execute(
         "SELECT episode_id, meta FROM turns WHERE run_id = ? ORDER BY episode_id, idx", [run_id]
     ).fetchall():
-        messages.setdefault(episode_id, []).append(Message.model_validate(_json(meta)["message"]))
+        messages.setdefault(episode_id, []).append(Message.model_validate(json_value(meta)["message"]))
     simulations = []
     for episode_id, info in con.execute(
         "SELECT episode_id, info FROM episodes WHERE run_id = ?", [run_id]
     ).fetchall():
-        payload = _json(info)["simulation"]
+        payload = json_value(info)["simulation"]
         simulations.append(
             (
                 payload,
@@ -348,9 +347,6 @@ def rebuild_results(con: Any, run_id: str) -> Results:
         }
     )
 
-
-def _json(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value
 
 
 # --- tau-bench v1 ----------------------------------------------------------------------------------

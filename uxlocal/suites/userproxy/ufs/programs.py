@@ -24,6 +24,7 @@ from typing import Any
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
 from uxlocal.rollout import Ask, EpisodeContext, Outcome
 from uxlocal.tau2 import Message
+from uxlocal.tau2.episode import JUDGE_ROLE
 
 from .criteria import Blueprint, Criterion, Screened, apply_review, parse_writer_output, screen
 from .episodes import grade_value
@@ -42,8 +43,8 @@ from .store import Provenance, TaskCriteria
 
 WRITER_ROLE = "writer"
 VERIFIER_ROLE = "verifier"
-JUDGE_ROLE = "judge"
-"""Model roles: ``--model writer=... --model verifier=... --model judge=...``."""
+"""Model roles of ``uxlocal ufs criteria``: ``--model writer=... --model verifier=...``; the grader
+sits in the tau2 runtime's ``JUDGE_ROLE`` seat (``--model judge=...``)."""
 NO_CRITERIA = "(none)"
 Gen = Generator[Ask, Any, Outcome]
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from uxlocal.errors import UxlocalError
+from uxlocal.store.db import json_value
 
 from .criteria import GRADED_STATUSES, Blueprint, Criterion, Screened, Status
 
@@ -193,9 +194,9 @@ def load_criteria(
             Screened(
                 criterion,
                 status=row[10],
-                reasons=tuple(_json(row[11]) or ()),
+                reasons=tuple(json_value(row[11]) or ()),
                 grounded_in=row[7],
-                checks=dict(_json(row[12]) or {}),
+                checks=dict(json_value(row[12]) or {}),
             )
         )
     out = {}
@@ -234,6 +235,3 @@ def stale_tasks(
         if key in blueprints and blueprints[key].sha256() != task.blueprint_sha256
     )
 
-
-def _json(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value

@@ -33,7 +33,8 @@ from typing import Literal
 import jinja2
 from pydantic import BaseModel, ValidationError
 
-from uxlocal.suites.uxbench.data import EvalItem, JudgeItem, Lang, RecoveryItem, Turn
+from uxlocal.lang import Lang
+from uxlocal.suites.uxbench.data import EvalItem, JudgeItem, RecoveryItem, Turn
 
 PROMPTS_DIR: Path = Path(__file__).resolve().parent
 JudgeMode = Literal["label", "reason"]

@@ -1,6 +1,6 @@
 """UXBench in the report: leaderboard with intervals, T1 reliability diagram, dimension bars.
 
-Tables are the suite's own (``UXBench.report``).
+Registered through ``UXBench.report_section``; the tables are the suite's own (``UXBench.report``).
 
 Views read: ``uxbench_t1``, ``uxbench_t1_rows`` (``p_good``), ``uxbench_rates``,
 ``uxbench_reply_rows``, ``uxbench_breakdown``. Intervals are recomputed with the same function,
@@ -9,7 +9,6 @@ resample count and seed as the suite's tables, so the whiskers and the printed "
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,20 +16,13 @@ from uxlocal.report.build import NoData, in_list, rows_of
 from uxlocal.report.model import Figure
 from uxlocal.report.plots import grouped_hbars_svg, intervals_svg, reliability_bins, reliability_svg
 from uxlocal.report.registry import register_figure, register_section
+from uxlocal.suites.uxbench import metrics
+from uxlocal.suites.uxbench.suite import bootstrap_settings
 
 register_section("uxbench", title="UXBench: UX Judge, UX Eval and UX Recovery", order=10)
 
 TASK_LABELS = {"judge": "T1 Avg-Acc", "eval": "T2 Good", "recovery": "T3 Recovery"}
 DIMENSION_LABELS = {"judge": "T1 accuracy", "eval": "T2 Good", "recovery": "T3 Recovery"}
-
-
-def _bootstrap_settings(con: Any, run_id: str) -> tuple[int, int]:
-    """(resamples, seed) the suite's report used for this run."""
-    from uxlocal.suites.uxbench.suite import UXBenchConfig
-
-    row = con.execute("SELECT config FROM runs WHERE run_id = ?", [run_id]).fetchone()
-    config = json.loads(row[0]) if row and row[0] else {}
-    return UXBenchConfig(**config.get("suite_config", {})).bootstrap, int(config.get("seed", 0))
 
 
 def _many(run_ids: Sequence[str]) -> bool:
@@ -40,11 +32,9 @@ def _many(run_ids: Sequence[str]) -> bool:
 @register_figure("uxbench")
 def leaderboard(con: Any, run_ids: Sequence[str]) -> list[Figure]:
     """Leaderboard with 95% intervals."""
-    from uxlocal.suites.uxbench import metrics
-
     entries: list[tuple[str, float | None, float | None, float | None]] = []
     for run_id in run_ids:
-        n_boot, seed = _bootstrap_settings(con, run_id)
+        n_boot, seed = bootstrap_settings(con, run_id)
         suffix = f" [{run_id}]" if _many(run_ids) else ""
         for t1 in rows_of(con, "SELECT * FROM uxbench_t1 WHERE run_id = ?", [run_id]):
             rows = rows_of(con, "SELECT * FROM uxbench_t1_rows WHERE run_id = ?", [run_id])

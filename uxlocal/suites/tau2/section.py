@@ -1,5 +1,7 @@
 """tau2 in the report: reward and success per domain, and pass^k curves; tables are the suite's own.
 
+Registered through ``Tau2Suite.report_section``.
+
 Views read: ``tau2_summary`` (avg_reward, success_rate per domain), ``tau2_pass_k``.
 """
 

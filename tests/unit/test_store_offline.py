@@ -1,0 +1,125 @@
+"""DuckDB without the network (issue 18): every connection is offline and locked, ``uxlocal query``
+refuses INSTALL/LOAD in well under a second without opening a socket, and local files still work."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from uxlocal.cli import cli
+from uxlocal.store.db import connect
+from uxlocal.store.offline import NO_EXTENSIONS_DIR, OFFLINE_CONFIG, open_duckdb
+
+PACKAGE = Path(__file__).resolve().parents[2] / "uxlocal"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    db = tmp_path / "s.duckdb"
+    con = connect(db)
+    con.execute("INSERT INTO runs (run_id, suite, config, config_sha256, status, started_at) "
+                "VALUES ('r1', 'selftest', '{}', 'x', 'done', now())")
+    con.close()
+    return db
+
+
+ANSWER_S = 5.0
+"""Refusals take about 0.2 s here (0.5-1 s for a whole ``uxlocal query`` process); a download attempt
+would wait on the network instead. The bound leaves room for a busy shared CI box."""
+
+
+def _query(db: Path, sql: str) -> tuple[int, str, float]:
+    started = time.perf_counter()
+    result = CliRunner().invoke(cli, ["query", "--db", str(db), sql])
+    return result.exit_code, result.output, time.perf_counter() - started
+
+
+@pytest.mark.parametrize("read_only", [False, True])  # the writer's store, and a reader's
+def test_open_duckdb_sets_every_offline_setting_when_opened(store: Path, read_only: bool) -> None:
+    con = connect(store, read_only=read_only)
+    try:
+        for name, value in OFFLINE_CONFIG.items():
+            assert con.execute(f"SELECT current_setting('{name}')").fetchone() == (value,), name
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("statement", [
+    "SET autoload_known_extensions = true",  # turn auto-load back on
+    "SET GLOBAL lock_configuration = false",  # unlock, then anything
+    "RESET autoinstall_known_extensions",  # back to DuckDB's default (on)
+    "SET extension_directory = '/tmp'",  # find extensions installed elsewhere
+])
+def test_open_duckdb_cannot_be_reconfigured_from_sql_when_locked(tmp_path: Path, statement: str) -> None:
+    con = open_duckdb(tmp_path / "x.duckdb")
+    try:
+        with pytest.raises(duckdb.InvalidInputException, match="configuration has been locked"):
+            con.execute(statement)
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("sql", [
+    "install httpfs",  # the issue's example: a download from extensions.duckdb.org
+    "FORCE INSTALL httpfs",  # re-download
+    "INSTALL httpfs FROM 'https://extensions.duckdb.org'",  # a repository named in the statement
+    "load httpfs",  # an extension installed earlier, e.g. in ~/.duckdb
+    "update extensions",  # re-downloads every installed extension
+])
+def test_query_refuses_extension_statements_offline_when_typed(store: Path, sql: str,
+                                                              network_guard: Any) -> None:
+    code, output, elapsed_s = _query(store, sql)
+    assert code == 2
+    assert output.count("\n") == 1 and "uxlocal works offline" in output and "statement 1" in output
+    assert elapsed_s < ANSWER_S
+    assert network_guard.attempts == []
+
+
+def test_query_refuses_a_script_before_running_any_of_it(store: Path, tmp_path: Path) -> None:
+    out = tmp_path / "first.parquet"
+    code, output, _ = _query(store, f"COPY (SELECT 1) TO '{out}'; LOAD httpfs")
+    assert code == 2 and "statement 2 (LOAD httpfs)" in output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("sql, needs", [
+    ("SELECT * FROM read_csv('https://example.com/a.csv')", "httpfs"),  # auto-load of httpfs is off
+    ("SELECT * FROM 's3://bucket/a.parquet'", "httpfs"),  # a replacement scan of a remote path
+    ("ATTACH 'x.sqlite' (TYPE sqlite)", "sqlite_scanner"),  # found only in NO_EXTENSIONS_DIR
+])
+def test_query_needing_an_extension_fails_without_fetching_it(store: Path, sql: str, needs: str,
+                                                              network_guard: Any) -> None:
+    code, output, elapsed_s = _query(store, sql)
+    assert code == 2 and needs in output
+    assert elapsed_s < ANSWER_S and network_guard.attempts == []
+    assert not NO_EXTENSIONS_DIR.exists()
+
+
+def test_query_copies_to_a_local_file_and_leaves_the_store_read_only(store: Path, tmp_path: Path) -> None:
+    out = tmp_path / "runs.parquet"
+    code, output, _ = _query(store, f"COPY (SELECT run_id, suite FROM runs) TO '{out}'")
+    assert code == 0, output
+    code, output, _ = _query(store, f"SELECT run_id, suite FROM '{out}'")
+    assert code == 0 and "r1" in output and "selftest" in output
+    code, output, _ = _query(store, "DELETE FROM runs")
+    assert code == 2 and "read-only" in output
+
+
+def test_query_help_says_how_to_export_and_that_it_is_offline() -> None:
+    result = CliRunner().invoke(cli, ["query", "-h"])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0
+    assert "COPY ... TO" in text and "offline" in text and "read-only" in text
+
+
+def test_package_opens_duckdb_only_through_open_duckdb() -> None:
+    calls = [str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")
+             for line in path.read_text(encoding="utf-8").splitlines()
+             if re.search(r"duckdb\s*\.\s*connect\s*\(", line)]
+    assert calls == ["store/offline.py"]

@@ -1,0 +1,5 @@
+"""``python -m uxlocal.cli``: the same as the ``uxlocal`` command."""
+
+from .main import main
+
+main()

@@ -1,0 +1,73 @@
+"""The one place uxlocal opens DuckDB, set up so that DuckDB itself can never reach the network.
+
+DuckDB installs and loads "known" extensions on demand, downloading them from
+extensions.duckdb.org: ``httpfs`` for an ``https://`` or ``s3://`` path, ``sqlite_scanner`` for
+``ATTACH ... (TYPE sqlite)``; ``INSTALL x`` fetches one explicitly. Stores hold real people's
+conversations and uxlocal runs on air-gapped boxes, so every connection opened here (measured on
+duckdb 2.0.1, see tests/unit/test_store_offline.py):
+
+- has auto-install and auto-load off and refuses community extensions;
+- looks for extensions only in ``NO_EXTENSIONS_DIR``, a folder uxlocal never creates, and names it
+  as both repositories too: a user's own ``~/.duckdb/extensions`` is never loaded, and DuckDB's
+  built-ins (json, parquet, icu) are all there is;
+- locks its configuration, so SQL cannot ``SET`` any of this back (nor anything else).
+
+``enable_external_access`` stays on: it would also forbid local files (``COPY ... TO
+'x.parquet'``, which is how people export, and the ``ATTACH`` that ``uxlocal merge`` uses).
+Explicit ``INSTALL``/``LOAD`` (``INSTALL x FROM 'https://...'`` names its own repository) is
+refused before DuckDB sees it, by ``refuse_extension_statements``, for SQL a person typed.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+
+from uxlocal.errors import InputError
+
+NO_EXTENSIONS_DIR = Path(__file__).resolve().parent / "_no_duckdb_extensions"
+"""Never created. It is a fixed path, not one under ``UXLOCAL_HOME``: DuckDB refuses a second
+connection to an open file with a different configuration."""
+
+OFFLINE_CONFIG: dict[str, str | bool] = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+    "extension_directory": str(NO_EXTENSIONS_DIR),
+    "autoinstall_extension_repository": str(NO_EXTENSIONS_DIR),
+    "custom_extension_repository": str(NO_EXTENSIONS_DIR),
+    "lock_configuration": True,  # last, so nothing above can be changed from SQL afterwards
+}
+
+OFFLINE_MESSAGE = ("refused: uxlocal works offline and never installs or loads DuckDB extensions "
+                   "(json and parquet are built in; read and write local files with SQL)")
+
+_UPDATE_EXTENSIONS = re.compile(r"\s*update\s+extensions\b", re.IGNORECASE)
+"""``UPDATE EXTENSIONS`` downloads too; this Python client cannot name its statement type."""
+
+
+def open_duckdb(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open a DuckDB database with ``OFFLINE_CONFIG``; every connection uxlocal makes comes from here."""
+    return duckdb.connect(str(path), read_only=read_only, config=dict(OFFLINE_CONFIG))
+
+
+def refuse_extension_statements(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Raise ``InputError`` (exit 2) naming the first INSTALL/LOAD/UPDATE EXTENSIONS statement in ``sql``.
+
+    Parsing runs nothing, so a refused script has no effect at all. A syntax error is left to
+    the caller's ``execute`` (it raises ``duckdb.ParserException`` here as there).
+    """
+    for number, statement in enumerate(con.extract_statements(sql), start=1):
+        if _touches_extensions(statement):
+            words = " ".join(statement.query.split())[:60]
+            raise InputError(None, None, f"SQL statement {number} ({words}): {OFFLINE_MESSAGE}")
+
+
+def _touches_extensions(statement: duckdb.Statement) -> bool:
+    try:
+        kind = statement.type
+    except ValueError:  # a statement kind newer than the Python enum (UPDATE EXTENSIONS is one)
+        return bool(_UPDATE_EXTENSIONS.match(statement.query))
+    return kind == duckdb.StatementType.LOAD  # INSTALL, FORCE INSTALL and LOAD all parse as LOAD

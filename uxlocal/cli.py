@@ -819,6 +819,11 @@ def _print_rows(cols: list[str], rows: list[tuple[Any, ...]], fmt: str) -> None:
         render_tables([ReportTable("", cols, rows)])
 
 
+from uxlocal.judge_cli import judge as judge_cmd  # noqa: E402
+
+cli.add_command(judge_cmd)
+
+
 def main() -> None:
     """Entry point: user errors exit 2 with one line; ``--debug`` shows the traceback."""
     debug = "--debug" in sys.argv[1:] or bool(__import__("os").environ.get("UXLOCAL_DEBUG"))

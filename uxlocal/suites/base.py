@@ -126,7 +126,8 @@ def get_suite(name: str) -> Suite:
 
 _BUILTINS = ("uxlocal.suites.selftest",)
 _OPTIONAL_BUILTINS = ("uxlocal.suites.uxbench.suite", "uxlocal.suites.userproxy.tau2_suite.suite",
-                      "uxlocal.suites.userproxy.suite", "uxlocal.suites.palate.suite")
+                      "uxlocal.suites.userproxy.suite", "uxlocal.suites.palate.suite",
+                      "uxlocal.suites.judge.suite")
 
 
 def _load_builtins() -> None:

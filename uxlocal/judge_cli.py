@@ -92,7 +92,8 @@ def judge(input_: str | None, model: tuple[str, ...], db: str, limit: int | None
     result = run_suite(run, models=resolve_models(specs), suite=suite)
     stats = result.stats
     click.echo(f"\nrun {result.run_id} ({'resumed' if result.resumed else 'new'}): {stats.requests} judge requests, "
-               f"{stats.cache_hits} from cache, {stats.engine_calls} engine calls, {stats.episodes_failed} failed, "
+               f"{stats.cache_hits} from cache, {stats.engine_calls} engine calls, {stats.episodes_skipped} items already "
+               f"judged, {stats.episodes_failed} failed, "
                f"{stats.wall_s:.1f}s")
     for note in result.notes:
         click.echo(f"note: {note}")

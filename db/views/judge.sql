@@ -183,3 +183,21 @@ FROM judge_verdicts a JOIN judge_verdicts b
   ON a.run_id = b.run_id AND a.item_id = b.item_id AND a.criterion = b.criterion AND a.judge_role < b.judge_role
 WHERE a.valid AND b.valid AND a.status = 'ok' AND b.status = 'ok'
 GROUP BY ALL;
+
+-- metric: judge_confusion | grain: one row per (run_id, criterion, judge_role, human, judge) cell
+-- source: judge_scored (label and likert; likert humans mapped to points as in judge_score_agreement)
+-- caveat: for likert this is the human-vs-judge scatter as counts
+CREATE OR REPLACE VIEW judge_confusion AS
+SELECT run_id, criterion, judge_role,
+       CASE WHEN kind = 'likert'
+            THEN CAST(greatest(1, least(CAST(floor(human_score + 0.5) AS INTEGER), scale)) AS VARCHAR)
+            ELSE human_label END AS human, label AS judge, count(*) AS n
+FROM judge_scored WHERE kind IN ('label', 'likert') GROUP BY ALL;
+
+-- metric: judge_reliability | grain: one row per (run_id, criterion, judge_role, bin), binary label rubrics
+-- source: judge_scored | caveat: the reliability diagram behind ECE: 10 equal-width bins of the
+-- confidence in the own verdict, with the share of verdicts that matched the human
+CREATE OR REPLACE VIEW judge_reliability AS
+SELECT run_id, criterion, judge_role, least(CAST(floor(confidence * 10) AS INTEGER), 9) AS bin, count(*) AS n,
+       avg(confidence) AS mean_confidence, avg(CAST(label = human_label AS DOUBLE)) AS accuracy
+FROM judge_scored WHERE kind = 'label' AND positive IS NOT NULL GROUP BY ALL;

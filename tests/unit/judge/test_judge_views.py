@@ -89,3 +89,19 @@ def test_pairwise_views_equal_python_reference(tmp_path: Path, run_judge: Any) -
     run_judge({"input": str(write_jsonl(tmp_path / "p.jsonl", rows)), "rubric": "preference", "human_col": "pref"},
               judge)
     _compare(tmp_path / "judge.duckdb", "judge_pairwise_agreement", "pairwise", PAIR_STATS)
+
+
+def test_confusion_and_reliability_views_count_every_scored_verdict(tmp_path: Path, run_judge: Any) -> None:
+    rows = [{"id": f"c{i:02d}", "conversation": chat(i), "h": "liked" if i % 3 else "disliked"} for i in range(N)]
+    def judge(prep: PreparedRequest) -> dict[str, Any]:
+        probs = _probs(number(prep.prompt), ["liked", "disliked"])
+        return {"text": max(probs, key=probs.__getitem__), "label_probs": probs}
+    result, _ = run_judge({"input": str(write_jsonl(tmp_path / "c.jsonl", rows)), "rubric": "ux-liked",
+                           "human_col": "h"}, judge)
+    con = duckdb.connect(str(tmp_path / "judge.duckdb"), read_only=True)
+    assert con.execute("SELECT sum(n) FROM judge_confusion").fetchone()[0] == N
+    bins = con.execute("SELECT bin, n FROM judge_reliability").fetchall()
+    assert sum(n for _, n in bins) == N and all(5 <= b <= 9 for b, _ in bins)  # confidence in own verdict >= 0.5
+    con.close()
+    assert {"Judge confusion (human -> judge counts)", "Judge reliability diagram (binary labels)"} <= {
+        t.title for t in result.tables}

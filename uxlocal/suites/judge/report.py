@@ -152,6 +152,30 @@ def _position_table(con: Any, run_id: str) -> ReportTable | None:
                         for r in rows], "flip = the two orders chose different replies; 0.5 = no position bias")
 
 
+def _confusion_table(con: Any, run_id: str) -> ReportTable | None:
+    rows = _rows(con, "SELECT * FROM judge_confusion WHERE run_id = ? ORDER BY criterion, judge_role, human, judge",
+                 [run_id])
+    if not rows:
+        return None
+    cells: dict[tuple[str, str, str], list[str]] = {}
+    for r in rows:
+        cells.setdefault((r["criterion"], r["judge_role"], r["human"]), []).append(f"{r['judge']} {r['n']}")
+    return ReportTable("Judge confusion (human -> judge counts)", ["criterion", "judge", "human", "judge said"],
+                       [(*k, ", ".join(v)) for k, v in cells.items()],
+                       "likert: human scores mapped to the nearest point; the scatter as counts")
+
+
+def _reliability_table(con: Any, run_id: str) -> ReportTable | None:
+    rows = _rows(con, "SELECT * FROM judge_reliability WHERE run_id = ? ORDER BY criterion, judge_role, bin", [run_id])
+    if not rows:
+        return None
+    return ReportTable("Judge reliability diagram (binary labels)",
+                       ["criterion", "judge", "confidence bin", "n", "mean confidence", "accuracy"],
+                       [(r["criterion"], r["judge_role"], f"{r['bin'] / 10:.1f}-{(r['bin'] + 1) / 10:.1f}", r["n"],
+                         _fmt(r["mean_confidence"]), _fmt(r["accuracy"])) for r in rows],
+                       "a calibrated judge has accuracy close to its mean confidence in every bin")
+
+
 def _interjudge_table(con: Any, run_id: str) -> ReportTable | None:
     rows = _rows(con, "SELECT * FROM judge_interjudge WHERE run_id = ? ORDER BY criterion, judge_a, judge_b", [run_id])
     if not rows:
@@ -167,7 +191,8 @@ def judge_tables(con: Any, run_id: str, *, n_boot: int = 1000, seed: int = 0) ->
     kinds = [r[0] for r in con.execute("SELECT DISTINCT kind FROM judge_items WHERE run_id = ?", [run_id]).fetchall()]
     tables = [_counts_table(con, run_id), _throughput_table(con, run_id)]
     tables += [_agreement_table(con, run_id, kind, n_boot, seed) for kind in kinds]
-    tables += [_position_table(con, run_id), _interjudge_table(con, run_id)]
+    tables += [_confusion_table(con, run_id), _reliability_table(con, run_id), _position_table(con, run_id),
+               _interjudge_table(con, run_id)]
     quarantined = con.execute("SELECT count(*) FROM quarantine WHERE run_id = ?", [run_id]).fetchone()[0]
     if quarantined:
         tables.append(ReportTable("Judge quarantined rows", ["rows"], [(quarantined,)],

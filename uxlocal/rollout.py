@@ -474,8 +474,9 @@ class _Progress:
         if self._progress is None:
             return
         rate = stats.completion_tokens / elapsed if elapsed > 0 else 0.0
+        requests = stats.requests / elapsed if elapsed > 0 else 0.0  # = verdicts/s on judge runs
         self._progress.update(self._task, completed=stats.episodes_done + stats.episodes_failed,
-                              rate=f"{rate:,.0f} tok/s")
+                              rate=f"{rate:,.0f} tok/s, {requests:,.1f} req/s")
 
     def __exit__(self, *exc: Any) -> None:
         if self._progress is not None:

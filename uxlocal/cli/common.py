@@ -43,8 +43,11 @@ def parse_models(values: tuple[str, ...]) -> dict[str, str]:
 
 
 def field_option(name: str, field: Any, *, envvar: str | None = None, metavar: str | None = None,
-                 kind: Any = None) -> Any:
-    """A click option from a pydantic field: Literal -> Choice, bool -> flag pair, docstring -> help."""
+                 kind: Any = None, decls: tuple[str, ...] = ()) -> Any:
+    """A click option from a pydantic field: Literal -> Choice, bool -> flag pair, docstring -> help.
+
+    ``decls`` replaces the generated flag spelling (``("-r", "--rubric")``, ``("--both-orders/--one-order",)``).
+    """
     flag = "--" + name.replace("_", "-")
     annotation = field.annotation
     args = [a for a in get_args(annotation) if a is not type(None)]
@@ -54,27 +57,30 @@ def field_option(name: str, field: Any, *, envvar: str | None = None, metavar: s
     default = None if field.default is None else field.default
     common: dict[str, Any] = {"help": help_text, "envvar": envvar}
     if annotation is bool:
-        return click.option(f"{flag}/--no-{name.replace('_', '-')}", name, default=default, show_default=True,
-                            **common)
+        spelled = decls or (f"{flag}/--no-{name.replace('_', '-')}",)
+        return click.option(*spelled, name, default=default, show_default=True, **common)
     if get_origin(annotation) is Literal:
-        return click.option(flag, name, type=click.Choice([str(a) for a in get_args(annotation)]),
+        return click.option(*(decls or (flag,)), name, type=click.Choice([str(a) for a in get_args(annotation)]),
                             default=default, show_default=True, **common)
     kind = kind or {int: int, float: float, Path: click.Path(path_type=Path)}.get(annotation, str)
-    return click.option(flag, name, type=kind, default=default, show_default=default is not None,
+    return click.option(*(decls or (flag,)), name, type=kind, default=default, show_default=default is not None,
                         metavar=metavar, **common)
 
 
-def config_options(config_cls: Any, names: tuple[str, ...] | None = None, *, envvars: bool = False) -> Callable[
-        [Any], Any]:
-    """Decorator adding one option per field of ``config_cls`` (``names`` selects and orders them)."""
+def config_options(config_cls: Any, names: tuple[str, ...] | None = None, *, envvar_prefix: str | None = None,
+                   decls: Mapping[str, tuple[str, ...]] | None = None) -> Callable[[Any], Any]:
+    """Decorator adding one option per field of ``config_cls`` (``names`` selects and orders them).
+
+    With ``envvar_prefix`` each option also reads ``<prefix><FIELD>`` from the environment.
+    """
     fields = config_cls.model_fields
     chosen = names or tuple(fields)
 
     def decorate(fn: Any) -> Any:
         for name in reversed(chosen):
-            envvar = f"UXLOCAL_{name.upper()}" if envvars else None
+            envvar = f"{envvar_prefix}{name.upper()}" if envvar_prefix else None
             fn = field_option(name, fields[name], envvar=envvar, metavar=_METAVARS.get(name),
-                              kind=_TYPES.get(name))(fn)
+                              kind=_TYPES.get(name), decls=(decls or {}).get(name, ()))(fn)
         return fn
 
     return decorate
@@ -84,7 +90,7 @@ def run_options(fn: Any) -> Any:
     """Options shared by every command that runs a suite: ``--model`` and ``RunConfig``'s own."""
     from uxlocal.config import RunConfig
 
-    fn = config_options(RunConfig, RUN_OPTION_FIELDS, envvars=True)(fn)
+    fn = config_options(RunConfig, RUN_OPTION_FIELDS, envvar_prefix="UXLOCAL_")(fn)
     return click.option("-m", "--model", "model", multiple=True, metavar="ROLE=SPEC", help=_MODEL_HELP)(fn)
 
 
@@ -94,8 +100,9 @@ def split_run_options(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_configured(suite_name: str, suite_config: Mapping[str, Any], common: Mapping[str, Any], *,
-                   suite: Any = None) -> Any:
-    """Build the ``RunConfig`` (the only place the CLI does), run the suite and print its result."""
+                   suite: Any = None, show: Callable[[Any], None] | None = None) -> Any:
+    """Build the ``RunConfig`` (the only place the CLI does), run the suite and print its result
+    (with ``show``, or the common summary line and the suite's tables)."""
     from uxlocal.config import RunConfig
     from uxlocal.runner import bind_roles, resolve_models, run_suite
     from uxlocal.suites.base import get_suite
@@ -106,7 +113,7 @@ def run_configured(suite_name: str, suite_config: Mapping[str, Any], common: Map
     run = RunConfig(suite=suite_name, suite_config=options, model_names=specs, **settings,
                     progress=bool(common.get("progress", True)) and sys.stderr.isatty())
     result = run_suite(run, models=resolve_models(specs), **({"suite": suite} if suite is not None else {}))
-    print_result(result)
+    (show or print_result)(result)
     return result
 
 

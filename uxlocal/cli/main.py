@@ -8,6 +8,7 @@ import sys
 import click
 
 from .common import CONTEXT
+from .judge import judge_cmd
 from .models import doctor, models_group
 from .palate import palate_group
 from .report import report_cmd, view_cmd
@@ -38,7 +39,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 for _command in (run_group, demo_cmd, query_cmd, merge_cmd, report_cmd, view_cmd, models_group, doctor,
-                 ingest_group, ufs_group, palate_group, tau2_group):
+                 ingest_group, ufs_group, palate_group, tau2_group, judge_cmd):
     cli.add_command(_command)
 
 

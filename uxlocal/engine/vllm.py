@@ -170,6 +170,9 @@ class VllmEngine:
             "model": self.model.path, "dtype": self.model.dtype,
             "max_model_len": self.model.max_model_len, "seed": 0,
             "generation_config": "vllm", "max_logprobs": 64,
+            # judge prompts put the shared conversation first (suites/judge/prompts.py); say so
+            # explicitly rather than rely on the per-model default (doctor reports it)
+            "enable_prefix_caching": True,
             # compact JSON (no free whitespace between tokens), as the hf backend generates it:
             # small models otherwise spend their budget on whitespace runs and get cut off
             "structured_outputs_config": {"backend": self.grammar,

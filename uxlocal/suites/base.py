@@ -67,11 +67,11 @@ class Suite:
     """Roles the suite asks models for (each needs ``--model ROLE=...``)."""
     optional_roles: ClassVar[tuple[str, ...]] = ()
     example: ClassVar[str] = ""
+    """Options for the ``--help`` example after ``uxlocal run <name>`` (default: one ``--model`` per role)."""
     report_section: ClassVar[str] = ""
     """Module that registers the suite's report section and figures (``register_section``,
     ``register_figure`` from ``uxlocal.report``) on import; the report imports it, a run never does.
     Empty: the report shows the suite's ``report`` tables under a default section."""
-    """Options for the ``--help`` example after ``uxlocal run <name>`` (default: one ``--model`` per role)."""
 
     def role_specs(self, config: SuiteConfig, specs: dict[str, str]) -> dict[str, str]:
         """Role -> model spec bindings the suite's options imply, merged with ``--model``'s.
@@ -136,7 +136,8 @@ def get_suite(name: str) -> Suite:
 
 _BUILTINS = ("uxlocal.suites.selftest",)
 _OPTIONAL_BUILTINS = ("uxlocal.suites.uxbench.suite", "uxlocal.suites.tau2.suite",
-                      "uxlocal.suites.userproxy.suite", "uxlocal.suites.palate.suite")
+                      "uxlocal.suites.userproxy.suite", "uxlocal.suites.palate.suite",
+                      "uxlocal.suites.judge.suite")
 
 
 def _load_builtins() -> None:

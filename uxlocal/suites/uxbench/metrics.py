@@ -31,6 +31,8 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
+from uxlocal import stats
+
 # ---------------------------------------------------------------- rows
 
 
@@ -209,28 +211,7 @@ def auroc(rows: JudgeRows) -> float | None:
     Uses every row with a recorded ``p_good``, valid pred or not; None when a class has none.
     """
     scored = [(r.p_good, r.ground_truth) for r in judge_rows(rows) if r.p_good is not None]
-    n_pos = sum(1 for _, t in scored if t == 1)
-    n_neg = len(scored) - n_pos
-    if n_pos == 0 or n_neg == 0:
-        return None
-    ranks = _average_ranks([p for p, _ in scored])
-    pos_rank_sum = sum(rank for rank, (_, t) in zip(ranks, scored, strict=True) if t == 1)
-    return (pos_rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
-
-
-def _average_ranks(values: list[float]) -> list[float]:
-    """1-based ranks, tied values sharing their mean rank."""
-    order = sorted(range(len(values)), key=values.__getitem__)
-    ranks = [0.0] * len(values)
-    start = 0
-    while start < len(order):
-        end = start
-        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
-            end += 1
-        for k in range(start, end + 1):
-            ranks[order[k]] = (start + end) / 2 + 1
-        start = end + 1
-    return ranks
+    return stats.auroc([t == 1 for _, t in scored], [p for p, _ in scored])
 
 
 def _confidence(p_good: float, pred: int) -> float:
@@ -249,17 +230,7 @@ def expected_calibration_error(rows: JudgeRows, *, n_bins: int = 10) -> float | 
     """
     pairs = [(_confidence(r.p_good, r.pred), r.pred == r.ground_truth)
              for r in judge_rows(rows) if r.pred is not None and r.p_good is not None]
-    if not pairs:
-        return None
-    bins: dict[int, list[tuple[float, bool]]] = {}
-    for conf, correct in pairs:
-        bins.setdefault(min(int(conf * n_bins), n_bins - 1), []).append((conf, correct))
-    total = 0.0
-    for members in bins.values():
-        accuracy = sum(c for _, c in members) / len(members)
-        confidence = sum(p for p, _ in members) / len(members)
-        total += len(members) / len(pairs) * abs(accuracy - confidence)
-    return total
+    return stats.ece([c for c, _ in pairs], [ok for _, ok in pairs], bins=n_bins)
 
 
 # ---------------------------------------------------------------- T2 / T3 rates

@@ -1,0 +1,123 @@
+"""uxlocal.stats against textbook formulas computed here on fixed data (ties included)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from uxlocal import stats
+
+HUMAN = [1, 2, 2, 3, 4, 4, 5, 5, 3, 1]
+JUDGE = [1.2, 2.5, 2.0, 2.0, 4.4, 3.9, 5.0, 4.1, 3.0, 2.0]
+
+
+def _tau_b(x: list[float], y: list[float]) -> float:
+    s_xy = s_x = s_y = 0
+    for i, j in itertools.combinations(range(len(x)), 2):
+        dx, dy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
+        s_xy += dx * dy
+        s_x += abs(dx)
+        s_y += abs(dy)
+    return s_xy / math.sqrt(s_x * s_y)
+
+
+def _avg_ranks(x: list[float]) -> list[float]:
+    return [sum(v < a for v in x) + (sum(v == a for v in x) + 1) / 2 for a in x]
+
+
+def test_kendall_tau_b_matches_pair_counting_with_ties() -> None:
+    assert stats.kendall_tau_b(JUDGE, HUMAN) == pytest.approx(_tau_b(JUDGE, HUMAN))
+
+
+def test_spearman_is_pearson_of_average_ranks_with_ties() -> None:
+    expected = np.corrcoef(_avg_ranks(JUDGE), _avg_ranks(HUMAN))[0, 1]
+    assert stats.spearman(JUDGE, HUMAN) == pytest.approx(expected)
+    assert stats.pearson(JUDGE, HUMAN) == pytest.approx(np.corrcoef(JUDGE, HUMAN)[0, 1])
+
+
+def test_rank_statistics_are_none_when_input_is_constant() -> None:
+    assert stats.spearman([1, 1, 1], [1, 2, 3]) is None
+    assert stats.kendall_tau_b([1, 2, 3], [2, 2, 2]) is None
+
+
+def test_cohen_kappa_matches_observed_and_chance_agreement() -> None:
+    truth = ["a", "a", "b", "b", "c", "a", "b", "c"]
+    pred = ["a", "b", "b", "b", "c", "a", "c", "a"]
+    po = np.mean([t == p for t, p in zip(truth, pred)])
+    pe = sum(truth.count(k) * pred.count(k) for k in "abc") / len(truth) ** 2
+    assert stats.cohen_kappa(truth, pred) == pytest.approx((po - pe) / (1 - pe))
+    assert stats.accuracy(truth, pred) == pytest.approx(po)
+
+
+def test_macro_f1_averages_per_class_f1() -> None:
+    truth = ["a", "a", "b", "b", "c", "a"]
+    pred = ["a", "b", "b", "b", "a", "a"]
+    f1 = []
+    for k in "abc":
+        tp = sum(t == k and p == k for t, p in zip(truth, pred))
+        fp = sum(t != k and p == k for t, p in zip(truth, pred))
+        fn = sum(t == k and p != k for t, p in zip(truth, pred))
+        f1.append(2 * tp / (2 * tp + fp + fn))
+    assert stats.macro_f1(truth, pred) == pytest.approx(sum(f1) / 3)
+
+
+def test_auroc_counts_ties_as_one_half() -> None:
+    positive = [True, True, False, False, True]
+    score = [0.9, 0.4, 0.4, 0.1, 0.6]
+    pairs = [(p, n) for p in [s for s, y in zip(score, positive) if y] for n in [s for s, y in zip(score, positive) if not y]]
+    expected = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p, n in pairs) / len(pairs)
+    assert stats.auroc(positive, score) == pytest.approx(expected)
+    assert stats.auroc([True, True], [0.1, 0.2]) is None
+
+
+def test_ece_weights_bin_gaps_by_bin_share() -> None:
+    conf = [0.95, 0.95, 0.65, 0.62, 1.0]
+    correct = [True, False, True, True, True]
+    # bins: 9 -> {0.95, 0.95, 1.0} acc 2/3 conf 0.9667; 6 -> {0.65, 0.62} acc 1 conf 0.635
+    expected = 3 / 5 * abs(2 / 3 - (0.95 + 0.95 + 1.0) / 3) + 2 / 5 * abs(1 - 0.635)
+    assert stats.ece(conf, correct) == pytest.approx(expected)
+
+
+def test_quadratic_weighted_kappa_matches_weight_matrix_formula() -> None:
+    human, judge, scale = [1, 2, 3, 4, 5, 3, 2], [1, 3, 3, 5, 4, 2, 2], [1, 2, 3, 4, 5]
+    n = len(human)
+    observed = sum((h - j) ** 2 for h, j in zip(human, judge)) / n
+    expected = sum(human.count(a) * judge.count(b) * (a - b) ** 2 for a in scale for b in scale) / n ** 2
+    assert stats.quadratic_weighted_kappa(human, judge, scale) == pytest.approx(1 - observed / expected)
+
+
+def test_acc_eq_counts_tie_matching_tie_within_groups() -> None:
+    human = [1, 1, 2, 3, 3]
+    judge = [2, 2, 1, 3, 4]
+    groups = ["x", "x", "x", "y", "y"]
+    # group x pairs: (0,1) tie/tie agree, (0,2) +/- disagree, (1,2) disagree; group y: (3,4) tie vs < disagree
+    assert stats.acc_eq(human, judge, groups) == pytest.approx(1 / 4)
+    # epsilon 1 makes the judge's 3 vs 4 a tie, matching the human tie
+    assert stats.acc_eq(human, judge, groups, epsilon=1.0) == pytest.approx(2 / 4)
+    assert stats.acc_eq([1], [1]) is None
+
+
+def test_bootstrap_is_reproducible_and_contains_point_when_seeded() -> None:
+    values = np.array([0.1, 0.5, 0.9, 0.3, 0.7, 0.2, 0.8, 0.6])
+    mean = lambda idx: float(values[idx].mean())  # noqa: E731
+    first = stats.bootstrap(mean, len(values), n_resamples=500, seed=3)
+    again = stats.bootstrap(mean, len(values), n_resamples=500, seed=3)
+    assert first == again
+    assert first.low is not None and first.high is not None
+    assert first.low <= first.point <= first.high
+    assert first.point == pytest.approx(values.mean())
+
+
+def test_bootstrap_resamples_whole_clusters_when_given() -> None:
+    values = np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0])
+    seen: set[int] = set()
+
+    def count_ones(idx: np.ndarray) -> float:
+        seen.add(int(values[idx].sum()))
+        return float(values[idx].mean())
+    stats.bootstrap(count_ones, 6, clusters=["a", "a", "a", "b", "b", "b"], n_resamples=200, seed=0)
+    # drawing two whole clusters gives 0, 3 or 6 ones, never a partial cluster
+    assert seen <= {0, 3, 6} and len(seen) >= 2

@@ -1,0 +1,1 @@
+"""``uxlocal judge``: judge scoring of any conversations file, with agreement against human labels."""

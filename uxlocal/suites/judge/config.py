@@ -1,0 +1,62 @@
+"""Options of ``uxlocal judge``, in a light module: the CLI builds its options from these
+field docstrings without importing the scheduler, the store or the engines.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from uxlocal.config import SuiteConfig
+from uxlocal.suites.judge.inputs import Columns
+
+
+class JudgeConfig(SuiteConfig):
+    """Options of ``uxlocal judge``."""
+
+    not_in_identity: ClassVar[dict[str, str]] = {
+        "input": "where the data sits; its content hash is in the run identity instead",
+        "rubric": "where the rubric sits; its sha256 is in the run identity instead",
+        "judges": "model bindings; the models' identities are in the run identity"}
+
+    input: str = ""
+    """JSONL, CSV or Parquet file, or duckdb:PATH::SQL."""
+    rubric: str = "ux-liked"
+    """Built-in rubric name or a rubric TOML file."""
+    id_col: str = "id"
+    """Column with the item id (default: file stem and line)."""
+    conversation_col: str | None = None
+    """Column with a [{role, content}] list or its JSON (default: conversation, else messages)."""
+    prompt_col: str = "prompt"
+    """Single-turn user message column (used when there is no conversation column)."""
+    response_col: str = "response"
+    """Single-turn assistant reply column."""
+    response_a_col: str = "response_a"
+    """Pairwise: first reply column."""
+    response_b_col: str = "response_b"
+    """Pairwise: second reply column."""
+    human_col: str | None = None
+    """Column with the human label (label), score (likert) or preference A/B/tie (pairwise)."""
+    group_col: str | None = None
+    """Column for breakdowns and clustered bootstrap (e.g. user or conversation id)."""
+    mode: Literal["label", "reason"] = "label"
+    """label: constrained label with every label's probability; reason: JSON {reasoning, verdict}."""
+    layout: Literal["shared", "criterion_first"] = "shared"
+    """Prompt order: conversation first (prefix-cache friendly) or criterion first."""
+    both_orders: bool = True
+    """Pairwise: judge A/B and B/A and reconcile (reports position bias)."""
+    skip_bad_rows: bool = False
+    """Quarantine bad rows (stored with the reason) instead of stopping at the first one."""
+    reason_max_tokens: int = Field(512, ge=16)
+    """Completion budget of a reason-mode verdict (tokens)."""
+    bootstrap: int = Field(1000, ge=0)
+    """Bootstrap resamples for the 95% intervals (0 = none)."""
+    judges: str | None = None
+    """Comma-separated judge models: the first binds role judge, the next judge2, judge3, ..."""
+
+    def columns(self) -> Columns:
+        """The column map."""
+        return Columns(id=self.id_col, conversation=self.conversation_col, prompt=self.prompt_col,
+                       response=self.response_col, response_a=self.response_a_col,
+                       response_b=self.response_b_col, human=self.human_col, group=self.group_col)

@@ -1,0 +1,300 @@
+"""Conversations to judge, from JSONL, CSV, Parquet or a DuckDB query, through a column map.
+
+Layer contract: reads the user's file, returns ``JudgeItem``s plus quarantine records; no
+prompts, no engine, no store writes (a ``duckdb:`` source is opened read-only).
+
+Sources: ``*.jsonl``/``*.json`` (one object per line), ``*.csv`` (header row), ``*.parquet``,
+and ``duckdb:PATH::SQL`` (any query over any store, so a uxlocal store's trajectories can be
+re-judged). Positions in messages are the physical line for JSONL and CSV (blank lines counted,
+as an editor numbers them) and the 1-based row for Parquet and DuckDB.
+
+A conversation is an OpenAI-style ``[{role, content}]`` list or a JSON string of one; without a
+conversation column, ``prompt``/``response`` columns make a one-turn conversation. Pairwise
+items carry the context conversation plus two replies. A bad row raises
+``InputError("file:line: column: problem")``, or with ``skip_bad_rows`` is set aside with that
+reason (as the UXBench loaders do) and the rest still run.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from uxlocal.errors import InputError
+
+ROLE_ALIASES = {"human": "user", "ai": "assistant", "bot": "assistant", "model": "assistant", "gpt": "assistant"}
+ROLES = ("system", "user", "assistant")
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Which input column holds what (``None`` = not used or detected)."""
+
+    id: str = "id"
+    conversation: str | None = None
+    """Default: ``conversation``, else ``messages``, when present."""
+    prompt: str = "prompt"
+    response: str = "response"
+    response_a: str = "response_a"
+    response_b: str = "response_b"
+    human: str | None = None
+    group: str | None = None
+
+
+@dataclass(frozen=True)
+class JudgeItem:
+    """One thing to judge: a conversation (pointwise) or a context plus two replies (pairwise)."""
+
+    item_id: str
+    conversation: tuple[dict[str, str], ...]
+    response_a: str | None = None
+    response_b: str | None = None
+    human: Any = None
+    """The human label (str), score (float) or preference (A/B/tie), already normalized."""
+    group: str | None = None
+    source_file: str = ""
+    source_line: int = 0
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    """A row ``skip_bad_rows`` set aside, with the message the error would have shown."""
+
+    file: str
+    line: int
+    reason: str
+    raw: str
+
+
+@dataclass
+class Loaded:
+    """Items that loaded and the rows set aside."""
+
+    items: list[JudgeItem] = field(default_factory=list)
+    quarantine: list[Quarantined] = field(default_factory=list)
+
+
+class RowProblem(Exception):
+    """Why one row is bad: the column (None for the whole row) and the problem."""
+
+    def __init__(self, column: str | None, problem: str) -> None:
+        super().__init__(problem)
+        self.column = column
+        self.problem = problem
+
+    def message(self) -> str:
+        """``column: problem`` (or the problem alone)."""
+        return f"{self.column}: {self.problem}" if self.column else self.problem
+
+
+# ---------------------------------------------------------------- sources
+
+Row = tuple[int, str, dict[str, Any] | RowProblem]
+"""(line or row number, raw text for the quarantine, the row or why it could not be read)."""
+
+
+def _jsonl_rows(path: Path) -> Iterator[Row]:
+    with path.open(encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield line_no, line.rstrip("\n"), RowProblem(None, f"invalid JSON: {exc.msg} at char {exc.pos}")
+                continue
+            if not isinstance(value, dict):
+                yield line_no, line.rstrip("\n"), RowProblem(None, "is not a JSON object")
+                continue
+            yield line_no, line.rstrip("\n"), value
+
+
+def _csv_rows(path: Path) -> Iterator[Row]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        start = 2
+        for record in reader:
+            raw = json.dumps(record, ensure_ascii=False)
+            if None in record:  # more cells than header names
+                yield start, raw, RowProblem(None, f"has {len(reader.fieldnames or []) + len(record[None])} "
+                                                   f"cells, the header has {len(reader.fieldnames or [])}")
+            else:
+                yield start, raw, {k: (v if v != "" else None) for k, v in record.items()}
+            start = reader.line_num + 1
+
+
+def _table_rows(names: list[str], rows: list[tuple[Any, ...]]) -> Iterator[Row]:
+    for i, values in enumerate(rows, start=1):
+        row = dict(zip(names, values))
+        yield i, json.dumps(row, ensure_ascii=False, default=str), row
+
+
+def _parquet_rows(path: Path) -> Iterator[Row]:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise InputError(path, None, f"cannot read Parquet: {exc}") from None
+    data = table.to_pylist()
+    yield from _table_rows(table.column_names, [tuple(r.values()) for r in data])
+
+
+def _duckdb_rows(spec: str) -> tuple[str, Iterator[Row]]:
+    import duckdb
+
+    body = spec[len("duckdb:"):]
+    db, sep, sql = body.partition("::")
+    if not sep or not db or not sql.strip():
+        raise InputError(spec, None, "expected duckdb:PATH::SQL", "e.g. duckdb:runs.duckdb::select * from turns")
+    if not Path(db).is_file():
+        raise InputError(db, None, "no such DuckDB file")
+    try:
+        with duckdb.connect(db, read_only=True) as con:
+            cur = con.execute(sql)
+            names = [d[0] for d in cur.description]
+            rows = cur.fetchall()
+    except duckdb.Error as exc:
+        raise InputError(f"duckdb:{db}", None, f"query failed: {exc}") from None
+    return f"duckdb:{db}", _table_rows(names, rows)
+
+
+def read_rows(source: str) -> tuple[str, Iterator[Row]]:
+    """(display name, rows) for any supported source."""
+    if source.startswith("duckdb:"):
+        return _duckdb_rows(source)
+    path = Path(source)
+    if not path.is_file():
+        raise InputError(path, None, "no such input file")
+    suffix = path.suffix.lower()
+    readers: dict[str, Callable[[Path], Iterator[Row]]] = {
+        ".jsonl": _jsonl_rows, ".json": _jsonl_rows, ".ndjson": _jsonl_rows, ".csv": _csv_rows,
+        ".parquet": _parquet_rows}
+    if suffix not in readers:
+        raise InputError(path, None, f"unknown input format {suffix!r}",
+                         "use .jsonl, .csv, .parquet or duckdb:PATH::SQL")
+    return str(path), readers[suffix](path)
+
+
+# ---------------------------------------------------------------- fields
+
+
+def _text(row: dict[str, Any], column: str, *, required: bool) -> str | None:
+    value = row.get(column)
+    if value is None:
+        if required:
+            raise RowProblem(column, "is missing" if column not in row else "is empty")
+        return None
+    if not isinstance(value, str):
+        raise RowProblem(column, f"must be text, got {type(value).__name__}")
+    if required and not value.strip():
+        raise RowProblem(column, "is empty")
+    return value
+
+
+def parse_conversation(value: Any, column: str) -> tuple[dict[str, str], ...]:
+    """A ``[{role, content}]`` list (or its JSON string) normalized to user/assistant/system turns."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise RowProblem(column, f"is a string but not JSON: {exc.msg} at char {exc.pos}") from None
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if not isinstance(value, list) or not value:
+        raise RowProblem(column, "must be a non-empty list of {role, content} messages")
+    turns = []
+    for i, turn in enumerate(value):
+        if not isinstance(turn, dict):
+            raise RowProblem(column, f"message {i} is not an object")
+        role = str(turn.get("role", "")).strip().lower()
+        role = ROLE_ALIASES.get(role, role)
+        content = turn.get("content")
+        if role not in ROLES:
+            raise RowProblem(column, f"message {i} has role {turn.get('role')!r}; use user, assistant or system")
+        if not isinstance(content, str):
+            raise RowProblem(column, f"message {i} has no text content")
+        turns.append({"role": role, "content": content})
+    return tuple(turns)
+
+
+def _conversation(row: dict[str, Any], cols: Columns, pairwise: bool) -> tuple[dict[str, str], ...]:
+    column = cols.conversation or next((c for c in ("conversation", "messages") if c in row), None)
+    if column is not None:
+        if row.get(column) is None:
+            raise RowProblem(column, "is missing" if column not in row else "is empty")
+        turns = parse_conversation(row[column], column)
+    else:
+        prompt = _text(row, cols.prompt, required=True)
+        turns = ({"role": "user", "content": prompt or ""},)
+        if not pairwise:
+            turns += ({"role": "assistant", "content": _text(row, cols.response, required=True) or ""},)
+    if not pairwise and not any(t["role"] == "assistant" for t in turns):
+        raise RowProblem(column or cols.response, "has no assistant turn to judge")
+    return turns
+
+
+def _item_id(row: dict[str, Any], column: str, fallback: str) -> str:
+    value = row.get(column)
+    if value is None:
+        return fallback
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise RowProblem(column, f"must be text or an integer, got {type(value).__name__}")
+    return str(value).strip() or fallback
+
+
+HumanParser = Callable[[Any], Any]
+
+
+def build_item(row: dict[str, Any], cols: Columns, *, pairwise: bool, human: HumanParser | None,
+               fallback_id: str, file: str, line: int) -> JudgeItem:
+    """One validated item from one row (raises ``RowProblem``)."""
+    conversation = _conversation(row, cols, pairwise)
+    response_a = _text(row, cols.response_a, required=True) if pairwise else None
+    response_b = _text(row, cols.response_b, required=True) if pairwise else None
+    label = None
+    if cols.human is not None:
+        if row.get(cols.human) is None:
+            raise RowProblem(cols.human, "is missing" if cols.human not in row else "is empty")
+        try:
+            label = human(row[cols.human]) if human else row[cols.human]
+        except ValueError as exc:
+            raise RowProblem(cols.human, str(exc)) from None
+    group = None
+    if cols.group is not None:
+        if row.get(cols.group) is None:
+            raise RowProblem(cols.group, "is missing" if cols.group not in row else "is empty")
+        group = str(row[cols.group])
+    return JudgeItem(_item_id(row, cols.id, fallback_id), conversation, response_a, response_b, label, group,
+                     file, line)
+
+
+def load_items(source: str, cols: Columns, *, pairwise: bool = False, human: HumanParser | None = None,
+               skip_bad_rows: bool = False) -> Loaded:
+    """Every row of ``source`` as an item; a bad row stops the load unless ``skip_bad_rows``."""
+    name, rows = read_rows(source)
+    stem = Path(name.removeprefix("duckdb:")).stem
+    loaded = Loaded()
+    seen: dict[str, int] = {}
+    for line, raw, row in rows:
+        try:
+            if isinstance(row, RowProblem):
+                raise row
+            item = build_item(row, cols, pairwise=pairwise, human=human, fallback_id=f"{stem}:{line}",
+                              file=name, line=line)
+            if item.item_id in seen:
+                raise RowProblem(cols.id, f"id {item.item_id!r} already used at line {seen[item.item_id]}")
+        except RowProblem as problem:
+            if not skip_bad_rows:
+                raise InputError(name, line, problem.message(), "or pass --skip-bad-rows") from None
+            loaded.quarantine.append(Quarantined(name, line, problem.message(), raw))
+            continue
+        seen[item.item_id] = line
+        loaded.items.append(item)
+    if not loaded.items and not loaded.quarantine:
+        raise InputError(name, None, "has no rows")
+    return loaded

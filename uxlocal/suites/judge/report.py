@@ -1,0 +1,200 @@
+"""Result tables of a judge run: verdict counts, throughput, agreement with humans, position bias.
+
+Layer contract: reads the judge views, computes intervals with ``uxlocal.stats``; no writes.
+Point values come from the SQL views (what ``uxlocal query`` shows); ``agreement_statistics``
+is the Python reference for the same numbers and supplies the bootstrap intervals, resampling
+whole groups when the run has ``--group-col`` (else items, or conversations for per-turn units).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from uxlocal import stats
+from uxlocal.store.db import query
+from uxlocal.report.model import ReportTable
+
+Statistic = Callable[[np.ndarray], float | None]
+
+LABEL_STATS = ("accuracy", "kappa", "macro_f1", "auroc", "ece")
+SCORE_STATS = ("spearman", "kendall_tau_b", "pearson", "qwk", "acc_eq")
+PAIR_STATS = ("agreement", "agreement_with_ties", "flip_rate")
+
+
+def _rows(con: Any, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+    cols, rows = query(con, sql, params)
+    return [dict(zip(cols, r)) for r in rows]
+
+
+def _take(rows: list[dict[str, Any]], key: str, idx: np.ndarray) -> list[Any]:
+    return [rows[i][key] for i in idx]
+
+
+def _label_stats(rows: list[dict[str, Any]]) -> dict[str, Statistic]:
+    binary = bool(rows) and rows[0]["positive"] is not None
+    def auroc(idx: np.ndarray) -> float | None:
+        return stats.auroc([h == rows[0]["positive"] for h in _take(rows, "human_label", idx)],
+                           _take(rows, "score", idx)) if binary else None
+    def ece(idx: np.ndarray) -> float | None:
+        if not binary:
+            return None
+        return stats.ece(_take(rows, "confidence", idx),
+                         [rows[i]["label"] == rows[i]["human_label"] for i in idx])
+    return {
+        "accuracy": lambda idx: stats.accuracy(_take(rows, "human_label", idx), _take(rows, "label", idx)),
+        "kappa": lambda idx: stats.cohen_kappa(_take(rows, "human_label", idx), _take(rows, "label", idx)),
+        "macro_f1": lambda idx: stats.macro_f1(_take(rows, "human_label", idx), _take(rows, "label", idx)),
+        "auroc": auroc, "ece": ece}
+
+
+def _score_stats(rows: list[dict[str, Any]]) -> dict[str, Statistic]:
+    scale = int(rows[0]["scale"]) if rows else 2
+    def human_points(idx: np.ndarray) -> list[int]:
+        return [max(1, min(int(np.floor(h + 0.5)), scale)) for h in _take(rows, "human_score", idx)]
+    return {
+        "spearman": lambda idx: stats.spearman(_take(rows, "score", idx), _take(rows, "human_score", idx)),
+        "kendall_tau_b": lambda idx: stats.kendall_tau_b(_take(rows, "score", idx), _take(rows, "human_score", idx)),
+        "pearson": lambda idx: stats.pearson(_take(rows, "score", idx), _take(rows, "human_score", idx)),
+        "qwk": lambda idx: stats.quadratic_weighted_kappa(human_points(idx), _take(rows, "points", idx),
+                                                          list(range(1, scale + 1))),
+        "acc_eq": lambda idx: stats.acc_eq(_take(rows, "human_score", idx), _take(rows, "points", idx),
+                                           [g or "" for g in _take(rows, "grp", idx)])}
+
+
+def _pair_stats(rows: list[dict[str, Any]]) -> dict[str, Statistic]:
+    def mean(values: list[bool]) -> float | None:
+        return sum(values) / len(values) if values else None
+    return {
+        "agreement": lambda idx: mean([rows[i]["label"] == rows[i]["human_label"] for i in idx
+                                       if rows[i]["human_label"] in ("A", "B")]),
+        "agreement_with_ties": lambda idx: mean([rows[i]["label"] == rows[i]["human_label"] for i in idx
+                                                 if rows[i]["human_label"] is not None]),
+        "flip_rate": lambda idx: mean([bool(rows[i]["flip"]) for i in idx if rows[i]["flip"] is not None])}
+
+
+def agreement_statistics(kind: str, rows: list[dict[str, Any]]) -> dict[str, Statistic]:
+    """The Python reference of the agreement views: statistic name -> function of row indices."""
+    builders = {"label": _label_stats, "likert": _score_stats, "pairwise": _pair_stats}
+    return builders[kind](rows)
+
+
+def _fmt(value: float | None, digits: int = 3) -> str | None:
+    return None if value is None else f"{value:.{digits}f}"
+
+
+def _counts_table(con: Any, run_id: str) -> ReportTable | None:
+    rows = _rows(con, "SELECT * FROM judge_counts WHERE run_id = ? ORDER BY criterion, judge_role, outcome", [run_id])
+    if not rows:
+        return None
+    grouped: dict[tuple[str, str, str], list[str]] = {}
+    totals: dict[tuple[str, str, str], int] = {}
+    for r in rows:
+        key = (r["criterion"], r["judge_role"], r["judge_model"])
+        grouped.setdefault(key, []).append(f"{r['outcome']} {r['n']}")
+        totals[key] = totals.get(key, 0) + r["n"]
+    return ReportTable("Judge verdicts", ["criterion", "judge", "model", "verdicts", "counts"],
+                       [(*k, totals[k], ", ".join(v)) for k, v in grouped.items()],
+                       "invalid verdicts keep their reason and are never guessed")
+
+
+def _throughput_table(con: Any, run_id: str) -> ReportTable | None:
+    rows = _rows(con, "SELECT t.*, s.prompt_tokens, s.cache_hits, s.generations FROM judge_throughput t "
+                      "JOIN run_summary s USING (run_id) WHERE run_id = ?", [run_id])
+    if not rows:
+        return None
+    r = rows[0]
+    return ReportTable("Judge throughput (last attempt)",
+                       ["verdicts", "wall s", "verdicts/s", "engine calls", "generations", "from cache"],
+                       [(r["verdicts"], _fmt(r["wall_s"], 1), _fmt(r["verdicts_per_s"], 2), r["engine_calls"],
+                         r["generations"], r["cache_hits"])])
+
+
+_VIEWS = {"label": ("judge_label_agreement", LABEL_STATS), "likert": ("judge_score_agreement", SCORE_STATS),
+          "pairwise": ("judge_pairwise_agreement", PAIR_STATS)}
+
+
+def _agreement_table(con: Any, run_id: str, kind: str, n_boot: int, seed: int) -> ReportTable | None:
+    view, names = _VIEWS[kind]
+    points = _rows(con, f"SELECT * FROM {view} WHERE run_id = ? ORDER BY criterion, judge_role", [run_id])
+    out = []
+    grouped = False
+    for p in points:
+        rows = _rows(con, "SELECT * FROM judge_scored WHERE run_id = ? AND criterion = ? AND judge_role = ? "
+                          "ORDER BY item_id", [run_id, p["criterion"], p["judge_role"]])
+        if kind == "pairwise":
+            rows = _rows(con, "SELECT * FROM judge_verdicts WHERE run_id = ? AND criterion = ? AND judge_role = ? "
+                              "AND valid AND status = 'ok' ORDER BY item_id", [run_id, p["criterion"], p["judge_role"]])
+        functions = agreement_statistics(kind, rows)
+        clusters = [r["grp"] if r["grp"] is not None else r["source_id"] for r in rows]
+        grouped = grouped or any(r["grp"] is not None for r in rows)
+        for name in names:
+            iv = stats.bootstrap(functions[name], len(rows), clusters=clusters, n_resamples=n_boot, seed=seed)
+            ci = f"[{iv.low:.3f}, {iv.high:.3f}]" if iv.low is not None and iv.high is not None else None
+            out.append((p["criterion"], p["judge_role"], name, _fmt(p.get(name)), ci, p["n"]))
+    if not out:
+        return None
+    note = f"95% percentile bootstrap, {n_boot} resamples of " + ("groups" if grouped else "items")
+    return ReportTable(f"Judge agreement with humans ({kind})", ["criterion", "judge", "statistic", "value",
+                                                                 "95% CI", "n"], out, note)
+
+
+def _position_table(con: Any, run_id: str) -> ReportTable | None:
+    rows = _rows(con, "SELECT criterion, judge_role, n, flip_rate, first_position_rate FROM judge_pairwise_agreement "
+                      "WHERE run_id = ? ORDER BY criterion, judge_role", [run_id])
+    if not rows:
+        return None
+    return ReportTable("Judge position bias (pairwise, both orders)",
+                       ["criterion", "judge", "pairs", "flip rate", "P(first shown wins)"],
+                       [(r["criterion"], r["judge_role"], r["n"], _fmt(r["flip_rate"]), _fmt(r["first_position_rate"]))
+                        for r in rows], "flip = the two orders chose different replies; 0.5 = no position bias")
+
+
+def _confusion_table(con: Any, run_id: str) -> ReportTable | None:
+    rows = _rows(con, "SELECT * FROM judge_confusion WHERE run_id = ? ORDER BY criterion, judge_role, human, judge",
+                 [run_id])
+    if not rows:
+        return None
+    cells: dict[tuple[str, str, str], list[str]] = {}
+    for r in rows:
+        cells.setdefault((r["criterion"], r["judge_role"], r["human"]), []).append(f"{r['judge']} {r['n']}")
+    return ReportTable("Judge confusion (human -> judge counts)", ["criterion", "judge", "human", "judge said"],
+                       [(*k, ", ".join(v)) for k, v in cells.items()],
+                       "likert: human scores mapped to the nearest point; the scatter as counts")
+
+
+def _reliability_table(con: Any, run_id: str) -> ReportTable | None:
+    rows = _rows(con, "SELECT * FROM judge_reliability WHERE run_id = ? ORDER BY criterion, judge_role, bin", [run_id])
+    if not rows:
+        return None
+    return ReportTable("Judge reliability diagram (binary labels)",
+                       ["criterion", "judge", "confidence bin", "n", "mean confidence", "accuracy"],
+                       [(r["criterion"], r["judge_role"], f"{r['bin'] / 10:.1f}-{(r['bin'] + 1) / 10:.1f}", r["n"],
+                         _fmt(r["mean_confidence"]), _fmt(r["accuracy"])) for r in rows],
+                       "a calibrated judge has accuracy close to its mean confidence in every bin")
+
+
+def _interjudge_table(con: Any, run_id: str) -> ReportTable | None:
+    rows = _rows(con, "SELECT * FROM judge_interjudge WHERE run_id = ? ORDER BY criterion, judge_a, judge_b", [run_id])
+    if not rows:
+        return None
+    return ReportTable("Judge inter-judge agreement", ["criterion", "judge A", "judge B", "n", "label agreement",
+                                                       "score r"],
+                       [(r["criterion"], r["judge_a"], r["judge_b"], r["n"], _fmt(r["label_agreement"]),
+                         _fmt(r["score_pearson"])) for r in rows], "panel scores: select * from judge_panel")
+
+
+def judge_tables(con: Any, run_id: str, *, n_boot: int = 1000, seed: int = 0) -> list[ReportTable]:
+    """Every judge table for one run."""
+    kinds = [r[0] for r in con.execute("SELECT DISTINCT kind FROM judge_items WHERE run_id = ?", [run_id]).fetchall()]
+    tables = [_counts_table(con, run_id), _throughput_table(con, run_id)]
+    tables += [_agreement_table(con, run_id, kind, n_boot, seed) for kind in kinds]
+    tables += [_confusion_table(con, run_id), _reliability_table(con, run_id), _position_table(con, run_id),
+               _interjudge_table(con, run_id)]
+    quarantined = con.execute("SELECT count(*) FROM quarantine WHERE run_id = ?", [run_id]).fetchone()[0]
+    if quarantined:
+        tables.append(ReportTable("Judge quarantined rows", ["rows"], [(quarantined,)],
+                                  "see: uxlocal query --db DB \"select * from quarantine\""))
+    return [t for t in tables if t is not None]

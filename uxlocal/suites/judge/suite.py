@@ -1,0 +1,152 @@
+"""``uxlocal judge`` (also ``uxlocal run judge``): judge any conversations file with a rubric.
+
+Plan: load the input through the column map, then one episode per (item, judge) — or per
+(assistant turn, judge) for ``unit = each_assistant_turn`` — in input order, so the requests of
+one conversation stay adjacent in every batch. Several judges are roles ``judge``, ``judge2``, …
+(``--judges a,b`` binds them); each verdict row names its judge.
+
+Identity: the rubric's sha256, the prompt wording's hash and a content hash of the input are in
+the run identity (``prompt_hashes``), so the same command on changed data or a changed rubric is
+a new run, and the same command on the same data replays from the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from uxlocal.config import RunConfig, SuiteConfig
+from uxlocal.errors import InputError
+from uxlocal.rollout import EpisodeSpec
+from uxlocal.report.model import ReportTable
+from uxlocal.suites.base import Suite, SuitePlan, register_suite
+from uxlocal.suites.judge import episodes
+from uxlocal.suites.judge.config import JudgeConfig
+from uxlocal.suites.judge.inputs import HumanParser, JudgeItem, load_items, read_rows
+from uxlocal.suites.judge.prompts import template_sha256
+from uxlocal.suites.judge.rubrics import TIE_LABEL, Rubric, load_rubric
+
+
+def judge_roles(roles: Any) -> list[str]:
+    """The judge roles bound in a run, ``judge`` first."""
+    found = [r for r in roles if r == "judge" or (r.startswith("judge") and r[5:].isdigit())]
+    return sorted(found, key=lambda r: int(r[5:] or 1))
+
+
+def human_parser(rubric: Rubric) -> HumanParser:
+    """How a human column value becomes a label, a score or a preference for this rubric."""
+    if rubric.kind == "likert":
+        return _score
+    if rubric.kind == "pairwise":
+        return _preference
+    names = {n.casefold(): n for n in rubric.names()}
+    positive = rubric.positive_label()
+    negative = next((n for n in rubric.names() if n != positive), None)
+
+    def label(value: Any) -> str:
+        text = str(value).strip()
+        if text.casefold() in names:
+            return names[text.casefold()]
+        if positive is not None and text.casefold() in ("1", "true", "yes", "+1"):
+            return positive
+        if negative is not None and text.casefold() in ("0", "-1", "false", "no"):
+            return negative
+        raise ValueError(f"{text!r} is not one of {list(rubric.names())}")
+    return label
+
+
+def _score(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{value!r} is not a number") from None
+
+
+def _preference(value: Any) -> str:
+    text = str(value).strip().casefold()
+    mapping = {"a": "A", "b": "B", "tie": TIE_LABEL, "model_a": "A", "model_b": "B"}
+    if text not in mapping:
+        raise ValueError(f"{value!r} is not A, B or tie")
+    return mapping[text]
+
+
+def _require_input(config: JudgeConfig) -> None:
+    if not config.input:
+        raise InputError(None, None, "no input given", "pass INPUT (a .jsonl/.csv/.parquet or duckdb:PATH::SQL)")
+
+
+def _item_rows(item: JudgeItem, turn: int | None, kind: str) -> dict[str, Any]:
+    item_id = item.item_id if turn is None else f"{item.item_id}@t{turn}"
+    data = {"kind": kind, "human": item.human if turn is None else None, "group": item.group,
+            "source_id": item.item_id, "turn": turn, "n_turns": len(item.conversation)}
+    return {"item_id": item_id, "task": "judge", "data": data, "source_file": item.source_file,
+            "source_line": item.source_line}
+
+
+@register_suite
+class JudgeSuite(Suite):
+    """Judge scoring of the user's own conversations, with agreement against human labels."""
+
+    name = "judge"
+    help = "Judge a conversations file with a rubric; agreement with human labels when given."
+    config_cls = JudgeConfig
+    roles = ("judge",)
+    example = "--input data.jsonl --rubric ux-liked --model judge=embedded"
+
+    def role_specs(self, config: SuiteConfig, specs: dict[str, str]) -> dict[str, str]:
+        """``--judges a,b`` binds judge=a, judge2=b; explicit ``--model`` bindings win."""
+        assert isinstance(config, JudgeConfig)
+        names = [n.strip() for n in (config.judges or "").split(",") if n.strip()]
+        implied = {("judge" if i == 0 else f"judge{i + 1}"): n for i, n in enumerate(names)}
+        return {**implied, **specs}
+
+    def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
+        """Rubric sha256, prompt wording hash and the input's content hash."""
+        assert isinstance(config, JudgeConfig)
+        _require_input(config)
+        rubric = load_rubric(config.rubric)
+        _, rows = read_rows(config.input)
+        digest = hashlib.sha256()
+        for line, raw, _ in rows:
+            digest.update(f"{line}\t{raw}\n".encode())
+        return {f"rubric/{rubric.name}": rubric.sha256(), "judge/prompts": template_sha256(),
+                "input": digest.hexdigest()}
+
+    def plan(self, config: SuiteConfig, run: RunConfig) -> SuitePlan:
+        """Load the input and make one episode per (unit, judge), conversations kept adjacent."""
+        assert isinstance(config, JudgeConfig)
+        _require_input(config)
+        rubric = load_rubric(config.rubric)
+        pairwise = rubric.kind == "pairwise"
+        loaded = load_items(config.input, config.columns(), pairwise=pairwise, human=human_parser(rubric),
+                            skip_bad_rows=config.skip_bad_rows)
+        asker = episodes.Asker(rubric, reason=config.mode == "reason", layout=config.layout,
+                               reason_max_tokens=config.reason_max_tokens)
+        roles = judge_roles(run.models) or ["judge"]
+        plan = SuitePlan(episodes=[])
+        for item in loaded.items[: run.limit]:
+            for turn in episodes.unit_turns(item, rubric.unit):
+                row = _item_rows(item, turn, rubric.kind)
+                plan.items.append(row)
+                for role in roles:
+                    program = (episodes.bind(episodes.pairwise_program, item, asker, role, config.both_orders)
+                               if pairwise else episodes.bind(episodes.pointwise_program, item, asker, role, turn))
+                    plan.episodes.append(EpisodeSpec(f"{row['item_id']}|{role}", program, item_id=row["item_id"],
+                                                     task="judge"))
+        plan.quarantine = [{"task": "judge", "source_file": q.file, "source_line": q.line, "reason": q.reason,
+                            "raw": q.raw} for q in loaded.quarantine]
+        if loaded.quarantine:
+            plan.notes.append(f"{len(loaded.quarantine)} bad row(s) quarantined (see the quarantine table)")
+        plan.notes.append(f"rubric {rubric.name} ({rubric.kind}, sha256 {rubric.sha256()[:12]}), "
+                          f"{len(rubric.criteria_list())} criteria, judges: {', '.join(roles)}")
+        return plan
+
+    def report(self, con: Any, run_id: str) -> list[ReportTable]:
+        """Verdict counts, throughput and agreement tables, from the judge views."""
+        from uxlocal.suites.judge.report import judge_tables
+
+        row = con.execute("SELECT config FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        config = json.loads(row[0]) if row else {}
+        n_boot = int(config.get("suite_config", {}).get("bootstrap", 1000))
+        return judge_tables(con, run_id, n_boot=n_boot, seed=int(config.get("seed", 0)))

@@ -28,7 +28,8 @@ def scripted_fake(monkeypatch: pytest.MonkeyPatch) -> list[FakeEngine]:
     return built
 
 
-def test_judge_cli_prints_counts_agreement_and_query_agrees(tmp_path: Path, scripted_fake: list[FakeEngine]) -> None:
+def test_judge_cli_prints_counts_agreement_and_query_agrees(tmp_path: Path, scripted_fake: list[FakeEngine],
+                                                            network_guard: Any) -> None:
     path = write_jsonl(tmp_path / "mine.jsonl", [{"id": i, "conversation": chat(i), "thumb": i % 2} for i in range(8)])
     db = str(tmp_path / "j.duckdb")
     args = ["judge", str(path), "--rubric", "ux-liked", "-m", "judge=fake", "--human-col", "thumb", "--db", db,
@@ -43,6 +44,7 @@ def test_judge_cli_prints_counts_agreement_and_query_agrees(tmp_path: Path, scri
     again = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert "(resumed)" in again.output and "0 engine calls" in again.output and "8 items already judged" in again.output
     assert "kappa" in again.output  # the finished run reports again from the store
+    assert network_guard.attempts == []  # the judge path (inputs, rubrics, store, report) stays offline
 
 
 def test_judge_cli_exits_2_with_file_line_column_when_row_is_bad(tmp_path: Path, scripted_fake: list[FakeEngine]) -> None:

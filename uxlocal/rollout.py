@@ -418,19 +418,17 @@ class _SaveAsFinished:
         self.scheduler.flush_if_due()
 
 
-_SINK_SUPPORT: dict[type, bool] = {}
-
-
 def _takes_sink(engine: Engine) -> bool:
-    """Whether ``engine.generate`` accepts ``sink=`` (engines written before streaming do not)."""
-    kind = type(engine)
-    if kind not in _SINK_SUPPORT:
-        try:
-            params = inspect.signature(engine.generate).parameters
-        except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
-            params = {}  # type: ignore[assignment]
-        _SINK_SUPPORT[kind] = "sink" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-    return _SINK_SUPPORT[kind]
+    """Whether ``engine.generate`` accepts ``sink=`` (engines written before streaming do not).
+
+    Asked on every call, not cached per engine type: ``generate`` can be replaced on a class or an
+    instance (wrappers, test doubles), and a signature costs microseconds next to an engine call.
+    """
+    try:
+        params = inspect.signature(engine.generate).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return False
+    return "sink" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 def _with_seed(sampling: Any, seed: int | None) -> Any:

@@ -118,10 +118,10 @@ def test_killed_server_fails_the_run_clearly_and_the_run_resumes_after_restart(
     monkeypatch.setenv("UXLOCAL_FLUSH_EVERY_S", "0")
     original = HttpEngine.generate
 
-    def crash_on_third_call(self: HttpEngine, batch: list[Any]) -> list[GenResult]:
+    def crash_on_third_call(self: HttpEngine, batch: list[Any], **kwargs: Any) -> list[GenResult]:
         if self.calls == 2:
             server.kill()
-        return original(self, batch)
+        return original(self, batch, **kwargs)
 
     monkeypatch.setattr(HttpEngine, "generate", crash_on_third_call)
     quick = {"max_retries": 2, "backoff_s": 0.2}  # the default schedule waits ~7.5 s before giving up

@@ -66,8 +66,13 @@ def test_guard_stops_lookups_and_http_clients_when_not_loopback(network_guard: A
         async with httpx.AsyncClient() as client:
             await client.get("http://10.9.9.9:8000/v1/models", timeout=2.0)
 
-    with pytest.raises(httpx.ConnectError):
-        asyncio.run(fetch())
+    # a fresh thread: an earlier test in the session (Playwright's sync API) may leave this thread
+    # marked as running an event loop, and asyncio.run refuses to start inside one
+    raised: list[BaseException] = []
+    worker = threading.Thread(target=lambda: _run_catching(fetch, raised))
+    worker.start()
+    worker.join(timeout=30)
+    assert len(raised) == 1 and isinstance(raised[0], httpx.ConnectError), raised
     # sync httpx goes through create_connection, async httpx through asyncio's sock.connect
     assert network_guard.attempts == ["getaddrinfo 'example.com'", "create_connection ('example.com', 443)",
                                       "connect ('10.9.9.9', 8000)"]
@@ -82,3 +87,10 @@ def test_guard_lets_loopback_through(network_guard: Any, loopback_server: Any) -
             break
         threading.Event().wait(0.02)
     assert accepted == [b"hello"] and network_guard.attempts == []
+
+
+def _run_catching(coroutine_fn: Any, raised: list[BaseException]) -> None:
+    try:
+        asyncio.run(coroutine_fn())
+    except BaseException as exc:  # noqa: BLE001 - handed back to the test thread
+        raised.append(exc)

@@ -147,6 +147,8 @@ def _parquet_rows(path: Path) -> Iterator[Row]:
 def _duckdb_rows(spec: str) -> tuple[str, Iterator[Row]]:
     import duckdb
 
+    from uxlocal.store.offline import open_duckdb, refuse_extension_statements
+
     body = spec[len("duckdb:"):]
     db, sep, sql = body.partition("::")
     if not sep or not db or not sql.strip():
@@ -154,7 +156,8 @@ def _duckdb_rows(spec: str) -> tuple[str, Iterator[Row]]:
     if not Path(db).is_file():
         raise InputError(db, None, "no such DuckDB file")
     try:
-        with duckdb.connect(db, read_only=True) as con:
+        with open_duckdb(db, read_only=True) as con:
+            refuse_extension_statements(con, sql)
             cur = con.execute(sql)
             names = [d[0] for d in cur.description]
             rows = cur.fetchall()

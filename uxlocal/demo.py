@@ -19,6 +19,8 @@ To run the full benchmarks on real models (on a GPU box, offline):
   2. run a suite on the released data, e.g.
      uxlocal run uxbench --data /data/uxbench --model candidate=qwen2.5-7b-instruct --model judge=qwen3-32b --db runs.duckdb
   3. read the numbers back with SQL: uxlocal query --db runs.duckdb "select * from run_summary"
+  4. judge your own conversations against your human labels, e.g.
+     uxlocal judge chats.jsonl --rubric ux-liked --human-col thumb --model judge=qwen3-32b --db judged.duckdb
 See README.md ("Running the full benchmarks") for every suite."""
 
 

@@ -20,7 +20,8 @@ from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.errors import InputError
 from uxlocal.rollout import EpisodeSpec
 from uxlocal.report.model import ReportTable
-from uxlocal.suites.base import Suite, SuitePlan, register_suite
+from uxlocal import paths
+from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
 from uxlocal.suites.judge import episodes
 from uxlocal.suites.judge.config import JudgeConfig
 from uxlocal.suites.judge.inputs import HumanParser, JudgeItem, load_items, read_rows
@@ -100,6 +101,14 @@ class JudgeSuite(Suite):
         names = [n.strip() for n in (config.judges or "").split(",") if n.strip()]
         implied = {("judge" if i == 0 else f"judge{i + 1}"): n for i, n in enumerate(names)}
         return {**implied, **specs}
+
+    def demo(self) -> DemoSpec:
+        """Ten bundled conversations (en and zh) with their human thumbs, judged with ``ux-liked``."""
+        sample = paths.data_dir() / "judge" / "conversations.jsonl"
+        config = {"input": str(sample), "rubric": "ux-liked", "human_col": "thumb", "group_col": "topic",
+                  "bootstrap": 200}
+        return DemoSpec(config, {"judge": "embedded"}, limit=10,
+                        data="uxlocal's bundled judge sample (conversations we wrote, CC0, with human thumbs)")
 
     def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
         """Rubric sha256, prompt wording hash and the input's content hash."""

@@ -125,14 +125,14 @@ def read_results(path: str | Path) -> Results:
     source = Path(path)
     if source.is_dir():
         source = source / RESULTS_FILE
-    raw = _read_json(source)
+    raw = read_json_file(source)
     if not isinstance(raw, dict):
         raise InputError(source, 1, "expected a JSON object with info, tasks and simulations")
     folder = source.parent / SIMULATIONS_DIR
     if not raw.get("simulations") and raw.get("simulation_index") and folder.is_dir():
         raw = {
             **raw,
-            "simulations": [_read_json(folder / f"{row['id']}.json") for row in raw["simulation_index"]],
+            "simulations": [read_json_file(folder / f"{row['id']}.json") for row in raw["simulation_index"]],
         }
     try:
         return Results.model_validate(raw)
@@ -140,7 +140,8 @@ def read_results(path: str | Path) -> Results:
         raise InputError(source, None, f"not a tau2 results file: {format_validation_error(err)}") from None
 
 
-def _read_json(path: Path) -> Any:
+def read_json_file(path: Path) -> Any:
+    """Parse a JSON file; a missing or malformed file is an ``InputError`` naming the file and line."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -64,6 +64,7 @@ from uxlocal.tau2 import (
     user_stop_token,
 )
 from uxlocal.tau2.episode import AGENT_ROLE, USER_ROLE  # the seats ``uxlocal run tau2`` binds (proxy = user)
+from uxlocal.tau2.results_io import read_json_file
 
 SUITE = "tau2"
 RUN_PREFIX = "tau2-ingest-"
@@ -386,7 +387,7 @@ def read_taubench_v1(
     path: Path, *, domain: str | None = None, proxy: str | None = None, agent: str | None = None
 ) -> Results:
     """Convert a tau-bench v1 result file to tau2 ``Results`` (see the module docstring)."""
-    raw = _load_json(path)
+    raw = read_json_file(path)
     if not isinstance(raw, list) or not all(isinstance(r, dict) for r in raw):
         raise InputError(
             path, 1, "expected a JSON list of tau-bench results ({task_id, reward, info, traj, trial})"
@@ -420,15 +421,6 @@ def read_taubench_v1(
     return Results(
         info=info, tasks=sorted(tasks.values(), key=lambda t: _numeric(t.id)), simulations=simulations
     )
-
-
-def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(path, None, "file not found") from None
-    except json.JSONDecodeError as err:
-        raise InputError(path, err.lineno, f"not valid JSON: {err.msg}") from None
 
 
 def _numeric(task_id: str) -> tuple[int, str]:

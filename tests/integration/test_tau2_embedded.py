@@ -161,7 +161,14 @@ def test_telecom_episodes_give_the_user_its_phone_tools_end_to_end(long_pool: Mo
     user_calls = [(name, ok) for requestor, name, ok in calls if requestor == "user"]
     # the strict union only admits real user tools, so every user call the model made names one
     assert all(name in user_tools for name, _ in user_calls), user_calls
-    user_turns = con.execute("SELECT count(*) FROM turns t JOIN generations g USING (request_hash) "
-                             "WHERE t.run_id = ? AND t.role = 'user' AND g.valid", [result.run_id]).fetchone()
-    assert user_turns is not None and user_turns[0] >= 3  # each episode got at least one user turn
+    # every episode asked the user seat at least once; each answer parsed under the union grammar or
+    # ran out of its 40-token budget mid-JSON (a format error the episode records, not a crash)
+    asked = con.execute("SELECT rg.episode_id, g.valid, g.finish_reason, g.text FROM run_generations rg "
+                        "JOIN generations g USING (request_hash) WHERE rg.run_id = ? AND rg.role = 'user'",
+                        [result.run_id]).fetchall()
+    assert len({episode for episode, *_ in asked}) == 3, asked
+    assert all(valid or finish == "length" for _, valid, finish, _ in asked), asked
+    stored = con.execute("SELECT count(*) FROM turns t JOIN generations g USING (request_hash) "
+                         "WHERE t.run_id = ? AND t.role = 'user' AND g.valid", [result.run_id]).fetchone()
+    assert stored is not None and stored[0] == sum(1 for _, valid, *_ in asked if valid)
     print(f"telecom user tool calls: {len(user_calls)}; agent calls: {len(calls) - len(user_calls)}")

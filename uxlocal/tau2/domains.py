@@ -3,18 +3,26 @@
 Built-in domains register through ``register_domain``, the same call an extension (telecom,
 banking) would make, and are imported only on first lookup. ``load_domain`` validates the DB files
 once per process and caches the result, so creating an environment per episode costs microseconds.
+
+A domain's DB is anything that satisfies ``DomainDB`` (hash, dump, patch) and whose type satisfies
+``DomainDBType`` (``load(path)`` gives a snapshot, ``Type(snapshot)`` an episode's view): the typed
+pydantic ``Database`` of most domains, or banking's table DB of plain dict rows (``BankingDB``).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .db import Database, Snapshot
 from .layout import domain_dir, tau2_root
 from .toolkit import Toolkit
+
+if TYPE_CHECKING:
+    from .tasks import Task
 
 _BUILTIN_MODULES = {
     "mock": ".tools_mock",
@@ -22,7 +30,35 @@ _BUILTIN_MODULES = {
     "airline": ".tools_airline",
     "homenet": ".tools_homenet",
     "telecom": ".tools_telecom",
+    "banking_knowledge": ".tools_banking",
 }
+
+TAU2_VERSIONS = ("8ebb749", "1.0.1")
+"""Grading versions a domain may follow (spec tau2-telecom-banking.md §B.5): ``8ebb749`` is the
+commit UserProxyBench pinned (the default); ``1.0.1`` the later grading. Only banking differs."""
+DEFAULT_TAU2_VERSION = TAU2_VERSIONS[0]
+
+
+class DomainDB(Protocol):
+    """What the runtime needs of one episode's DB: a hash for the DB check, a dump, task patches."""
+
+    def hash(self) -> str: ...
+
+    def dump(self) -> dict[str, Any]: ...
+
+    def apply_patch(self, patch: Mapping[str, Any]) -> None: ...
+
+
+class DomainDBType(Protocol):
+    """A DB class: ``load`` reads the file once into a shared snapshot, a call opens a view of it."""
+
+    def __call__(self, snapshot: Any, /) -> DomainDB: ...
+
+    def load(self, path: Path, /) -> Any: ...
+
+
+PrepareDB = Callable[[DomainDB, "Domain", "Task | None"], None]
+"""Per-environment setup of the agent DB before the task's patches: grading settings, data paths."""
 
 
 @dataclass(frozen=True)
@@ -30,22 +66,44 @@ class DomainSpec:
     """Everything code-side about a domain: DB types, toolkits and file names."""
 
     name: str
-    agent_db: type[Database]
+    agent_db: DomainDBType
     agent_tools: Toolkit
     db_file: str = "db.json"
-    user_db: type[Database] | None = None
+    user_db: DomainDBType | None = None
     user_tools: Toolkit | None = None
     user_db_file: str | None = None
     policy_file: str = "policy.md"
     policy_sections: tuple[tuple[str, str], ...] = ()
     """``(tag, file)`` pairs; when given, the policy is each file wrapped in ``<tag>…</tag>``, in order
     (telecom: the main policy plus the tech-support manual), and ``policy_file`` is unused."""
-    sync: Callable[[Database, Database], None] | None = None
+    policy_components: str | None = None
+    """A folder (relative to the domain's) whose ``NAME.md`` replaces each ``{{component:NAME}}`` of
+    the policy file (banking's prompts); ``None`` leaves the policy text as it is."""
+    sync: Callable[[Any, Any], None] | None = None
     """Coupling of the two DBs, run after every tool call, setup action and assertion (telecom)."""
+    shared_db: bool = False
+    """The user's tools act on the agent's DB (banking): no user DB file, one hash for the DB check."""
+    task_glob: str | None = None
+    """Tasks come one per file matching this glob (banking: ``tasks/task_*.json``, sorted by name)
+    instead of ``tasks.json``; such a domain has no split file, so ``base`` means every task."""
+    prepare_db: PrepareDB | None = None
+    """Called on every new environment's agent DB, before the task's patches (banking: grading)."""
+    unknown_user_tools_mean_none: bool = False
+    """A task naming a user tool the domain lacks leaves the user with no tools (upstream banking
+    swallows the error); otherwise such a task is an error."""
+    tool_errors_count: bool = True
+    """Whether a tool's error result counts toward ``max_errors``. Banking's tools answer refusals
+    as text upstream, so its errors never end an episode; our own bugs (internal errors) still count."""
+    action_match_any_seat: bool = False
+    """ACTION as upstream scores it: a call from either seat matches, and a gold action without
+    ``compare_args`` is compared on the predicted call's own keys. Off: same seat, gold's keys."""
 
     def __post_init__(self) -> None:
         sides = (self.user_db is None, self.user_tools is None, self.user_db_file is None)
-        if len(set(sides)) != 1:
+        if self.shared_db:
+            if self.user_tools is None or self.user_db is not None or self.user_db_file is not None:
+                raise ValueError(f"domain {self.name!r}: a shared DB needs user_tools and no user DB of its own")
+        elif len(set(sides)) != 1:
             raise ValueError(f"domain {self.name!r}: user_db, user_tools and user_db_file go together")
 
 
@@ -76,8 +134,10 @@ class Domain:
 
     spec: DomainSpec
     folder: Path
-    agent_snapshot: Snapshot
-    user_snapshot: Snapshot | None
+    agent_snapshot: Any
+    user_snapshot: Any | None
+    tau2_version: str = DEFAULT_TAU2_VERSION
+    """The grading version every environment of this domain follows (``TAU2_VERSIONS``)."""
     gold_cache: dict[str, tuple[str, str | None, tuple[str, ...]]] = field(default_factory=dict)
     """Per task fingerprint: gold agent/user DB hashes and the gold calls that failed. A task's gold
     replay is the same for every trial, so it runs once per process."""
@@ -104,39 +164,60 @@ class Domain:
                 )
             else:
                 self._policy = (self.folder / self.spec.policy_file).read_text(encoding="utf-8")
+            if self.spec.policy_components is not None:
+                self._policy = resolve_components(self._policy, self.folder / self.spec.policy_components)
         return self._policy
 
-    def new_agent_db(self) -> Database:
+    def new_agent_db(self) -> DomainDB:
         """Open a copy-on-write view of the agent DB for one environment."""
         return self.spec.agent_db(self.agent_snapshot)
 
-    def new_user_db(self) -> Database | None:
+    def new_user_db(self) -> DomainDB | None:
         """Open a copy-on-write view of the user DB, if the domain has one."""
         if self.spec.user_db is None or self.user_snapshot is None:
             return None
         return self.spec.user_db(self.user_snapshot)
 
 
-_LOADED: dict[tuple[Path, str], tuple[tuple[int, ...], Domain]] = {}
+_COMPONENT = re.compile(r"\{\{component:(\w+)\}\}")
 
 
-def load_domain(data_dir: str | Path, name: str) -> Domain:
+def resolve_components(text: str, folder: Path) -> str:
+    """Replace every ``{{component:NAME}}`` with ``folder/NAME.md``; a missing file is an error."""
+
+    def include(match: re.Match[str]) -> str:
+        path = folder / f"{match.group(1)}.md"
+        if not path.is_file():
+            raise FileNotFoundError(f"policy component {match.group(0)} not found: {path}")
+        return path.read_text(encoding="utf-8")
+
+    return _COMPONENT.sub(include, text)
+
+
+_LOADED: dict[tuple[Path, str, str], tuple[tuple[int, ...], Domain]] = {}
+
+
+def load_domain(data_dir: str | Path, name: str, *, tau2_version: str = DEFAULT_TAU2_VERSION) -> Domain:
     """Load domain ``name`` from a tau2 data dir, validated on first call and cached afterwards.
 
-    The cache is keyed by the resolved folder and revalidated when a DB file's mtime or size
-    changes, so tests that point at temporary copies still see their own data.
+    The cache is keyed by the resolved folder and the grading version (each version has its own
+    gold-hash cache), and revalidated when a DB file's mtime or size changes, so tests that point
+    at temporary copies still see their own data.
     """
+    if tau2_version not in TAU2_VERSIONS:
+        raise ValueError(f"unknown tau2 version {tau2_version!r}; use {' or '.join(TAU2_VERSIONS)}")
     spec = domain_spec(name)
     folder = domain_dir(tau2_root(data_dir), name).resolve()
     files = [folder / spec.db_file] + ([folder / spec.user_db_file] if spec.user_db_file else [])
     stamp = tuple(v for f in files for v in _stat(f))
-    cached = _LOADED.get((folder, name))
+    cached = _LOADED.get((folder, name, tau2_version))
     if cached is not None and cached[0] == stamp:
         return cached[1]
     agent = spec.agent_db.load(files[0])
     user = spec.user_db.load(files[1]) if spec.user_db is not None else None
-    domain = Domain(spec=spec, folder=folder, agent_snapshot=agent, user_snapshot=user)
-    _LOADED[(folder, name)] = (stamp, domain)
+    domain = Domain(spec=spec, folder=folder, agent_snapshot=agent, user_snapshot=user,
+                    tau2_version=tau2_version)
+    _LOADED[(folder, name, tau2_version)] = (stamp, domain)
     return domain
 
 

@@ -8,6 +8,9 @@ tests and logs can tell it apart from the model's mistakes.
 
 Setup (``set_state``) and assertions use ``invoke``, which may raise: a task whose setup fails is
 broken data and should stop the run, not be scored.
+
+A domain with a shared DB (banking, ``DomainSpec.shared_db``) runs the user's tools on the agent's
+DB: ``user_db`` stays ``None`` and only the agent DB's hash is compared.
 """
 
 from __future__ import annotations
@@ -19,8 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .db import Database
-from .domains import Domain
+from .domains import Domain, DomainDB
 from .messages import Message, Requestor, ToolCall, trajectory_tool_calls
 from .tasks import EnvAssertion, InitialState, Task
 from .toolkit import ToolError, ToolKind, Toolkit, ToolSpec, describe_validation_error, render_content
@@ -62,13 +64,15 @@ class Environment:
     """Tools and DBs of one episode: ``Environment.for_task(domain, task)``, or ``Environment(domain)``
     for a task-free one (the domain's full toolkits on fresh copies of its DBs)."""
 
-    def __init__(self, domain: Domain) -> None:
+    def __init__(self, domain: Domain, task: Task | None = None) -> None:
         self.domain = domain
-        self.agent_db: Database = domain.new_agent_db()
-        self.user_db: Database | None = domain.new_user_db()
+        self.agent_db: DomainDB = domain.new_agent_db()
+        self.user_db: DomainDB | None = domain.new_user_db()
         self._user_allowed: frozenset[str] | None = None
         self.sync_enabled = True
         """Run the domain's DB coupling after each call (telecom); off only to prove it matters."""
+        if domain.spec.prepare_db is not None:
+            domain.spec.prepare_db(self.agent_db, domain, task)
 
     @classmethod
     def for_task(cls, domain: Domain, task: Task, *, with_history: bool = True) -> Environment:
@@ -78,7 +82,7 @@ class Environment:
         ``message_history``; the reward's predicted replay wants that, because it replays the
         whole trajectory, history included, itself.
         """
-        env = cls(domain)
+        env = cls(domain, task)
         env.restrict_user_tools(task.user_tools)
         if with_history:
             env.set_state(task.initial_state)
@@ -93,12 +97,18 @@ class Environment:
         return self.domain.policy_text()
 
     def restrict_user_tools(self, names: Sequence[str] | None) -> None:
-        """Offer the user only ``names`` (a task's ``user_tools``); ``None`` offers all of them."""
+        """Offer the user only ``names`` (a task's ``user_tools``); ``None`` offers all of them.
+
+        An unknown name is an error, or, where the domain says so, leaves the user with no tools.
+        """
         if names is None:
             self._user_allowed = None
             return
         known = set(self.domain.spec.user_tools.names()) if self.domain.spec.user_tools else set()
         unknown = sorted(set(names) - known)
+        if unknown and self.domain.spec.unknown_user_tools_mean_none:
+            self._user_allowed = frozenset()
+            return
         if unknown:
             raise ValueError(f"domain {self.domain.name!r} has no user tools named {', '.join(unknown)}")
         self._user_allowed = frozenset(names)
@@ -256,10 +266,12 @@ class Environment:
             return self.domain.spec.user_tools
         return None
 
-    def _db(self, side: str) -> Database | None:
+    def _db(self, side: str) -> DomainDB | None:
+        if side == "user" and self.domain.spec.shared_db:
+            return self.agent_db
         return self.agent_db if side == "assistant" else self.user_db if side == "user" else None
 
-    def _offered(self, name: str, requestor: str) -> tuple[ToolSpec, Database]:
+    def _offered(self, name: str, requestor: str) -> tuple[ToolSpec, DomainDB]:
         if requestor not in ("assistant", "user"):
             raise ToolError(f"unknown requestor {requestor!r}; use 'assistant' or 'user'")
         specs = self.tool_specs(requestor)  # type: ignore[arg-type]

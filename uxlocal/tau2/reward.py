@@ -13,7 +13,12 @@ Decisions where the spec leaves room (each also in the README's report):
   basis components enter ``reward`` and ``reward_breakdown``.
 - COMMUNICATE removes commas from both the required text and the message (tau2 removes them from
   the message); no task in the data has a comma in ``communicate_info``, so scores are unchanged.
-- ACTION matches a gold action to a call with the same name *and* the same requestor.
+- ACTION matches a gold action to a call with the same name *and* the same requestor, except in
+  domains that score ACTION as upstream does (``DomainSpec.action_match_any_seat``, banking): there
+  either seat's call matches, and a gold action without ``compare_args`` is compared on the
+  predicted call's own keys (an extra key fails, a missing one passes). Matches are never consumed.
+- NL_ASSERTION (banking task_102) is judged by the run's local judge seat, not by upstream's
+  hosted model; ``uxlocal tau2 replay`` counts such tasks apart, with their model-free part.
 - An empty ``nl_assertions`` list gates as met, without a judge.
 """
 
@@ -255,9 +260,10 @@ def action_checks(
     """Each gold action must match some call of the trajectory (name, requestor, compared arguments)."""
     calls = trajectory_tool_calls(trajectory)
     probe = Environment(domain)
+    any_seat = domain.spec.action_match_any_seat
     checks = []
     for action in actions:
-        matched = any(action_matches(action, call) for call in calls)
+        matched = any(action_matches(action, call, any_seat=any_seat) for call in calls)
         checks.append(
             ActionCheck(
                 action=action,
@@ -269,11 +275,18 @@ def action_checks(
     return checks
 
 
-def action_matches(action: Action, call: ToolCall) -> bool:
-    """Match on tool and seat, and equal values for ``compare_args`` (all gold arguments when ``None``)."""
-    if (call.name, call.requestor) != (action.name, action.requestor):
+def action_matches(action: Action, call: ToolCall, *, any_seat: bool = False) -> bool:
+    """Match on tool and seat, and equal values for ``compare_args`` (all gold arguments when ``None``).
+
+    ``any_seat``: upstream's rule: the seat is ignored and, without ``compare_args``, the keys
+    compared are the predicted call's own.
+    """
+    if call.name != action.name or (not any_seat and call.requestor != action.requestor):
         return False
-    keys = action.arguments.keys() if action.compare_args is None else action.compare_args
+    if action.compare_args is not None:
+        keys: Any = action.compare_args
+    else:
+        keys = call.arguments.keys() if any_seat else action.arguments.keys()
     return all(call.arguments.get(k) == action.arguments.get(k) for k in keys)
 
 

@@ -1,4 +1,5 @@
-"""tau2 task files (``tasks.json`` + ``split_tasks.json``): typed models, loading, and the scenario text.
+"""tau2 task files (``tasks.json`` + ``split_tasks.json``, or one file per task where the domain says
+so, as banking does): typed models, loading, and the scenario text.
 
 Models follow the tau2 task schema (spec userproxybench.md §B.1.1) and keep unknown keys
 (``annotations``, banking's ``persoca`` typo, …) so that a task written back into results.json is
@@ -148,16 +149,62 @@ def load_tasks(
     not an empty result, so a typo cannot silently shrink a run.
     """
     folder = domain_dir(data_dir, domain)
-    tasks = _read_task_file(folder / TASKS_FILE)
+    pattern = _task_glob(domain)
+    tasks = _read_task_file(folder / TASKS_FILE) if pattern is None else _read_task_glob(folder, pattern)
     if split is not None:
         wanted = set(_split_ids(folder, split, tasks))
         tasks = [t for t in tasks if t.id in wanted]
     if task_ids is not None:
-        tasks = _select_ids(folder / TASKS_FILE, tasks, task_ids, split)
+        tasks = _select_ids(task_source(data_dir, domain), tasks, task_ids, split)
     if limit is not None:
         if limit < 0:
             raise InputError(None, None, f"limit must be 0 or more, got {limit}")
         tasks = tasks[:limit]
+    return tasks
+
+
+def task_source(data_dir: str | Path, domain: str) -> Path:
+    """Where a domain's tasks are read from: ``tasks.json``, or the folder of one-task files."""
+    folder = domain_dir(data_dir, domain)
+    pattern = _task_glob(domain)
+    return folder / TASKS_FILE if pattern is None else (folder / pattern).parent
+
+
+def task_files(data_dir: str | Path, domain: str) -> list[Path]:
+    """Every file the domain's tasks come from, in load order (for data hashes)."""
+    folder = domain_dir(data_dir, domain)
+    pattern = _task_glob(domain)
+    return [folder / TASKS_FILE] if pattern is None else sorted(folder.glob(pattern))
+
+
+def _task_glob(domain: str) -> str | None:
+    """The domain's one-task-per-file glob (``DomainSpec.task_glob``); ``None`` for ``tasks.json``."""
+    from .domains import domain_spec
+
+    try:
+        return domain_spec(domain).task_glob
+    except KeyError:
+        return None
+
+
+def _read_task_glob(folder: Path, pattern: str) -> list[Task]:
+    """Tasks from one JSON object per file, in file-name order (as upstream banking loads them)."""
+    paths = sorted(folder.glob(pattern))
+    if not paths:
+        raise InputError(folder, None, f"no task files match {pattern!r}")
+    tasks: list[Task] = []
+    seen: set[str] = set()
+    for path in paths:
+        text = _read_text(path)
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise InputError(path, err.lineno, f"not valid JSON: {err.msg}") from None
+        task = _validate_task(path, text, 0, raw)
+        if task.id in seen:
+            raise InputError(path, _line_of_id(text, task.id), f"task id {task.id!r} appears twice")
+        seen.add(task.id)
+        tasks.append(task)
     return tasks
 
 

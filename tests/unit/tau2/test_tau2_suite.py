@@ -202,7 +202,7 @@ def test_cli_lists_the_tau2_options() -> None:
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--domain", "banking_knowledge"], "no tau2 environment for domain 'banking_knowledge'"),  # no tools yet
+    (["--domain", "no_such_domain"], "no tau2 environment for domain 'no_such_domain'"),  # unknown domain
     (["--tau2-data", "/nonexistent"], "no tau2 data here"),  # bad data folder
     (["--tasks", "no-such-task"], "task ids not in split 'base'"),  # typo in an id
 ])

@@ -14,7 +14,8 @@ The turn machine follows tau2's half-duplex orchestrator (spec §B.3.2-B.3.3, §
   tool result the same seat speaks again; after a message the other seat does.
 - A user message containing ``###STOP###``, ``###TRANSFER###`` or ``###OUT-OF-SCOPE###`` ends the
   episode as ``user_stop`` (checked before the step limit: the user did finish).
-- Tool errors count toward ``max_errors`` (``too_many_errors``); ``max_steps`` ends as
+- Tool errors count toward ``max_errors`` (``too_many_errors``) unless the domain says its tools
+  answer refusals as text (banking, ``DomainSpec.tool_errors_count``); ``max_steps`` ends as
   ``max_steps``; both are checked after a tool's result, never between a call and its result.
 
 Decisions where tau2 has no equivalent (local models, constrained decoding):
@@ -202,7 +203,7 @@ class _Episode:
         error = answer.error if not answer.internal else f"internal: {answer.error}"
         self.ctx.tool_call(turn_idx=call_idx, call_idx=0, requestor=seat, name=call.name,
                            arguments=call.arguments, ok=answer.ok, result=answer.content, error=error)
-        if not answer.ok:
+        if not answer.ok and (answer.internal or self.setup.domain.spec.tool_errors_count):
             self.errors += 1
 
     def _append(self, message: Message, *, result: GenResult | None = None, step: bool = True) -> int:

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from uxlocal.errors import InputError
+from uxlocal.tau2.domains import DEFAULT_TAU2_VERSION, TAU2_VERSIONS
 
 from .common import CONTEXT
 
@@ -23,28 +24,39 @@ def tau2_group() -> None:
 
 @tau2_group.command(name="replay")
 @click.option("--domain", "domains", multiple=True, required=True, envvar="UXLOCAL_TAU2_DOMAIN",
-              help="Domain to replay (mock, retail, airline, telecom); repeat for several.")
+              help="Domain to replay (mock, retail, airline, telecom, banking_knowledge), or all "
+                   "(the four UserProxyBench domains, then a total line); repeat for several.")
 @click.option("--tau2-data", type=click.Path(path_type=Path), default=None, envvar="UXLOCAL_TAU2_DATA",
               help="A tau2 checkout or data folder (default: UXLOCAL_TAU2_DATA, then ../shared/data/tau2).")
 @click.option("--agent", "agents", multiple=True, default=("gold",), show_default=True,
               type=click.Choice(["gold", "empty", "transfer-only"]),
               help="Scripted agent: gold actions, nothing, or one transfer; repeat for several.")
-def tau2_replay(domains: tuple[str, ...], tau2_data: Path | None, agents: tuple[str, ...]) -> None:
+@click.option("--tau2-version", type=click.Choice(TAU2_VERSIONS), default=DEFAULT_TAU2_VERSION,
+              show_default=True, envvar="UXLOCAL_TAU2_VERSION",
+              help="Grading version: 8ebb749 (UserProxyBench's pin) or 1.0.1 (banking differs).")
+def tau2_replay(domains: tuple[str, ...], tau2_data: Path | None, agents: tuple[str, ...],
+                tau2_version: str) -> None:
     """Replay scripted agents through the runtime, with no model.
 
     \b
     Examples:
       uxlocal tau2 replay --domain telecom --agent gold
-      uxlocal tau2 replay --domain retail --domain airline --agent empty --tau2-data ~/tau2-bench
+      uxlocal tau2 replay --domain all --agent gold --agent empty
+      uxlocal tau2 replay --domain banking_knowledge --tau2-version 1.0.1
     """
     from uxlocal.tau2.data import resolve_data_dir
-    from uxlocal.tau2.replay import replay_domain
+    from uxlocal.tau2.replay import expand_domains, replay_domain, total_line
 
     root = resolve_data_dir(tau2_data)
-    for domain in domains:
-        for agent in agents:
+    names = expand_domains(domains)
+    for agent in agents:
+        summaries = []
+        for domain in names:
             try:
-                summary = replay_domain(root, domain, agent)  # type: ignore[arg-type]
+                summary = replay_domain(root, domain, agent, tau2_version=tau2_version)  # type: ignore[arg-type]
             except KeyError as err:
                 raise InputError(root, None, str(err.args[0])) from None
+            summaries.append(summary)
             click.echo("\n".join(summary.lines()))
+        if len(names) > 1:
+            click.echo(total_line(summaries))

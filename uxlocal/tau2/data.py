@@ -75,6 +75,12 @@ def data_hashes(root: Path, domains: Sequence[str]) -> dict[str, str]:
         folder = domain_dir(root, name)
         files = ["tasks.json", "split_tasks.json", spec.policy_file, spec.db_file, spec.user_db_file]
         files += [file for _, file in spec.policy_sections]
+        if spec.task_glob is not None:
+            files = [f for f in files if f != "tasks.json"]
+            files += [path.relative_to(folder).as_posix() for path in sorted(folder.glob(spec.task_glob))]
+        if spec.policy_components is not None:
+            files += [path.relative_to(folder).as_posix()
+                      for path in sorted((folder / spec.policy_components).glob("*.md"))]
         for file in sorted({f for f in files if f}):
             path = folder / file
             if path.is_file():

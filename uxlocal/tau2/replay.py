@@ -9,8 +9,11 @@ Three scripted agents play every task of a domain, with no model:
 - ``transfer-only``: one ``transfer_to_human_agents`` call; telecom's 20 unfixable tasks pass.
 
 The trajectory is scored by the real reward (``score_episode``), predicted replay included. Tasks
-whose reward needs an NL judge cannot be scored without a model and are counted apart. A user
-points ``uxlocal tau2 replay`` at a new tau2 checkout to see whether our runtime still agrees.
+whose reward needs an NL judge cannot be scored without a model and are counted apart, with the
+result of their model-free checks (banking's task_102). A user points ``uxlocal tau2 replay`` at a
+new tau2 checkout to see whether our runtime still agrees; ``tau2_version`` picks the grading
+(banking differs between 8ebb749 and 1.0.1). Gold calls that fail by design (banking 051, 077,
+083) are replayed as they are: their error results are part of the trajectory.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from .domains import Domain, load_domain
+from .domains import DEFAULT_TAU2_VERSION, Domain, load_domain
 from .env import Environment
 from .messages import Message, ToolCall
 from .reward import score_episode
@@ -30,6 +33,8 @@ from .termination import USER_STOP
 ScriptedAgent = Literal["gold", "empty", "transfer-only"]
 SCRIPTED_AGENTS: tuple[ScriptedAgent, ...] = ("gold", "empty", "transfer-only")
 TRANSFER_SUMMARY = "The customer's issue cannot be solved with my tools; handing over."
+BENCHMARK_DOMAINS = ("telecom", "airline", "retail", "banking_knowledge")
+"""What ``--domain all`` replays: UserProxyBench's four domains (114 + 50 + 114 + 97 = 375 tasks)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,8 @@ class ReplayOutcome:
     """``None`` when an NL judge would be needed to score it."""
     failing: tuple[str, ...] = ()
     """Basis components that scored below 1, e.g. ``("ENV_ASSERTION",)``."""
+    model_free: float | None = None
+    """For a task that needs a judge: the product of its model-free basis components."""
 
 
 @dataclass
@@ -66,7 +73,9 @@ class ReplaySummary:
         scored = len(self.outcomes) - len(self.unscored)
         head = f"{self.domain} {self.agent}: {len(self.passed)} / {scored}"
         if self.unscored:
-            head += f" ({len(self.unscored)} more need an NL judge)"
+            passing = sum(1 for o in self.outcomes if o.reward is None and o.model_free == 1.0)
+            head += (f" ({len(self.unscored)} more need an NL judge; their model-free checks pass on "
+                     f"{passing})")
         rest = [
             f"  {o.task_id}: reward {o.reward} ({', '.join(o.failing) or 'no basis component failed'})"
             for o in self.outcomes
@@ -105,21 +114,45 @@ def replay_task(domain: Domain, task: Task, agent: ScriptedAgent) -> ReplayOutco
     messages = scripted_trajectory(env, task, agent)
     draft = score_episode(domain, task, messages, USER_STOP)
     if draft.needs_judge:
-        return ReplayOutcome(task.id, None)
+        return ReplayOutcome(task.id, None, model_free=draft.partial.reward)
     info = draft.finish()
     failing = tuple(k for k, v in (info.reward_breakdown or {}).items() if v < 1.0)
     return ReplayOutcome(task.id, info.reward, failing)
 
 
 def replay_domain(
-    data_dir: str | Path, domain_name: str, agent: ScriptedAgent, *, tasks: Iterable[Task] | None = None
+    data_dir: str | Path,
+    domain_name: str,
+    agent: ScriptedAgent,
+    *,
+    tasks: Iterable[Task] | None = None,
+    tau2_version: str = DEFAULT_TAU2_VERSION,
 ) -> ReplaySummary:
     """Replay every task of a domain (the base split, or ``tasks``) under a scripted agent."""
-    domain = load_domain(data_dir, domain_name)
+    domain = load_domain(data_dir, domain_name, tau2_version=tau2_version)
     chosen = list(tasks) if tasks is not None else load_tasks(data_dir, domain_name)
     summary = ReplaySummary(domain=domain_name, agent=agent)
     summary.outcomes = [replay_task(domain, task, agent) for task in chosen]
     return summary
+
+
+def expand_domains(names: Iterable[str]) -> list[str]:
+    """Domain names in order, ``all`` standing for ``BENCHMARK_DOMAINS``; duplicates dropped."""
+    expanded: list[str] = []
+    for name in names:
+        expanded += list(BENCHMARK_DOMAINS) if name == "all" else [name]
+    return list(dict.fromkeys(expanded))
+
+
+def total_line(summaries: Iterable[ReplaySummary]) -> str:
+    """``total gold: 375 / 375`` over several domains' summaries of one agent."""
+    chosen = list(summaries)
+    passed = sum(len(s.passed) for s in chosen)
+    scored = sum(len(s.outcomes) - len(s.unscored) for s in chosen)
+    unscored = sum(len(s.unscored) for s in chosen)
+    agent = chosen[0].agent if chosen else "replay"
+    tail = f" ({unscored} more need an NL judge)" if unscored else ""
+    return f"total {agent}: {passed} / {scored}{tail}"
 
 
 def unsynced_gold_holds(domain: Domain, task: Task) -> bool:

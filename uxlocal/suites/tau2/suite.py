@@ -17,7 +17,7 @@ from uxlocal.report.model import ReportTable
 from uxlocal.rollout import EpisodeSpec
 from uxlocal.store.db import query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
-from uxlocal.tau2 import Domain, Environment, Task, load_domain, load_tasks
+from uxlocal.tau2 import Domain, Environment, Task, load_tasks
 from uxlocal.tau2.data import data_hashes as _data_hashes
 from uxlocal.tau2.data import demo_data, resolve_data_dir
 from uxlocal.tau2.episode import (
@@ -34,7 +34,7 @@ from uxlocal.tau2.episode import (
 )
 from uxlocal.tau2.episode.prompts import prompt_hashes as _prompt_hashes
 from uxlocal.tau2.episode.user_proxy import guidelines
-from uxlocal.tau2.layout import domain_dir
+from uxlocal.tau2.tasks import task_source
 
 from .export import export_run
 
@@ -81,10 +81,10 @@ class Tau2Suite(Suite):
         root = resolve_data_dir(config.tau2_data)
         plan = SuitePlan(episodes=[])
         for name in config.domains():
-            domain = load_domain(root, name)
+            domain = config.load_domain(root, name)
             tasks = load_tasks(root, name, split=config.split, task_ids=config.task_ids(name),
                                limit=run.limit)
-            _add_domain(plan, config, domain, tasks, source=domain_dir(root, name) / "tasks.json")
+            _add_domain(plan, config, domain, tasks, source=task_source(root, name))
         if not plan.episodes:
             raise InputError(None, None, "no tau2 tasks selected", "check --split, --tasks and --limit")
         return plan
@@ -95,7 +95,7 @@ class Tau2Suite(Suite):
         if config.export_tau2 is None:
             return []
         root = resolve_data_dir(config.tau2_data)
-        domains = {name: load_domain(root, name) for name in config.domains()}
+        domains = {name: config.load_domain(root, name) for name in config.domains()}
         seed = con.execute("SELECT json_extract(config, '$.seed') FROM runs WHERE run_id = ?",
                            [run_id]).fetchone()
         settings = {

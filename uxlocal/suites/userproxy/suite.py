@@ -51,7 +51,7 @@ from uxlocal.suites.userproxy.ufs.report import ufs_tables
 from uxlocal.suites.userproxy.ufs.sets import import_criteria_file
 from uxlocal.suites.userproxy.ufs.store import TaskCriteria, load_criteria, save_criteria
 from uxlocal.suites.userproxy.ufs.template_writer import template_task_criteria
-from uxlocal.tau2 import INFRASTRUCTURE_ERROR, Domain, Task, load_domain, load_tasks
+from uxlocal.tau2 import INFRASTRUCTURE_ERROR, Domain, Task, load_tasks
 from uxlocal.tau2.data import data_hashes, demo_data, resolve_data_dir
 from uxlocal.tau2.episode import (
     AGENT_ROLE,
@@ -67,7 +67,7 @@ from uxlocal.tau2.episode import (
 )
 from uxlocal.tau2.episode.prompts import prompt_hashes as tau2_prompt_hashes
 from uxlocal.tau2.episode.user_proxy import guidelines
-from uxlocal.tau2.layout import domain_dir
+from uxlocal.tau2.tasks import task_source
 
 TEMPLATE_SET = "template"
 """Criteria set ``--criteria-template`` fills when no ``--criteria-set`` is named."""
@@ -210,7 +210,7 @@ class UserProxySuite(Suite):
         for name in config.domain_names():
             tasks = load_tasks(root, name, split=config.split, task_ids=config.task_ids(name),
                                limit=run.limit)
-            selected.append((load_domain(root, name), tasks))
+            selected.append((config.load_domain(root, name), tasks))
         if not any(tasks for _, tasks in selected):
             raise InputError(None, None, "no tau2 tasks selected", "check --split, --tasks and --limit")
         blueprints = {(d.name, t.id): _blueprint(d, t) for d, tasks in selected for t in tasks}
@@ -220,7 +220,7 @@ class UserProxySuite(Suite):
         for domain, tasks in selected:
             _add_domain(plan, config, run.seed, domain, tasks, proxies, set_name,
                         {t.id: (blueprints[(domain.name, t.id)], stored[(domain.name, t.id)]) for t in tasks},
-                        source=domain_dir(root, domain.name) / "tasks.json")
+                        source=task_source(root, domain.name))
         plan.notes.append(f"proxies: {', '.join(p.name for p in proxies)}; criteria set {set_name!r}")
         return plan
 

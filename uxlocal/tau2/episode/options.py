@@ -19,10 +19,12 @@ from uxlocal.tau2 import (
     DEFAULT_MAX_ERRORS,
     DEFAULT_MAX_STEPS,
     DEFAULT_SPLIT,
+    DEFAULT_TAU2_VERSION,
     Domain,
     Environment,
     Task,
     domain_spec,
+    load_domain,
 )
 
 from .agent import AGENT_ROLE, AgentSeat
@@ -62,6 +64,13 @@ class Tau2Options(SuiteConfig):
     """User-proxy sampling temperature (tau2 default 0)."""
     tool_grammar: Literal["strict", "loose"] = "strict"
     """strict: each tool's argument schema is in the turn grammar; loose: only the tool name is."""
+    tau2_version: Literal["8ebb749", "1.0.1"] = DEFAULT_TAU2_VERSION
+    """Grading version: 8ebb749 (UserProxyBench's pin) or 1.0.1 (banking: read-log allowlist, numbers
+    as floats, newest-first transactions); other domains grade the same under both."""
+
+    def load_domain(self, root: Path, name: str) -> Domain:
+        """Load a domain graded as ``tau2_version`` says (live, predicted and gold environments alike)."""
+        return load_domain(root, name, tau2_version=self.tau2_version)
 
     def task_ids(self, domain: str) -> list[str] | None:
         """Return the ``--tasks`` ids for one domain (bare ids apply to every domain), or None."""

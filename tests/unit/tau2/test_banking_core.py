@@ -17,7 +17,12 @@ import pytest
 from click.testing import CliRunner
 
 from uxlocal.cli.main import cli
+from uxlocal.config import RunConfig
+from uxlocal.engine.fake import FakeEngine
+from uxlocal.engine.pool import ModelPool
 from uxlocal.errors import InputError
+from uxlocal.runner import run_suite
+from uxlocal.store.db import connect
 from uxlocal.tau2 import Domain, Environment, Message, Task, ToolCall, load_domain, load_tasks
 from uxlocal.tau2.banking_discoverable import DISCOVERABLE_AGENT
 from uxlocal.tau2.db_banking import BankingDB
@@ -415,3 +420,46 @@ def test_run_commands_offer_the_tau2_version_option() -> None:
         result = CliRunner().invoke(cli, command)
         assert result.exit_code == 0 and "--tau2-version" in result.output, command
         assert json.dumps("1.0.1").strip('"') in result.output
+
+
+# --- a whole episode through the suite (fake engines) ---------------------------------------------
+
+
+def _applying_user(income: float | int) -> Any:
+    """User: apply for task_001's card with ``income``, then stop; agent: one message."""
+
+    def script(prepared: Any) -> str:
+        request = prepared.request
+        if request.role == "judge":
+            return json.dumps({"justification": "seen", "met": True})
+        if request.role != "user":
+            return json.dumps({"message": "You can apply for the card yourself."})
+        if any(m["content"].startswith("Tool result") for m in request.messages):
+            return json.dumps({"message": "###STOP###"})
+        return json.dumps({"tool": "apply_for_credit_card", "arguments": {
+            "card_type": "Gold Rewards Card", "customer_name": "Sarah Bosch", "annual_income": income,
+            "rho_bank_subscription": True}})
+
+    return script
+
+
+@pytest.mark.parametrize("version, income, reward", [
+    ("8ebb749", 100000, 1.0),  # the gold's own call
+    ("8ebb749", 100000.0, 0.0),  # the pinned grading tells the float apart
+    ("1.0.1", 100000.0, 1.0),  # the later grading reads both as a float
+])
+def test_suite_plays_a_banking_episode_with_a_user_tool_on_the_shared_db(
+    tmp_path: Path, data_dir: Path, tasks: dict[str, Task], version: str, income: float, reward: float
+) -> None:
+    gold = tasks["task_001"].evaluation_criteria.actions[0].arguments  # type: ignore[union-attr, index]
+    assert (gold["card_type"], gold["customer_name"], gold["rho_bank_subscription"]) == (
+        "Gold Rewards Card", "Sarah Bosch", True)
+    pool = ModelPool.from_engines({role: FakeEngine(_applying_user(income), identity=f"fake-{role}")
+                                   for role in ("agent", "user", "judge")})
+    config = {"tau2_data": str(data_dir), "domain": BANKING, "tasks": "task_001", "tau2_version": version}
+    run = RunConfig(suite="tau2", suite_config=config, db=str(tmp_path / "s.duckdb"), progress=False)
+    result = run_suite(run, pool=pool)
+    con = connect(tmp_path / "s.duckdb")
+    row = con.execute("SELECT reward, info FROM episodes WHERE run_id = ?", [result.run_id]).fetchone()
+    assert row is not None and row[0] == reward
+    assert json.loads(row[1])["tau2_version"] == version

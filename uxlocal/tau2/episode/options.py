@@ -83,9 +83,17 @@ class Tau2Options(SuiteConfig):
         return Sampling(temperature=0.0, max_tokens=self.judge_max_tokens)
 
 
+BENCHMARK_DOMAINS: tuple[str, ...] = ("telecom", "airline", "retail", "banking_knowledge")
+"""UserProxyBench's four domains (375 base tasks: 114 + 50 + 114 + 97), what ``all`` stands for."""
+
+
 def parse_domains(text: str, flag: str) -> list[str]:
-    """Return the domain names of a comma-separated option, in order; unknown ones are an input error."""
-    names = list(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+    """Return the domain names of a comma-separated option, in order; unknown ones are an input error.
+
+    ``all`` stands for ``BENCHMARK_DOMAINS`` (it may be combined with others, e.g. ``all,mock``).
+    """
+    pieces = [name.strip() for name in text.split(",") if name.strip()]
+    names = list(dict.fromkeys(d for name in pieces for d in (BENCHMARK_DOMAINS if name == "all" else (name,))))
     if not names:
         raise InputError(None, None, f"{flag} names no domain", f"e.g. {flag} retail")
     for name in names:

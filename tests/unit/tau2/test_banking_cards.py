@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from uxlocal.tau2.banking_discoverable import DISCOVERABLE_AGENT
 from uxlocal.tau2.db_banking import TODAY_MDY, BankingDB, BankingGrading, BankingSnapshot
-from uxlocal.tau2.toolkit import ToolError
+from uxlocal.tau2.toolkit import ToolError, ToolSpec
 from uxlocal.tau2.tools_banking_cards import (
     CARD_TOOLS,
     card_transaction_id,
@@ -106,9 +106,7 @@ def _db(snapshot: BankingSnapshot, root: Path | None = None, task_id: str | None
 
 def call(db: BankingDB, name: str, **arguments: Any) -> Any:
     """Run one of our tools as ``call_discoverable_agent_tool`` would, with validated arguments."""
-    spec = DISCOVERABLE_AGENT.spec(name)
-    assert spec is not None, name
-    return spec.run(db, arguments)
+    return _spec(name).run(db, arguments)
 
 
 def refused(db: BankingDB, name: str, match: str, **arguments: Any) -> None:
@@ -123,11 +121,27 @@ def _sha(seed: str, digits: int) -> str:
     return hashlib.sha256(seed.encode()).hexdigest()[:digits]
 
 
+def _row(db: BankingDB, table: str, key: str) -> dict[str, Any]:
+    row = db.table(table).get(key)
+    assert row is not None, f"{table} has no row {key!r}"
+    return row
+
+
+def _spec(name: str) -> ToolSpec:
+    spec = DISCOVERABLE_AGENT.spec(name)
+    assert spec is not None, name
+    return spec
+
+
+def _kind(name: str) -> str:
+    return _spec(name).kind
+
+
 # --- registry and ids ----------------------------------------------------------------------------
 
 
 def test_card_tools_register_all_24_with_upstream_kinds() -> None:
-    kinds = {name: DISCOVERABLE_AGENT.spec(name).kind for name in CARD_TOOLS}  # type: ignore[union-attr]
+    kinds = {name: _kind(name) for name in CARD_TOOLS}
     assert len(kinds) == 24
     assert sorted(n for n, k in kinds.items() if k == "generic") == [
         "emergency_credit_bureau_incident_transfer_1114",
@@ -144,7 +158,7 @@ def test_card_tools_register_all_24_with_upstream_kinds() -> None:
         "get_user_dispute_history_7291",
     ]
     assert sum(k == "write" for k in kinds.values()) == 14  # the placeholder is a write upstream too
-    assert all(DISCOVERABLE_AGENT.spec(n).description for n in CARD_TOOLS)  # type: ignore[union-attr]
+    assert all(_spec(n).description for n in CARD_TOOLS)
 
 
 def test_card_ids_follow_seeds_when_built_from_parts() -> None:
@@ -194,7 +208,7 @@ def test_update_rewards_changes_one_row_when_transaction_exists(snapshot: Bankin
         transaction_id="txn_8d1aa1219382",
         new_rewards_earned="6300 points",
     )
-    assert db.credit_card_transaction_history.get("txn_8d1aa1219382")["rewards_earned"] == "6300 points"  # type: ignore[index]
+    assert _row(db, "credit_card_transaction_history", "txn_8d1aa1219382")["rewards_earned"] == "6300 points"
     refused(
         db,
         "update_transaction_rewards_3847",
@@ -302,7 +316,7 @@ def test_debit_dispute_status_is_empty_when_user_has_none(snapshot: BankingSnaps
 def test_recurring_block_sets_the_flag_when_card_is_active(snapshot: BankingSnapshot) -> None:
     db = _db(snapshot)
     call(db, "set_debit_card_recurring_block_7382", card_id="dbc_lj82d4f1a9_bluest", block_recurring=True)
-    assert db.debit_cards.get("dbc_lj82d4f1a9_bluest")["recurring_blocked"] is True  # type: ignore[index]
+    assert _row(db, "debit_cards", "dbc_lj82d4f1a9_bluest")["recurring_blocked"] is True
     pending = next(k for k, r in db.debit_cards.items() if r["status"] == "PENDING")
     refused(db, "set_debit_card_recurring_block_7382", "ACTIVE", card_id=pending, block_recurring=True)
     refused(db, "set_debit_card_recurring_block_7382", "not found", card_id="dbc_nope", block_recurring=False)
@@ -423,8 +437,8 @@ def test_card_payment_moves_money_when_funds_and_balance_allow(
     refused(db, "pay_credit_card_from_checking_9182", "does not belong", amount=1, **{**pay, "user_id": "x"})
     call(db, "pay_credit_card_from_checking_9182", amount="1000", **pay)  # upstream converts text itself
     call(db, "pay_credit_card_from_checking_9182", amount=500.5, **pay)
-    assert db.accounts.get("chk_5e4c1a83b0")["current_holdings"] == "3499.50"  # type: ignore[index]
-    assert db.credit_card_accounts.get("cc_5e4c1a83b0_bronze")["current_balance"] == "$1499.50"  # type: ignore[index]
+    assert _row(db, "accounts", "chk_5e4c1a83b0")["current_holdings"] == "3499.50"
+    assert _row(db, "credit_card_accounts", "cc_5e4c1a83b0_bronze")["current_balance"] == "$1499.50"
 
 
 def test_limit_request_is_refused_when_repeated_for_the_same_amount(
@@ -509,8 +523,8 @@ def test_limit_approval_raises_the_limit_when_account_is_eligible(
     db = _db(snapshot, banking_root, "task_051")
     result = call(db, "approve_credit_limit_increase_5847", new_credit_limit=6000, **BRONZE)
     assert (result["previous_limit"], result["new_limit"]) == ("$4000.00", "$6000.00")
-    assert db.credit_card_accounts.get("cc_5e4c1a83b0_bronze")["credit_limit"] == "$6000.00"  # type: ignore[index]
-    row = db.credit_limit_increase_requests.get(limit_request_id(*BRONZE.values(), 2000))
+    assert _row(db, "credit_card_accounts", "cc_5e4c1a83b0_bronze")["credit_limit"] == "$6000.00"
+    row = db.credit_limit_increase_requests.get(limit_request_id("cc_5e4c1a83b0_bronze", "5e4c1a83b0", 2000))
     assert row is not None and (row["status"], row["increase_amount"]) == ("APPROVED", "$2000.00")
     refused(
         db,
@@ -650,7 +664,7 @@ def test_gold_calls_succeed_and_repeat_when_played_twice(
     second, again = _play(snapshot, task)
     assert second.hash() == first.hash()
     assert again == outcomes
-    kinds = {name: DISCOVERABLE_AGENT.spec(name).kind for name, o in outcomes if not isinstance(o, type)}  # type: ignore[union-attr]
+    kinds = {name: _kind(name) for name, o in outcomes if not isinstance(o, type)}
     wrote = "write" in kinds.values()
     untouched = BankingDB(snapshot)
     untouched.apply_patch(_patch(task))
@@ -663,6 +677,6 @@ def test_gold_task_051_ends_with_the_card_paid_and_the_limit_raised(
     db, _ = _play(snapshot, _task(banking_root, "task_051"))
     card = db.credit_card_accounts.get("cc_5e4c1a83b0_bronze")
     assert card is not None and (card["current_balance"], card["credit_limit"]) == ("$0.00", "$5000.00")
-    assert db.accounts.get("chk_5e4c1a83b0")["current_holdings"] == "2000.00"  # type: ignore[index]
+    assert _row(db, "accounts", "chk_5e4c1a83b0")["current_holdings"] == "2000.00"
     # the approval's increase (1000) gives the request's own id, so only the request and the denial remain
     assert sorted(r["status"] for r in db.credit_limit_increase_requests.values()) == ["DENIED", "PENDING"]

@@ -31,16 +31,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import StrictBool, StrictFloat, StrictInt, StrictStr, WithJsonSchema
 
 from .banking_discoverable import agent_tool
 from .db_banking import TODAY_MDY, BankingDB, BankingTable, seed_of, seeded_id
 from .toolkit import ToolError, arg
 
-Number = StrictInt | StrictFloat
+Number = Annotated[StrictInt | StrictFloat, WithJsonSchema({"type": "number"})]
 """A JSON number as sent: an int stays an int (the pinned grading hashes 50 and 50.0 apart)."""
-NumberOrText = StrictInt | StrictFloat | StrictStr
-"""Where upstream converts the value itself (``float(x)``/``int(x)``), a numeric string works too."""
+NumberOrText = Annotated[StrictInt | StrictFloat | StrictStr, WithJsonSchema({"type": "number"})]
+"""Where upstream converts the value itself (``float(x)``/``int(x)``), a numeric string works too;
+the schema still asks for a number."""
 
 UserId = Annotated[str, arg("The customer's user id.")]
 CardAccountId = Annotated[str, arg("The credit card account id, e.g. 'cc_<user id>_gold'.")]

@@ -161,6 +161,15 @@ def test_card_tools_register_all_24_with_upstream_kinds() -> None:
     assert all(_spec(n).description for n in CARD_TOOLS)
 
 
+def test_card_tool_schemas_ask_for_numbers_when_amounts_are_due() -> None:
+    for name, field in [
+        ("approve_credit_limit_increase_5847", "new_credit_limit"),  # accepts numeric text too
+        ("apply_statement_credit_8472", "amount"),  # accepts JSON numbers only
+    ]:
+        properties = _spec(name).openai_schema()["function"]["parameters"]["properties"]
+        assert properties[field]["type"] == "number"
+
+
 def test_card_ids_follow_seeds_when_built_from_parts() -> None:
     assert dispute_id("u1", "t1") == "dsp_" + _sha("dispute:u1:t1", 12)
     assert limit_request_id("cc_a", "u1", 1000) == "cli_" + _sha("cli_request:cc_a:u1:1000.00", 12)

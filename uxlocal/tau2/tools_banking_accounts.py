@@ -31,7 +31,7 @@ from datetime import date
 from typing import Annotated, Any
 
 from .banking_discoverable import agent_tool
-from .db_banking import TODAY, TODAY_MDY, BankingDB, seed_of, seeded_id
+from .db_banking import TODAY, TODAY_MDY, BankingDB, account_balance, dollars, parse_money, seed_of, seeded_id
 from .toolkit import ToolError, arg
 
 Row = dict[str, Any]
@@ -50,28 +50,6 @@ Pin = Annotated[str, arg("The customer's new 4-digit PIN, as a string; not seque
 
 
 # --- shared lookups and money --------------------------------------------------------------
-
-
-def parse_money(value: object) -> float:
-    """Dollars from a balance as stored: a number, or a string like ``"$2,850.00"`` or ``"129.02"``."""
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.replace("$", "").replace(",", ""))
-        except ValueError:
-            raise ToolError(f"the stored balance {value!r} is not an amount") from None
-    return 0.0
-
-
-def account_balance(account: Row) -> float:
-    """Read the account's balance (``current_holdings``, or a legacy ``balance`` field)."""
-    return parse_money(account.get("current_holdings", account.get("balance", 0)))
-
-
-def dollars(amount: float) -> str:
-    """``$12.50``: how results and ``$``-style balances print money."""
-    return f"${amount:.2f}"
 
 
 def _account(db: BankingDB, account_id: str, role: str = "Account") -> Row:

@@ -34,7 +34,7 @@ from typing import Annotated, Any
 from pydantic import StrictBool, StrictFloat, StrictInt, StrictStr, WithJsonSchema
 
 from .banking_discoverable import agent_tool
-from .db_banking import TODAY_MDY, BankingDB, BankingTable, seed_of, seeded_id
+from .db_banking import TODAY_MDY, BankingDB, BankingTable, account_balance, parse_money, seed_of, seeded_id
 from .toolkit import ToolError, arg
 
 Number = Annotated[StrictInt | StrictFloat, WithJsonSchema({"type": "number"})]
@@ -137,23 +137,6 @@ def _require(**values: object) -> None:
 def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise ToolError(f"invalid {name} {value!r}; must be one of: {', '.join(allowed)}")
-
-
-def money(value: object) -> float:
-    """Read a balance as a float: numbers as they are, strings like '$1,234.56'; anything else 0.
-
-    A string that is not an amount also reads as 0 (upstream would fail on it; the data has none).
-    """
-    if isinstance(value, bool):
-        return 0.0
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.replace("$", "").replace(",", ""))
-        except ValueError:
-            return 0.0
-    return 0.0
 
 
 def _as_float(name: str, value: int | float | str) -> float:
@@ -410,7 +393,7 @@ def get_atm_deposit_images_8473(
                         "a chargeback request to the ATM network is needed")
     return {
         "transaction_id": transaction_id, "atm": description, "deposit_date": txn.get("date", "Unknown"),
-        "amount_recorded": f"${abs(money(txn.get('amount', 0))):.2f}", "images": "not available",
+        "amount_recorded": f"${abs(parse_money(txn.get('amount', 0))):.2f}", "images": "not available",
         "why": "images older than 90 days expire, and some deposits were never captured",
         "next": "the dispute proceeds on the customer's statement and the ATM journal; it may take longer",
     }
@@ -573,7 +556,7 @@ def _checking_balance(db: BankingDB, account_id: str, user_id: str) -> float:
         raise ToolError(f"account {account_id!r} does not belong to user {user_id!r}")
     if account.get("class") != "checking":
         raise ToolError(f"account {account_id!r} is not a checking account")
-    return money(account.get("current_holdings", account.get("balance", 0)))
+    return account_balance(account)
 
 
 @agent_tool("write")
@@ -595,7 +578,7 @@ def pay_credit_card_from_checking_9182(
     if dollars > funds:
         raise ToolError(f"insufficient funds: available ${funds:.2f}, payment ${dollars:.2f}")
     card = _owned_credit_account(db, credit_card_account_id, user_id)
-    card_balance = money(card.get("current_balance", "$0.00"))
+    card_balance = parse_money(card.get("current_balance", "$0.00"))
     if dollars > card_balance:
         raise ToolError(f"the payment ${dollars:.2f} exceeds the card balance ${card_balance:.2f}")
     # checking balances are stored without '$', card balances with it (as in db.json)
@@ -709,7 +692,7 @@ def approve_credit_limit_increase_5847(
     if _limit_increase_blocked(db, account, credit_card_account_id, user_id):
         raise ToolError("the credit limit increase cannot be approved at this time")
     new_limit = _as_float("new_credit_limit", new_credit_limit)
-    previous = money(account.get("credit_limit", "$0.00"))
+    previous = parse_money(account.get("credit_limit", "$0.00"))
     db.credit_card_accounts.edit(credit_card_account_id)["credit_limit"] = f"${new_limit:.2f}"
     key = limit_request_id(credit_card_account_id, user_id, new_limit - previous)
     _add_new(db.credit_limit_increase_requests, key, {

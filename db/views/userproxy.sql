@@ -19,7 +19,9 @@
 -- source: episodes x runs x run_models, tool_calls, turns, episode_cost | spec: §A.6 (cost), §A.7.3 (effort)
 -- caveat: infrastructure_error and failed episodes are left out, as tau2 does, and so are grading
 -- episodes (those naming a source_run_id). agent_questions
--- counts agent text turns holding '?' other than tau2's fixed greeting. User-side cost and tokens
+-- counts agent text turns holding '?' other than tau2's fixed greeting. user_only_gold marks tasks
+-- whose gold actions are all the user's (banking 001, 002, 003, 006, 007, 024, 025): only the
+-- proxy's own tool calls can earn the reward. User-side cost and tokens
 -- come from the user seat's generations (roles 'user' or 'user:*', priced by the model preset);
 -- ingested runs have none, so the file's own numbers are used (info.user_cost, info.user_usage).
 CREATE OR REPLACE VIEW ufs_trajectories AS
@@ -50,6 +52,8 @@ SELECT e.run_id, e.episode_id, e.task AS domain, substr(e.item_id, length(e.task
        coalesce(c.agent_tool_calls, 0)                                                 AS agent_tool_calls,
        coalesce(c.user_tool_calls, 0)                                                  AS user_tool_calls,
        coalesce(q.agent_questions, 0)                                                  AS agent_questions,
+       coalesce(json_array_length(json_extract(e.info, '$.gold_requestors')) = 1
+                AND json_extract_string(e.info, '$.gold_requestors[0]') = 'user', false)       AS user_only_gold,
        coalesce(g.prompt_tokens,
                 CAST(json_extract(e.info, '$.user_usage.prompt_tokens') AS BIGINT), 0)       AS user_prompt_tokens,
        coalesce(g.completion_tokens,
@@ -155,6 +159,23 @@ SELECT criteria_set, judge_model, agent, proxy, domain,
 FROM ufs_episodes
 GROUP BY ALL
 ORDER BY criteria_set, judge_model, agent, proxy, domain;
+
+-- metric: ufs_user_only_tasks | grain: one row per (criteria_set, judge_model, agent, proxy, domain)
+-- source: ufs_episodes x ufs_trajectories.user_only_gold | spec: issue 16 item 6
+-- caveat: only tasks whose gold actions are all the user's; the reward there measures the proxy's deeds.
+CREATE OR REPLACE VIEW ufs_user_only_tasks AS
+SELECT e.criteria_set, e.judge_model, e.agent, e.proxy, e.domain,
+       string_agg(DISTINCT e.task_id, ', ' ORDER BY e.task_id) AS tasks,
+       count(*)                                AS episodes,
+       count(*) FILTER (WHERE e.f IS NOT NULL) AS scorable,
+       avg(e.f)                                AS ufs,
+       avg(coalesce(e.reward, 0.0))            AS mean_reward,
+       avg(t.user_tool_calls)                  AS user_tool_calls
+FROM ufs_episodes e
+JOIN ufs_trajectories t ON t.run_id = e.run_id AND t.episode_id = e.episode_id
+WHERE t.user_only_gold
+GROUP BY ALL
+ORDER BY ALL;
 
 -- metric: ufs_summary | grain: one row per (criteria_set, judge_model, agent, proxy) -- Table 1
 -- source: ufs_domain, ufs_episodes x ufs_trajectories | spec: §A.7.1 (Table 1), §A.6 (cost)

@@ -45,7 +45,8 @@ def tau2_replay(domains: tuple[str, ...], tau2_data: Path | None, agents: tuple[
       uxlocal tau2 replay --domain banking_knowledge --tau2-version 1.0.1
     """
     from uxlocal.tau2.data import resolve_data_dir
-    from uxlocal.tau2.replay import expand_domains, replay_domain, total_line
+    from uxlocal.tau2.domains import expand_domains
+    from uxlocal.tau2.replay import replay_domain, total_line
 
     root = resolve_data_dir(tau2_data)
     names = expand_domains(domains)

@@ -26,6 +26,7 @@ from typing import Any
 from uxlocal.errors import InputError
 
 from .db import canonical_json, deep_merge
+from .toolkit import ToolError
 
 TABLES: tuple[str, ...] = (
     "users", "accounts", "debit_cards", "referrals", "credit_card_applications",
@@ -47,6 +48,33 @@ TODAY_MDY = TODAY.strftime("%m/%d/%Y")
 GRADING_VERSIONS = ("8ebb749", "1.0.1")
 """``8ebb749``: the paper's pin (every discoverable call logged, numbers raw, transactions in
 insertion order); ``1.0.1``: the later semantics (read allowlist, numbers as float, newest first)."""
+
+
+def parse_money(value: object) -> float:
+    """Dollars from an amount as stored: a number, or text like ``"$2,850.00"`` or ``"129.02"``; missing is 0.
+
+    Unreadable text is a ``ToolError`` (the pinned data has none).
+    """
+    if isinstance(value, bool):
+        raise ToolError(f"the stored amount {value!r} is not an amount")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.replace("$", "").replace(",", ""))
+        except ValueError:
+            raise ToolError(f"the stored amount {value!r} is not an amount") from None
+    return 0.0
+
+
+def account_balance(account: Mapping[str, Any]) -> float:
+    """A bank account's balance (``current_holdings``, or a legacy ``balance`` field)."""
+    return parse_money(account.get("current_holdings", account.get("balance", 0)))
+
+
+def dollars(amount: float) -> str:
+    """``$12.50``: how results and ``$``-style balances print money."""
+    return f"${amount:.2f}"
 
 
 def seeded_id(seed: str, length: int = 16) -> str:

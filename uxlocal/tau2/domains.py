@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -37,6 +37,14 @@ TAU2_VERSIONS = ("8ebb749", "1.0.1")
 """Grading versions a domain may follow (spec tau2-telecom-banking.md §B.5): ``8ebb749`` is the
 commit UserProxyBench pinned (the default); ``1.0.1`` the later grading. Only banking differs."""
 DEFAULT_TAU2_VERSION = TAU2_VERSIONS[0]
+
+BENCHMARK_DOMAINS: tuple[str, ...] = ("telecom", "airline", "retail", "banking_knowledge")
+"""UserProxyBench's four domains (375 base tasks: 114 + 50 + 114 + 97), what ``all`` stands for."""
+
+
+def expand_domains(names: Iterable[str]) -> list[str]:
+    """Domain names in order, ``all`` standing for ``BENCHMARK_DOMAINS``; duplicates dropped."""
+    return list(dict.fromkeys(d for name in names for d in (BENCHMARK_DOMAINS if name == "all" else (name,))))
 
 
 class DomainDB(Protocol):

@@ -33,8 +33,6 @@ from .termination import USER_STOP
 ScriptedAgent = Literal["gold", "empty", "transfer-only"]
 SCRIPTED_AGENTS: tuple[ScriptedAgent, ...] = ("gold", "empty", "transfer-only")
 TRANSFER_SUMMARY = "The customer's issue cannot be solved with my tools; handing over."
-BENCHMARK_DOMAINS = ("telecom", "airline", "retail", "banking_knowledge")
-"""What ``--domain all`` replays: UserProxyBench's four domains (114 + 50 + 114 + 97 = 375 tasks)."""
 
 
 @dataclass(frozen=True)
@@ -134,14 +132,6 @@ def replay_domain(
     summary = ReplaySummary(domain=domain_name, agent=agent)
     summary.outcomes = [replay_task(domain, task, agent) for task in chosen]
     return summary
-
-
-def expand_domains(names: Iterable[str]) -> list[str]:
-    """Domain names in order, ``all`` standing for ``BENCHMARK_DOMAINS``; duplicates dropped."""
-    expanded: list[str] = []
-    for name in names:
-        expanded += list(BENCHMARK_DOMAINS) if name == "all" else [name]
-    return list(dict.fromkeys(expanded))
 
 
 def total_line(summaries: Iterable[ReplaySummary]) -> str:

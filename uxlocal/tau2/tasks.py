@@ -134,6 +134,11 @@ class Task(_Tolerant):
     user_tools: list[str] | None = None
     """User tools the simulator may call: ``None`` means all of the domain's, ``[]`` means none."""
 
+    def gold_requestors(self) -> list[str]:
+        """Who acts in the gold trajectory (sorted): ``["user"]`` marks a task only the user's deeds solve."""
+        actions = self.evaluation_criteria.actions if self.evaluation_criteria else None
+        return sorted({action.requestor for action in actions or []})
+
 
 def load_tasks(
     data_dir: str | Path,

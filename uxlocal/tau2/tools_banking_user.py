@@ -20,7 +20,7 @@ from typing import Annotated, Any
 from pydantic import ValidationError
 
 from .banking_discoverable import DISCOVERABLE_USER, user_tool
-from .db_banking import TODAY_MDY, BankingDB, seed_of, seeded_id
+from .db_banking import TODAY_MDY, BankingDB, account_balance, dollars, seed_of, seeded_id
 from .toolkit import ToolError, Toolkit, arg, describe_validation_error
 
 USER = Toolkit("banking_knowledge user")
@@ -242,16 +242,7 @@ def deposit_check_3847(
         raise ToolError(f"account {account_id!r} not found")
     if account.get("status") not in ("ACTIVE", "OPEN"):
         raise ToolError(f"account {account_id!r} is not active")
-    before = parse_money(account.get("current_holdings", account.get("balance", 0)))
+    before = account_balance(account)
     after = before + check_amount
-    db.accounts.edit(account_id)["current_holdings"] = f"${after:.2f}"
-    return f"Deposited ${check_amount:.2f} into {account_id}: balance ${before:.2f} -> ${after:.2f}."
-
-
-def parse_money(value: object) -> float:
-    """A balance stored as a number or as text like ``$2,850.00``."""
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        return float(value.replace("$", "").replace(",", ""))
-    return 0.0
+    db.accounts.edit(account_id)["current_holdings"] = dollars(after)
+    return f"Deposited {dollars(check_amount)} into {account_id}: balance {dollars(before)} -> {dollars(after)}."

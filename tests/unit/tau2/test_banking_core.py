@@ -30,7 +30,8 @@ from uxlocal.tau2.domains import DomainSpec
 from uxlocal.tau2.episode.options import Tau2Options, user_tool_schemas
 from uxlocal.tau2.episode.prompts import fill
 from uxlocal.tau2.episode.user_proxy import guidelines
-from uxlocal.tau2.replay import expand_domains, replay_task, scripted_trajectory, total_line
+from uxlocal.tau2.domains import expand_domains
+from uxlocal.tau2.replay import replay_task, scripted_trajectory, total_line
 from uxlocal.tau2.reward import action_matches, score_episode
 from uxlocal.tau2.tasks import Action
 from uxlocal.tau2.termination import USER_STOP

@@ -164,3 +164,43 @@ def test_template_criteria_cover_the_telecom_user_tool_surface_on_all_114_tasks(
         modes = [criterion.mode for criterion in graded]
         assert len(graded) == 8 and tool_modes <= set(modes), (blueprint.task_id, modes)
         assert "dumps_blueprint" in modes
+
+
+def _tool(name: str) -> dict[str, object]:
+    return {"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": {}}}}
+
+
+BANKING_BP = Blueprint(
+    domain="banking_knowledge",
+    task_id="b",
+    sections=(("instructions", "You are Sam Roe and you earn $85,000 a year. You want a card with no annual "
+                               "fee. Once you know the options, apply for the card on your own. Ask for a "
+                               "human agent twice if the agent refuses to help."),),
+    contract="You can use the tools you have to act on your account. Only use a tool the agent gives you "
+             "when it asks you to.",
+    user_tools=(_tool("apply_for_credit_card"), _tool("request_human_agent_transfer")),
+)
+
+
+def test_account_tools_get_account_rules_not_device_rules() -> None:
+    """banking's user tools: exact figures, humans only as instructed, no claimed-but-uncalled actions."""
+    criteria = template_criteria(BANKING_BP)
+    modes = [c.mode for c in criteria]
+    assert {"unsupported_state_claim", "ignores_conditional_instruction", "unexecuted_action_claim"} <= set(modes)
+    assert not {"fabricated_tool_result", "preempts_diagnosis"} & set(modes)  # the device rules stay out
+    figures = next(c for c in criteria if c.mode == "unsupported_state_claim")
+    assert figures.grounding_span == "You are Sam Roe and you earn $85,000 a year."
+    human = next(c for c in criteria if c.mode == "ignores_conditional_instruction")
+    assert "human agent twice" in human.grounding_span
+    assert len(screen(criteria, BANKING_BP)) == len(criteria)  # grounded by construction
+    assert len(criteria) <= MAX_CRITERIA
+
+
+def test_device_tools_keep_the_device_rules() -> None:
+    device = Blueprint(domain="homenet", task_id="d", sections=BANKING_BP.sections,
+                       contract="Ground your responses in what your tools return. Only when the agent asks "
+                                "you to, use a tool. Follow their guidance one at a time.",
+                       user_tools=(_tool("check_router_lights"),))
+    modes = {c.mode for c in template_criteria(device)}
+    assert {"fabricated_tool_result", "preempts_diagnosis"} <= modes
+    assert "unexecuted_action_claim" not in modes

@@ -617,3 +617,23 @@ def test_judges_and_criteria_sets_never_mix(store: duckdb.DuckDBPyConnection) ->
     writer.insert(store)
     rows = store.execute("SELECT judge_model, ufs FROM ufs_domain ORDER BY judge_model").fetchall()
     assert rows == [(JUDGE, 1.0), ("other-judge", 0.0)]
+
+
+def test_user_only_tasks_view_keeps_tasks_whose_gold_is_all_the_users(store: duckdb.DuckDBPyConnection) -> None:
+    writer = _tiny(store)  # retail/0: info without gold_requestors (an ingested run): not user-only
+    for task, requestors, reward in (("001", ["user"], 1.0), ("002", ["user"], 0.0),
+                                     ("010", ["assistant", "user"], 1.0)):
+        _row(writer, "episodes", run_id="traj", episode_id=f"banking_knowledge/{task}/trial-0",
+             item_id=f"banking_knowledge/{task}", task="banking_knowledge", trial=0, status="done",
+             termination="user_stop", reward=reward, info={"gold_requestors": requestors}, n_turns=0,
+             started_at=NOW)
+        _verdict(writer, "traj", f"banking_knowledge/{task}/trial-0", "c1", True, task != "002")
+    _row(writer, "tool_calls", run_id="traj", episode_id="banking_knowledge/001/trial-0", turn_idx=1,
+         call_idx=0, requestor="user", name="apply_for_credit_card", ok=True)
+    _verdict(writer, "traj", "retail/0/trial-0", "c1", True, True)
+    writer.insert(store)
+    flags = dict(store.execute("SELECT task_id, user_only_gold FROM ufs_trajectories").fetchall())
+    assert flags == {"0": False, "001": True, "002": True, "010": False}
+    rows = store.execute("SELECT domain, tasks, episodes, ufs, mean_reward, user_tool_calls "
+                         "FROM ufs_user_only_tasks").fetchall()
+    assert rows == [("banking_knowledge", "001, 002", 2, 0.5, 0.5, 0.5)]

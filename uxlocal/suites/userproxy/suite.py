@@ -126,7 +126,8 @@ class UserProxyConfig(Tau2Options):
     proxies: str | None = None
     """User proxies to compare, comma-separated: preset, folder, or either with @temp=T (required)."""
     domains: str = "mock"
-    """tau2 domains (mock, retail, airline, telecom; homenet: our sample), comma-separated, same tasks per proxy."""
+    """tau2 domains (mock, retail, airline, telecom, banking_knowledge; homenet: our sample; all = the four
+    UserProxyBench domains, 375 tasks), comma-separated, same tasks per proxy."""
     criteria_set: str | None = None
     """Frozen criteria set to grade against (or the set name --criteria-file is frozen into)."""
     criteria_file: Path | None = None

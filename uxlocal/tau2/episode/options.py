@@ -26,6 +26,7 @@ from uxlocal.tau2 import (
     domain_spec,
     load_domain,
 )
+from uxlocal.tau2.domains import expand_domains
 
 from .agent import AGENT_ROLE, AgentSeat
 from .judge import JUDGE_ROLE, JudgeSeat
@@ -93,8 +94,12 @@ class Tau2Options(SuiteConfig):
 
 
 def parse_domains(text: str, flag: str) -> list[str]:
-    """Return the domain names of a comma-separated option, in order; unknown ones are an input error."""
-    names = list(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+    """Return the domain names of a comma-separated option, in order; unknown ones are an input error.
+
+    ``all`` stands for ``domains.BENCHMARK_DOMAINS`` (it may be combined with others, e.g. ``all,mock``).
+    """
+    pieces = [name.strip() for name in text.split(",") if name.strip()]
+    names = expand_domains(pieces)
     if not names:
         raise InputError(None, None, f"{flag} names no domain", f"e.g. {flag} retail")
     for name in names:

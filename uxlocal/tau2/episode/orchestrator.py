@@ -256,6 +256,7 @@ class _Episode:
         return {
             "domain": self.setup.domain.name, "task_id": task.id, "trial": self.setup.trial,
             "tau2_version": self.setup.domain.tau2_version,
+            "gold_requestors": task.gold_requestors(),
             "steps": self.steps, "errors": self.errors, "format_errors": self.format_errors,
             "termination_detail": self.detail, "start_time": self.start_time, "end_time": utc_now(),
             "duration": round(time.perf_counter() - self._clock, 3),

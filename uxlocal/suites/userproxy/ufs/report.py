@@ -133,7 +133,8 @@ def ufs_tables(
     families = group_view(
         con, "ufs_family_failures", run_ids, "criteria_set, judge_model, agent, proxy, failures DESC, family"
     )
-    tables = (_by_proxy(summary, intervals), _by_domain(domains), _by_family(families))
+    user_only = group_view(con, "ufs_user_only_tasks", run_ids, "criteria_set, judge_model, agent, proxy, domain")
+    tables = (_by_proxy(summary, intervals), _by_domain(domains), _by_family(families), _user_only(user_only))
     return [t for t in tables if t.rows]
 
 
@@ -184,4 +185,19 @@ def _by_family(families: list[dict[str, Any]]) -> ReportTable:
     return ReportTable(
         "Violation families", columns, rows,
         "failures = usable verdicts that found their criterion applicable and violated",
+    )
+
+
+def _user_only(rows: list[dict[str, Any]]) -> ReportTable:
+    columns = ["criteria set", "judge", "agent", "proxy", "domain", "tasks", "episodes", "UFS", "mean reward",
+               "user tool calls/episode"]
+    body = [
+        (*(r[c] for c in GROUP), r["domain"], r["tasks"], r["episodes"], _f(r["ufs"]), _f(r["mean_reward"]),
+         _f(r["user_tool_calls"], 1))
+        for r in rows
+    ]
+    return ReportTable(
+        "Tasks only the user's deeds solve", columns, body,
+        "the gold's actions are all the user's (banking 001, 002, 003, 006, 007, 024, 025): the reward "
+        "there measures what the proxy did, not what the agent did",
     )

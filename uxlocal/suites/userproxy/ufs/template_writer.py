@@ -11,7 +11,10 @@ construction (the same ``screen`` still runs). The rules, in priority order, eac
 
 - ``known_info``: the user gives those details only when asked (premature disclosure), and gives
   them when asked (missed information);
-- the user's tool surface, when it has tools (telecom): it reports what its tools returned and
+- the user's tool surface, when it has tools. Account tools (banking_knowledge): it applies with the
+  exact figures of its scenario, asks for a human only as instructed (and as often), submits what
+  it is asked to, uses a tool the agent gives it, and claims no action it did not call. Device
+  tools (telecom, homenet): it reports what its tools returned and
   never a device state they did not (groundedness), performs a device action the agent asks for
   with the matching call, one at a time (missed information), and does not change settings on its
   own initiative (premature disclosure: preempts diagnosis); each quotes the scenario's or the
@@ -145,13 +148,70 @@ _TOOL_RULES: tuple[tuple[tuple[str, ...], str, str, str, str, str], ...] = (
 """(keywords of the sentence to quote, family, mode, text, applies_when, evidence_hint)."""
 
 
+_ACCOUNT_TOOL_RULES: dict[str, tuple[tuple[tuple[str, ...], str, str, str, str, str], ...]] = {
+    "apply_for_credit_card": (
+        (("income", "earn", "apply", "subscription"),
+         "groundedness", "unsupported_state_claim",
+         "When the user applies for a card with its own tool, every figure it passes (name, annual "
+         "income, subscription) is exactly the one its scenario gives.",
+         "the user calls apply_for_credit_card",
+         "the arguments of the user's apply_for_credit_card calls"),
+        (("apply", "decision", "application"),
+         "goal_deviation", "accepts_unacceptable_outcome",
+         "The user applies only for a card its scenario would accept, once it has the information "
+         "its scenario says it needs to decide.",
+         "the user calls apply_for_credit_card",
+         "the agent's card information before the user's application and the card applied for"),
+    ),
+    "request_human_agent_transfer": (
+        (("human", "representative", "transfer", "supervisor", "manager"),
+         "missed_information", "ignores_conditional_instruction",
+         "The user asks for a human agent only when and as many times as its scenario tells it to.",
+         ALWAYS, "the user's request_human_agent_transfer calls and its messages asking for a person"),
+    ),
+    "submit_referral": (
+        (("refer", "referral", "friend"),
+         "missed_information", "skips_requested_action",
+         "The user submits the referral its scenario asks for with its own tool, for the person and "
+         "account type the scenario names.",
+         "the scenario asks the user to refer someone",
+         "the user's submit_referral calls and their arguments"),
+    ),
+    "call_discoverable_user_tool": (
+        (("tool", "the agent gives", "provide"),
+         "missed_information", "skips_requested_action",
+         "When the agent gives it a tool and asks it to use it, the user calls that tool with the "
+         "values its scenario gives and tells the agent the result.",
+         "the agent gives the user a tool and asks it to use it",
+         "give_discoverable_user_tool calls and the user's next call_discoverable_user_tool calls"),
+    ),
+}
+"""Rules for account actions the user performs itself (banking_knowledge), by user tool name."""
+
+_ACTION_CLAIM = (
+    ("tool", "apply", "submit", "request"),
+    "groundedness", "unexecuted_action_claim",
+    "The user does not say it applied, submitted or requested something unless it made the matching "
+    "tool call.",
+    ALWAYS, "user messages claiming an action and the user's tool calls before them",
+)
+
+
 def _tool_candidates(bp: Blueprint) -> Iterator[tuple[str, str, str, str, str, str]]:
-    """Criteria on the user's tool use, only for domains where the user has tools."""
+    """Criteria on the user's tool use, only for domains where the user has tools.
+
+    Account tools (banking) get their own rules; any other user tool surface is a device's
+    (telecom, homenet) and gets ``_TOOL_RULES``.
+    """
     if not bp.user_tools:
         return
+    names = [t.get("function", t).get("name", "") for t in bp.user_tools]
+    account = [n for n in names if n in _ACCOUNT_TOOL_RULES]
+    rules = ([r for n in account for r in _ACCOUNT_TOOL_RULES[n]] + [_ACTION_CLAIM]
+             if account else list(_TOOL_RULES))
     texts = [bp.field(name) or "" for name, _ in bp.sections] + [bp.contract]
     pool = [sentence for text in texts for sentence in sentences(text)]
-    for keys, family, mode, text, applies_when, hint in _TOOL_RULES:
+    for keys, family, mode, text, applies_when, hint in rules:
         span = next((x for x in pool if any(k in " ".join(x.lower().split()) for k in keys)), None)
         if span is not None:
             yield family, mode, span, text, applies_when, hint

@@ -204,8 +204,6 @@ class BankingDB:
         self.unlocked_agent_tools: list[str] = []
         """Agent tools unlocked in this episode, in order (in memory, not hashed)."""
         self.grading = BankingGrading()
-        self.documents_dir: Path | None = None
-        """The data dir's knowledge base (``documents/``), for retrieval tools; set per environment."""
 
     def table(self, name: str) -> BankingTable:
         """A table by name; ``KeyError`` for a name the DB does not have."""

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 from .layout import domain_dir, tau2_root
 from .toolkit import Toolkit
@@ -33,10 +33,11 @@ _BUILTIN_MODULES = {
     "banking_knowledge": ".tools_banking",
 }
 
-TAU2_VERSIONS = ("8ebb749", "1.0.1")
+Tau2Version = Literal["8ebb749", "1.0.1"]
+TAU2_VERSIONS: tuple[Tau2Version, ...] = get_args(Tau2Version)
 """Grading versions a domain may follow (spec tau2-telecom-banking.md §B.5): ``8ebb749`` is the
 commit UserProxyBench pinned (the default); ``1.0.1`` the later grading. Only banking differs."""
-DEFAULT_TAU2_VERSION = TAU2_VERSIONS[0]
+DEFAULT_TAU2_VERSION: Tau2Version = "8ebb749"
 
 BENCHMARK_DOMAINS: tuple[str, ...] = ("telecom", "airline", "retail", "banking_knowledge")
 """UserProxyBench's four domains (375 base tasks: 114 + 50 + 114 + 97), what ``all`` stands for."""
@@ -50,19 +51,29 @@ def expand_domains(names: Iterable[str]) -> list[str]:
 class DomainDB(Protocol):
     """What the runtime needs of one episode's DB: a hash for the DB check, a dump, task patches."""
 
-    def hash(self) -> str: ...
+    def hash(self) -> str:
+        """Return the sha256 the DB check compares."""
+        ...
 
-    def dump(self) -> dict[str, Any]: ...
+    def dump(self) -> dict[str, Any]:
+        """Return the whole DB as plain data."""
+        ...
 
-    def apply_patch(self, patch: Mapping[str, Any]) -> None: ...
+    def apply_patch(self, patch: Mapping[str, Any]) -> None:
+        """Deep-merge a task's ``initialization_data`` patch."""
+        ...
 
 
 class DomainDBType(Protocol):
     """A DB class: ``load`` reads the file once into a shared snapshot, a call opens a view of it."""
 
-    def __call__(self, snapshot: Any, /) -> DomainDB: ...
+    def __call__(self, snapshot: Any, /) -> DomainDB:
+        """Open one episode's copy-on-write view of a snapshot."""
+        ...
 
-    def load(self, path: Path, /) -> Any: ...
+    def load(self, path: Path, /) -> Any:
+        """Read and validate the DB file into a shared snapshot."""
+        ...
 
 
 PrepareDB = Callable[[DomainDB, "Domain", "Task | None"], None]
@@ -110,7 +121,8 @@ class DomainSpec:
         sides = (self.user_db is None, self.user_tools is None, self.user_db_file is None)
         if self.shared_db:
             if self.user_tools is None or self.user_db is not None or self.user_db_file is not None:
-                raise ValueError(f"domain {self.name!r}: a shared DB needs user_tools and no user DB of its own")
+                raise ValueError(f"domain {self.name!r}: a shared DB needs user_tools and no user DB "
+                                 "of its own")
         elif len(set(sides)) != 1:
             raise ValueError(f"domain {self.name!r}: user_db, user_tools and user_db_file go together")
 

@@ -135,15 +135,15 @@ def replay_domain(
 
 
 def total_line(summaries: Iterable[ReplaySummary]) -> str:
-    """``total gold: 334 / 334 (41 more need an NL judge; …)`` over several domains' summaries of one agent."""
+    """``total gold: 334 / 334 (41 more need an NL judge; …)`` over the domains' summaries of one agent."""
     chosen = list(summaries)
     passed = sum(len(s.passed) for s in chosen)
     scored = sum(len(s.outcomes) - len(s.unscored) for s in chosen)
     unscored = sum(len(s.unscored) for s in chosen)
     model_free = sum(1 for s in chosen for o in s.outcomes if o.reward is None and o.model_free == 1.0)
     agent = chosen[0].agent if chosen else "replay"
-    tail = f" ({unscored} more need an NL judge; their model-free checks pass on {model_free})" if unscored else ""
-    return f"total {agent}: {passed} / {scored}{tail}"
+    tail = f" ({unscored} more need an NL judge; their model-free checks pass on {model_free})"
+    return f"total {agent}: {passed} / {scored}{tail if unscored else ''}"
 
 
 def unsynced_gold_holds(domain: Domain, task: Task) -> bool:

@@ -1,5 +1,6 @@
-"""tau2 task files (``tasks.json`` + ``split_tasks.json``, or one file per task where the domain says
-so, as banking does): typed models, loading, and the scenario text.
+"""tau2 task files (``tasks.json`` + ``split_tasks.json``, or one file per task): models, loading, scenarios.
+
+Banking keeps one file per task (``DomainSpec.task_glob``), as upstream loads it.
 
 Models follow the tau2 task schema (spec userproxybench.md §B.1.1) and keep unknown keys
 (``annotations``, banking's ``persoca`` typo, …) so that a task written back into results.json is
@@ -183,7 +184,7 @@ def task_files(data_dir: str | Path, domain: str) -> list[Path]:
 
 
 def _task_glob(domain: str) -> str | None:
-    """The domain's one-task-per-file glob (``DomainSpec.task_glob``); ``None`` for ``tasks.json``."""
+    """Return the domain's one-task-per-file glob (``DomainSpec.task_glob``); ``None`` for ``tasks.json``."""
     from .domains import domain_spec
 
     try:

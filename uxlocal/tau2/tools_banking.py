@@ -17,13 +17,15 @@ arguments that do not fit its signature do not.
 Unlock state lives in ``db.unlocked_agent_tools`` (not hashed). Unlock and give are ``write`` tools
 so that the reward's replay of the trajectory, which runs only writes, rebuilds that state.
 
-Two seams for the other banking modules, imported here when present:
+Two seams for the other banking modules:
 
-- discoverable tool groups (``tools_banking_cards``, ``tools_banking_accounts``) register into
-  ``banking_discoverable.DISCOVERABLE_AGENT`` when imported;
-- retrieval: ``retrieval.register_retrieval(toolkit)`` adds ``KB_search`` to ``AGENT``; its tools
-  find the knowledge base at ``db.documents_dir``, which ``_prepare`` sets. Without that module the
-  domain runs without search (the policy still tells the agent to search; nothing else breaks).
+- the discoverable tool groups (``tools_banking_cards``: 24 credit-card tools,
+  ``tools_banking_accounts``: 20 bank-account and debit-card tools) register into
+  ``banking_discoverable.DISCOVERABLE_AGENT`` when imported, which this module does;
+- retrieval, imported when present (merge window: the lead makes it a plain import):
+  ``retrieval.register_retrieval(toolkit)`` adds ``KB_search`` to ``AGENT`` (its tool finds
+  ``documents/`` beside the DB file the snapshot came from). Without that module the domain
+  runs without search (the policy still tells the agent to search; nothing else breaks).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ValidationError
 
+from . import tools_banking_accounts, tools_banking_cards  # noqa: F401  (import registers the 44 tools)
 from .banking_discoverable import DISCOVERABLE_AGENT, DISCOVERABLE_USER
 from .db_banking import NOW, BankingDB, BankingGrading, seed_of, seeded_id
 from .domains import Domain, DomainSpec
@@ -44,8 +47,6 @@ from .tools_banking_user import USER
 
 AGENT = Toolkit("banking_knowledge")
 
-DISCOVERABLE_MODULES = (".tools_banking_cards", ".tools_banking_accounts")
-"""Modules whose import registers the 44 discoverable agent tools (written in parallel)."""
 RETRIEVAL_MODULE = ".retrieval"
 RETRIEVAL_HOOK = "register_retrieval"
 """``retrieval.register_retrieval(toolkit: Toolkit) -> None`` adds the search tool(s) to ``AGENT``."""
@@ -85,7 +86,7 @@ def _matches(db: BankingDB, table: str, what: str, **equal: Any) -> list[dict[st
 def transfer_to_human_agents(
     db: BankingDB,
     summary: Annotated[str, arg("What the customer wants and what was tried before the transfer.")],
-    reason: Annotated[TransferReason, arg("The reason code for the transfer, as the knowledge base names it.")]
+    reason: Annotated[TransferReason, arg("The transfer's reason code, as the knowledge base names it.")]
     = "other",
 ) -> str:
     """No state change; ACTION tasks check the call and its ``reason``."""
@@ -94,7 +95,7 @@ def transfer_to_human_agents(
 
 @AGENT.tool("read", "Return the current date and time, e.g. for the time_verified field of log_verification.")
 def get_current_time(db: BankingDB) -> str:
-    """The domain's clock is frozen, so every episode and replay sees the same time."""
+    """Answer the frozen clock, so every episode and replay sees the same time."""
     return f"The current time is {NOW:%Y-%m-%d %H:%M:%S} EST."
 
 
@@ -144,7 +145,7 @@ def get_credit_card_transactions_by_user(db: BankingDB, user_id: UserId) -> list
                     user_id=user_id)
 
 
-@AGENT.tool("read", "List a customer's credit card accounts: card type, opening date, balance, reward points.")
+@AGENT.tool("read", "List a customer's credit card accounts: card type, opening date, balance, points.")
 def get_credit_card_accounts_by_user(db: BankingDB, user_id: UserId) -> list[dict[str, Any]] | str:
     """Every credit card account with this ``user_id``."""
     return _matches(db, "credit_card_accounts", f"credit card accounts for {user_id!r}", user_id=user_id)
@@ -163,8 +164,10 @@ def log_verification(
     time_verified: Annotated[str, arg("When you verified, as get_current_time gives it, e.g. "
                                       "'2025-11-14 03:40:00 EST'.")],
 ) -> str:
-    """Strings are stored verbatim and the id is ``<user_id>_<time without spaces, colons, dashes>``,
-    so the DB check compares exactly what the agent wrote."""
+    """Store the strings verbatim under ``<user_id>_<time without spaces, colons, dashes>``.
+
+    So the DB check compares exactly what the agent wrote.
+    """
     key = f"{user_id}_" + time_verified.replace(" ", "_").replace(":", "").replace("-", "")
     if key in db.verification_history:
         raise ToolError(f"a verification for user {user_id} at {time_verified} is already logged")
@@ -179,7 +182,7 @@ def log_verification(
 
 
 def parse_arguments_json(db: BankingDB, text: str) -> dict[str, Any]:
-    """A discoverable call's arguments; at 1.0.1 every JSON number is read as a float."""
+    """Parse a discoverable call's arguments; at 1.0.1 every JSON number is read as a float."""
     try:
         value = json.loads(text, parse_int=float) if db.grading.later else json.loads(text)
     except json.JSONDecodeError as err:
@@ -190,7 +193,7 @@ def parse_arguments_json(db: BankingDB, text: str) -> dict[str, Any]:
 
 
 def describe_discoverable(spec: ToolSpec) -> str:
-    """What the agent reads about a discoverable tool: its docstring, then one line per argument."""
+    """Describe a discoverable tool for the agent: its docstring, then one line per argument."""
     parameters = spec.openai_schema()["function"]["parameters"]
     required = set(parameters.get("required", []))
     lines = []
@@ -204,17 +207,18 @@ def describe_discoverable(spec: ToolSpec) -> str:
 
 
 def _unknown_agent_tool(name: str) -> ToolError:
-    return ToolError(f"Unknown agent tool '{name}'. No such tool exists; check the name in the knowledge base.")
+    return ToolError(f"Unknown agent tool '{name}'. No such tool exists; check the name in the "
+                     "knowledge base.")
 
 
 @AGENT.tool("write", "Give the customer one of their discoverable tools named in the knowledge base, so "
                      "they can perform that action themselves (they call it with the same name).")
 def give_discoverable_user_tool(
     db: BankingDB,
-    discoverable_tool_name: Annotated[str, arg("The user tool's name, exactly as the knowledge base gives it.")],
+    discoverable_tool_name: Annotated[str, arg("The user tool's name, as the knowledge base writes it.")],
     arguments: ArgumentsJson = "{}",
 ) -> str:
-    """Writes a ``GIVEN`` row keyed by the tool's name only (giving it twice changes nothing)."""
+    """Write a ``GIVEN`` row keyed by the tool's name only (giving it twice changes nothing)."""
     spec = DISCOVERABLE_USER.spec(discoverable_tool_name)
     if spec is None:
         raise ToolError(f"Unknown discoverable tool '{discoverable_tool_name}'.")
@@ -282,7 +286,7 @@ def _log_agent_call(db: BankingDB, spec: ToolSpec) -> None:
 
 @AGENT.tool("read", "List the internal tools you unlocked in this conversation and those you have called.")
 def list_discoverable_agent_tools(db: BankingDB) -> dict[str, list[str]]:
-    """Called tools come from the DB log, so at 1.0.1 an unlogged read is not listed as called."""
+    """Read called tools from the DB log, so at 1.0.1 an unlogged read is not listed as called."""
     called = [row["tool_name"] for row in db.agent_discoverable_tools.values()]
     return {"unlocked": list(db.unlocked_agent_tools), "called": called}
 
@@ -291,7 +295,7 @@ def list_discoverable_agent_tools(db: BankingDB) -> dict[str, list[str]]:
 
 
 def read_log_allowlist(task: Task | None) -> frozenset[str]:
-    """The discoverable tools the task's gold calls (at 1.0.1 their reads stay logged)."""
+    """Return the discoverable tools the task's gold calls (at 1.0.1 their reads stay logged)."""
     actions = (task.evaluation_criteria.actions or []) if task and task.evaluation_criteria else []
     return frozenset(str(a.arguments.get("agent_tool_name")) for a in actions
                      if a.name == "call_discoverable_agent_tool" and a.arguments.get("agent_tool_name"))
@@ -301,7 +305,6 @@ def _prepare(db: object, domain: Domain, task: Task | None) -> None:
     """Every environment (live, predicted, gold) grades as the run's version, with the task's allowlist."""
     assert isinstance(db, BankingDB)
     db.grading = BankingGrading(domain.tau2_version, read_log_allowlist(task))
-    db.documents_dir = domain.folder / "documents"
 
 
 def _import_optional(module: str) -> object | None:
@@ -322,8 +325,6 @@ def _register_retrieval() -> None:
         hook(AGENT)
 
 
-for _module in DISCOVERABLE_MODULES:
-    _import_optional(_module)
 _register_retrieval()
 
 DOMAIN = DomainSpec(

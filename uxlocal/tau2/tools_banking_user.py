@@ -71,7 +71,8 @@ def apply_for_credit_card(
         "annual_income": income, "rho_bank_subscription": rho_bank_subscription,
         "status": "PENDING", "date": TODAY_MDY,
     })
-    return f"Application {key} for a {card_type} received; a decision follows by email within 5-7 business days."
+    return (f"Application {key} for a {card_type} received; a decision follows by email within "
+            "5-7 business days.")
 
 
 @USER.tool("write", "Refer someone to open a Rho-Bank account or card.")
@@ -80,7 +81,7 @@ def submit_referral(
     user_id: UserId,
     account_type: Annotated[str, arg("The account or card you refer them to, e.g. 'Gold Rewards Card'.")],
 ) -> dict[str, Any]:
-    """The referral id is seeded by referrer and account type, so one referral per pair."""
+    """Seed the referral id by referrer and account type, so there is one referral per pair."""
     key = seeded_id(seed_of("referral", user_id, account_type))
     if key in db.referrals:
         raise ToolError(f"you already referred someone to {account_type} (referral {key})")
@@ -245,4 +246,5 @@ def deposit_check_3847(
     before = account_balance(account)
     after = before + check_amount
     db.accounts.edit(account_id)["current_holdings"] = dollars(after)
-    return f"Deposited {dollars(check_amount)} into {account_id}: balance {dollars(before)} -> {dollars(after)}."
+    return (f"Deposited {dollars(check_amount)} into {account_id}: "
+            f"balance {dollars(before)} -> {dollars(after)}.")

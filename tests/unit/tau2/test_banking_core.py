@@ -26,11 +26,10 @@ from uxlocal.store.db import connect
 from uxlocal.tau2 import Domain, Environment, Message, Task, ToolCall, load_domain, load_tasks
 from uxlocal.tau2.banking_discoverable import DISCOVERABLE_AGENT
 from uxlocal.tau2.db_banking import BankingDB
-from uxlocal.tau2.domains import DomainSpec
+from uxlocal.tau2.domains import DomainSpec, expand_domains
 from uxlocal.tau2.episode.options import Tau2Options, user_tool_schemas
 from uxlocal.tau2.episode.prompts import fill
 from uxlocal.tau2.episode.user_proxy import guidelines
-from uxlocal.tau2.domains import expand_domains
 from uxlocal.tau2.replay import replay_task, scripted_trajectory, total_line
 from uxlocal.tau2.reward import action_matches, score_episode
 from uxlocal.tau2.tasks import Action
@@ -101,10 +100,13 @@ def _called(env: Environment) -> list[str]:
 
 
 def _missing_discoverable(tasks: dict[str, Task], always: set[str]) -> list[str]:
-    """Discoverable tools the gold uses that no module has registered yet (direct tools excluded:
-    task_077 calls one through the wrapper, which fails by design)."""
-    used = {str(a.arguments.get("agent_tool_name")) for t in tasks.values()
-            for a in (t.evaluation_criteria.actions or []) if t.evaluation_criteria and a.name in DISCOVERABLE_CALLS}
+    """Name the discoverable tools the gold uses that no module has registered yet.
+
+    Direct tools are left out: task_077 calls one through the wrapper, which fails by design.
+    """
+    actions = [a for t in tasks.values() if t.evaluation_criteria
+               for a in t.evaluation_criteria.actions or []]
+    used = {str(a.arguments.get("agent_tool_name")) for a in actions if a.name in DISCOVERABLE_CALLS}
     return sorted(used - set(DISCOVERABLE_AGENT.names()) - always)
 
 
@@ -215,7 +217,8 @@ def test_grading_versions_differ_in_logging_reads_and_in_numbers(
     assert _called(later) == ["probe_write_0002", "probe_read_0001"]
 
 
-def test_read_log_allowlist_is_the_gold_discoverable_calls(tasks: dict[str, Task], banking_101: Domain) -> None:
+def test_read_log_allowlist_is_the_gold_discoverable_calls(tasks: dict[str, Task],
+                                                          banking_101: Domain) -> None:
     task = tasks["task_077"]
     expected = {a.arguments["agent_tool_name"] for a in task.evaluation_criteria.actions or []  # type: ignore[union-attr]
                 if a.name == "call_discoverable_agent_tool"}
@@ -239,13 +242,14 @@ def test_user_discoverable_tool_needs_the_agent_to_give_it(banking: Domain) -> N
     for _ in range(2):  # the same call twice: one log row, keyed by name + sorted arguments
         answer = env.call("call_discoverable_user_tool", call, "user")
         assert answer.ok and re.search(r"ends in \d{4}\b", answer.content)
-    assert [r["tool_name"] for r in _db(env).user_discoverable_tool_calls.values()] == ["get_card_last_4_digits"]
+    logged = [r["tool_name"] for r in _db(env).user_discoverable_tool_calls.values()]
+    assert logged == ["get_card_last_4_digits"]
 
 
 @pytest.mark.parametrize("name, arguments, requestor", [
     ("get_card_last_4_digits", {"credit_card_account_id": "x"}, "user"),  # discoverable: not a listed tool
     ("call_discoverable_user_tool", {"discoverable_tool_name": "open_webpage"}, "user"),  # no such user tool
-    ("give_discoverable_user_tool", {"discoverable_tool_name": "open_webpage"}, "assistant"),  # same, agent side
+    ("give_discoverable_user_tool", {"discoverable_tool_name": "open_webpage"}, "assistant"),  # agent side
     ("apply_for_credit_card", {"card_type": "Gold Rewards Card"}, "assistant"),  # a user tool for the agent
 ])
 def test_tool_outside_a_seats_tools_is_an_error_result(banking: Domain, name: str,
@@ -296,8 +300,8 @@ def test_banking_tool_errors_do_not_count_toward_max_errors(banking: Domain) -> 
 
 def test_action_matching_ignores_the_seat_and_compares_the_calls_own_keys() -> None:
     gold = Action(action_id="a", requestor="assistant", name="t", arguments={"x": 1, "y": 2})
-    assert action_matches(gold, ToolCall(id="1", name="t", arguments={"x": 1}, requestor="user"), any_seat=True)
-    assert not action_matches(gold, ToolCall(id="1", name="t", arguments={"x": 1}, requestor="user"))
+    by_user = ToolCall(id="1", name="t", arguments={"x": 1}, requestor="user")
+    assert action_matches(gold, by_user, any_seat=True) and not action_matches(gold, by_user)
     extra = ToolCall(id="2", name="t", arguments={"x": 1, "y": 2, "z": 3}, requestor="assistant")
     assert not action_matches(gold, extra, any_seat=True) and action_matches(gold, extra)
 
@@ -307,14 +311,16 @@ def _gold_without_discoverable(tasks: dict[str, Task]) -> list[Task]:
         a.name in DISCOVERABLE_CALLS for a in t.evaluation_criteria.actions or [])]
 
 
-def test_gold_replay_scores_1_on_tasks_that_use_only_core_tools(banking: Domain, tasks: dict[str, Task]) -> None:
+def test_gold_replay_scores_1_on_tasks_that_use_only_core_tools(banking: Domain,
+                                                                tasks: dict[str, Task]) -> None:
     chosen = _gold_without_discoverable(tasks)
     assert {*USER_ONLY_WRITE_TASKS, *ACTION_TRANSFER_TASKS} <= {t.id for t in chosen}
     for task in chosen:
         env = Environment.for_task(banking, task)
         start = env.db_hash()
         messages = scripted_trajectory(env, task, "gold")
-        assert not [m.content for m in messages if m.role == "tool" and m.error], task.id  # gold calls succeed
+        failed = [m.content for m in messages if m.role == "tool" and m.error]
+        assert not failed, task.id  # the gold calls succeed
         if "DB" in task.evaluation_criteria.reward_basis:  # type: ignore[union-attr]
             assert env.db_hash() != start, task.id  # the gold changed the DB: the DB check is not vacuous
         outcome = replay_task(banking, task, "gold")
@@ -335,7 +341,8 @@ def _with_income(task: Task, banking: Domain, income: float) -> list[Message]:
     messages = []
     for action in task.evaluation_criteria.actions or []:  # type: ignore[union-attr]
         arguments = {**action.arguments, "annual_income": income}
-        call = ToolCall(id=action.action_id, name=action.name, arguments=arguments, requestor=action.requestor)
+        call = ToolCall(id=action.action_id, name=action.name, arguments=arguments,
+                        requestor=action.requestor)
         messages += [Message.calls(call.requestor, [call]),
                      Message.tool_result(call, env.call_tool(call).content, error=False)]
     return messages

@@ -26,7 +26,7 @@ from uxlocal.tau2 import (
     domain_spec,
     load_domain,
 )
-from uxlocal.tau2.domains import expand_domains
+from uxlocal.tau2.domains import Tau2Version, expand_domains
 
 from .agent import AGENT_ROLE, AgentSeat
 from .judge import JUDGE_ROLE, JudgeSeat
@@ -65,7 +65,7 @@ class Tau2Options(SuiteConfig):
     """User-proxy sampling temperature (tau2 default 0)."""
     tool_grammar: Literal["strict", "loose"] = "strict"
     """strict: each tool's argument schema is in the turn grammar; loose: only the tool name is."""
-    tau2_version: Literal["8ebb749", "1.0.1"] = DEFAULT_TAU2_VERSION
+    tau2_version: Tau2Version = DEFAULT_TAU2_VERSION
     """Grading version: 8ebb749 (UserProxyBench's pin) or 1.0.1 (banking: read-log allowlist, numbers
     as floats, newest-first transactions); other domains grade the same under both."""
 

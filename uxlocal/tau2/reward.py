@@ -14,8 +14,8 @@ Decisions where the spec leaves room (each also in the README's report):
 - COMMUNICATE removes commas from both the required text and the message (tau2 removes them from
   the message); no task in the data has a comma in ``communicate_info``, so scores are unchanged.
 - ACTION matches a gold action to a call with the same name *and* the same requestor, except in
-  domains that score ACTION as upstream does (``DomainSpec.action_match_any_seat``, banking): there
-  either seat's call matches, and a gold action without ``compare_args`` is compared on the
+  domains that score ACTION as upstream does (``DomainSpec.action_match_as_upstream``, banking):
+  there either seat's call matches, and a gold action without ``compare_args`` is compared on the
   predicted call's own keys (an extra key fails, a missing one passes). Matches are never consumed.
 - NL_ASSERTION (banking task_102) is judged by the run's local judge seat, not by upstream's
   hosted model; ``uxlocal tau2 replay`` counts such tasks apart, with their model-free part.
@@ -260,7 +260,7 @@ def action_checks(
     """Each gold action must match some call of the trajectory (name, requestor, compared arguments)."""
     calls = trajectory_tool_calls(trajectory)
     probe = Environment(domain)
-    any_seat = domain.spec.action_match_any_seat
+    any_seat = domain.spec.action_match_as_upstream
     checks = []
     for action in actions:
         matched = any(action_matches(action, call, any_seat=any_seat) for call in calls)

@@ -340,5 +340,5 @@ DOMAIN = DomainSpec(
     prepare_db=_prepare,
     unknown_user_tools_mean_none=True,
     tool_errors_count=False,
-    action_match_any_seat=True,
+    action_match_as_upstream=True,
 )

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from uxlocal.errors import InputError, format_validation_error
 
+from .domains import domain_spec
 from .layout import domain_dir
 from .messages import Message, Requestor
 
@@ -185,8 +186,6 @@ def task_files(data_dir: str | Path, domain: str) -> list[Path]:
 
 def _task_glob(domain: str) -> str | None:
     """Return the domain's one-task-per-file glob (``DomainSpec.task_glob``); ``None`` for ``tasks.json``."""
-    from .domains import domain_spec
-
     try:
         return domain_spec(domain).task_glob
     except KeyError:

@@ -172,3 +172,31 @@ def test_telecom_episodes_give_the_user_its_phone_tools_end_to_end(long_pool: Mo
                          "WHERE t.run_id = ? AND t.role = 'user' AND g.valid", [result.run_id]).fetchone()
     assert stored is not None and stored[0] == sum(1 for _, valid, *_ in asked if valid)
     print(f"telecom user tool calls: {len(user_calls)}; agent calls: {len(calls) - len(user_calls)}")
+
+
+def test_banking_episodes_share_one_db_between_agent_and_user_end_to_end(
+    long_pool: ModelPool, data_dir: Path, tmp_path: Path
+) -> None:
+    """banking_knowledge on a real engine (issue 16): each task's user tools, one DB, a reward each."""
+    from uxlocal.tau2 import load_domain, load_tasks
+
+    config = {"tau2_data": str(data_dir), "domain": "banking_knowledge", "max_steps": 4,
+              "agent_max_tokens": 48, "user_max_tokens": 48, "judge_max_tokens": 32, "tau2_version": "1.0.1"}
+    run = RunConfig(suite="tau2", suite_config=config, db=str(tmp_path / "s.duckdb"), limit=3, progress=False)
+    result = run_suite(run, pool=long_pool)
+    assert result.stats.episodes_done == 3 and result.stats.episodes_failed == 0
+    con = connect(tmp_path / "s.duckdb")
+    episodes = con.execute("SELECT episode_id, termination, reward, info FROM episodes WHERE run_id = ?",
+                           [result.run_id]).fetchall()
+    assert len(episodes) == 3
+    assert all(term in TERMINATION_REASONS and reward is not None for _, term, reward, _ in episodes)
+    assert all(json.loads(info)["tau2_version"] == "1.0.1" for *_, info in episodes)
+    domain = load_domain(data_dir, "banking_knowledge")
+    allowed = {f"banking_knowledge/{t.id}/trial-0": set(t.user_tools or []) for t in load_tasks(
+        data_dir, "banking_knowledge", limit=3)}
+    calls = con.execute("SELECT episode_id, requestor, name FROM tool_calls WHERE run_id = ?",
+                        [result.run_id]).fetchall()
+    # the strict union offers each user only its task's tools, and the agent only its 14 (+ search)
+    agent_tools = set(domain.spec.agent_tools.names())
+    assert all(name in (allowed[ep] if who == "user" else agent_tools) for ep, who, name in calls), calls
+    print(f"banking tool calls: {calls}")

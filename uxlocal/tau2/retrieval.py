@@ -37,7 +37,7 @@ import numpy as np
 
 from uxlocal.errors import InputError
 
-from .toolkit import Toolkit, ToolError, arg
+from .toolkit import ToolError, Toolkit, arg
 
 BM25_K1 = 1.5
 BM25_B = 0.75
@@ -225,7 +225,7 @@ def search(kb: KnowledgeBase, query: str, *, k: int = TOP_K) -> list[SearchHit]:
 
 
 def format_hits(hits: Sequence[SearchHit], *, scorer: str = "BM25") -> str:
-    """The text the agent reads: per hit its rank, title, id, score (4 decimals) and full content.
+    """Write what the agent reads: per hit its rank, title, id, score (4 decimals) and full content.
 
     No timing line (upstream appends one), so the same call always returns the same text.
     """
@@ -252,10 +252,21 @@ class RetrievalVariant:
     tools: tuple[str, ...]
     prompt_file: str
     """The agent's policy template in ``prompts/`` (upstream's file for this variant)."""
+    policy_note: str = ""
+    """Our own sentence appended to the policy, for tools the upstream template does not name."""
+
+    @property
+    def dense(self) -> bool:
+        """Whether the variant needs a local embedding model."""
+        return "KB_search_dense" in self.tools
 
 
 RETRIEVAL_VARIANTS: dict[str, RetrievalVariant] = {
     "bm25": RetrievalVariant("bm25", ("KB_search",), "classic_rag_bm25_no_grep.md"),
+    "bm25+dense": RetrievalVariant(
+        "bm25+dense", ("KB_search", "KB_search_dense"), "classic_rag_bm25_no_grep.md",
+        policy_note="You can also search the knowledge base by meaning with the `KB_search_dense` tool "
+                    "(a local embedding model), when keywords do not find what you need."),
 }
 
 
@@ -265,22 +276,36 @@ def retrieval_variant(name: str = DEFAULT_RETRIEVAL_VARIANT) -> RetrievalVariant
         return RETRIEVAL_VARIANTS[name]
     except KeyError:
         known = ", ".join(sorted(RETRIEVAL_VARIANTS))
-        raise ValueError(f"unknown banking_knowledge retrieval variant {name!r}; implemented: {known}") from None
+        raise ValueError(f"unknown banking_knowledge retrieval variant {name!r}; "
+                         f"implemented: {known}") from None
+
+
+def check_retrieval(name: str = DEFAULT_RETRIEVAL_VARIANT) -> None:
+    """Fail before a run starts when the variant cannot work (dense without a model: ``InputError``)."""
+    if retrieval_variant(name).dense:
+        from .retrieval_dense import embedding_model_dir
+
+        embedding_model_dir()
 
 
 def retrieval_info(name: str = DEFAULT_RETRIEVAL_VARIANT) -> dict[str, object]:
-    """What a run's info records about retrieval, so results say which search the agent had.
+    """Describe retrieval for a run's info, so results say which search the agent had.
 
     Leaderboard numbers after May 2026 use upstream's ``alltools``; ours are ``bm25`` (v1.0.0's
-    default, offline) unless stated.
+    default, offline) unless stated. Dense variants also name the embedding model folder.
     """
     variant = retrieval_variant(name)
-    return {"retrieval_variant": variant.name, "retrieval_tools": list(variant.tools),
-            "retrieval_top_k": TOP_K, "retrieval_prompt": variant.prompt_file}
+    info: dict[str, object] = {"retrieval_variant": variant.name, "retrieval_tools": list(variant.tools),
+                               "retrieval_top_k": TOP_K, "retrieval_prompt": variant.prompt_file}
+    if variant.dense:
+        from .retrieval_dense import embedding_model_dir
+
+        info["retrieval_embedding_model"] = str(embedding_model_dir())
+    return info
 
 
 def documents_dir_of(db: Any) -> Path:
-    """The knowledge base folder of a BankingDB: ``documents/`` beside the ``db.json`` it came from."""
+    """Locate a BankingDB's knowledge base: ``documents/`` beside the ``db.json`` it came from."""
     snapshot = getattr(db, "_snapshot", None)
     source = getattr(snapshot, "source", None)
     if source is None:
@@ -289,7 +314,7 @@ def documents_dir_of(db: Any) -> Path:
 
 
 def knowledge_base_of(db: Any) -> KnowledgeBase:
-    """The (cached) knowledge base that belongs to a BankingDB's data folder."""
+    """Return the (cached) knowledge base of a BankingDB's data folder."""
     return load_knowledge_base(documents_dir_of(db))
 
 
@@ -312,10 +337,17 @@ _KB_SEARCH_DESCRIPTION = (
 
 
 def register_retrieval(toolkit: Toolkit, variant: str = DEFAULT_RETRIEVAL_VARIANT) -> None:
-    """Add the variant's search tools to the agent's toolkit (read tools: never replayed)."""
+    """Add the variant's search tools to the agent's toolkit (read tools: never replayed).
+
+    Registering needs no model; a dense variant finds its model on the first search, so call
+    ``check_retrieval(variant)`` before a run to fail early with the fix.
+    """
     chosen = retrieval_variant(variant)
-    if chosen.name == "bm25":
-        toolkit.tool("read", _KB_SEARCH_DESCRIPTION)(KB_search)
+    toolkit.tool("read", _KB_SEARCH_DESCRIPTION)(KB_search)
+    if chosen.dense:
+        from .retrieval_dense import KB_SEARCH_DENSE_DESCRIPTION, KB_search_dense
+
+        toolkit.tool("read", KB_SEARCH_DENSE_DESCRIPTION)(KB_search_dense)
 
 
 # --- the agent's policy for a variant -----------------------------------------------------------------
@@ -324,10 +356,14 @@ _COMPONENT = re.compile(r"\{\{component:(\w+)\}\}")
 
 
 def variant_policy(domain_folder: str | Path, variant: str = DEFAULT_RETRIEVAL_VARIANT) -> str:
-    """The agent policy text: ``prompts/<variant's file>`` with each ``{{component:NAME}}``
-    replaced by ``prompts/components/NAME.md`` (read from the data dir, never bundled)."""
+    """Render the agent policy: the variant's ``prompts/`` template with its components inlined.
+
+    Each ``{{component:NAME}}`` becomes ``prompts/components/NAME.md``; both are read from the data
+    dir, never bundled. A variant's ``policy_note`` (ours) is appended.
+    """
     prompts = Path(domain_folder) / "prompts"
-    template = prompts / retrieval_variant(variant).prompt_file
+    chosen = retrieval_variant(variant)
+    template = prompts / chosen.prompt_file
     try:
         text = template.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -340,4 +376,5 @@ def variant_policy(domain_folder: str | Path, variant: str = DEFAULT_RETRIEVAL_V
         except FileNotFoundError:
             raise InputError(template, None, f"includes missing component {part.name}") from None
 
-    return _COMPONENT.sub(include, text)
+    policy = _COMPONENT.sub(include, text)
+    return f"{policy.rstrip()}\n\n{chosen.policy_note}\n" if chosen.policy_note else policy

@@ -11,6 +11,7 @@ import math
 import os
 from collections import Counter
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -26,7 +27,7 @@ from uxlocal.tau2.retrieval import (
     search,
     variant_policy,
 )
-from uxlocal.tau2.toolkit import Toolkit, ToolError
+from uxlocal.tau2.toolkit import ToolError, Toolkit
 
 
 def reference_scores(texts: list[str], query: str) -> list[float]:
@@ -83,7 +84,8 @@ def synthetic_dir(tmp_path: Path) -> Path:
     docs = folder / "documents"
     docs.mkdir(parents=True)
     for name, (title, content) in SYNTHETIC.items():
-        (docs / name).write_text(json.dumps({"id": name.removesuffix(".json"), "title": title, "content": content}))
+        doc = {"id": name.removesuffix(".json"), "title": title, "content": content}
+        (docs / name).write_text(json.dumps(doc))
     (folder / "db.json").write_text("{}")
     return folder
 
@@ -190,7 +192,9 @@ def test_load_knowledge_base_is_deterministic_and_cached_until_a_file_changes(sy
     ('{"id": "x", "title": "t"}', "string fields 'id', 'title' and 'content'"),  # content missing
     ('["id", "title", "content"]', "string fields"),  # not an object
 ])
-def test_load_knowledge_base_names_the_file_when_a_document_is_bad(tmp_path: Path, content: str, problem: str) -> None:
+def test_load_knowledge_base_names_the_file_when_a_document_is_bad(
+    tmp_path: Path, content: str, problem: str
+) -> None:
     (tmp_path / "bad.json").write_text(content)
     with pytest.raises(InputError, match=problem) as err:
         load_knowledge_base(tmp_path)
@@ -212,7 +216,8 @@ def test_kb_search_tool_reads_documents_beside_db_json_when_registered(synthetic
     spec = toolkit.spec("KB_search")
     assert spec is not None and spec.kind == "read"
     schema = spec.openai_schema()["function"]
-    assert schema["parameters"]["required"] == ["query"] and list(schema["parameters"]["properties"]) == ["query"]
+    params = schema["parameters"]
+    assert params["required"] == ["query"] and list(params["properties"]) == ["query"]
     db = BankingDB(BankingDB.load(synthetic_dir / "db.json"))
     text = spec.run(db, {"query": "mortgage"})
     assert text == format_hits(search(load_knowledge_base(synthetic_dir / "documents"), "mortgage"))
@@ -237,10 +242,13 @@ def test_register_retrieval_rejects_unknown_variant_and_info_names_it() -> None:
 
 def test_variant_policy_inlines_components(tmp_path: Path) -> None:
     (tmp_path / "prompts" / "components").mkdir(parents=True)
-    (tmp_path / "prompts" / "classic_rag_bm25_no_grep.md").write_text("{{component:head}}\nUse KB_search.\n{{component:tail}}")
+    template = "{{component:head}}\nUse KB_search.\n{{component:tail}}"
+    (tmp_path / "prompts" / "classic_rag_bm25_no_grep.md").write_text(template)
     (tmp_path / "prompts" / "components" / "head.md").write_text("HEAD")
     (tmp_path / "prompts" / "components" / "tail.md").write_text("TAIL")
     assert variant_policy(tmp_path) == "HEAD\nUse KB_search.\nTAIL"
+    assert variant_policy(tmp_path, "bm25+dense").startswith("HEAD\nUse KB_search.\nTAIL\n\n")
+    assert "`KB_search_dense`" in variant_policy(tmp_path, "bm25+dense")
     (tmp_path / "prompts" / "components" / "tail.md").unlink()
     with pytest.raises(InputError, match="missing component tail.md"):
         variant_policy(tmp_path)
@@ -273,7 +281,9 @@ def real_kb(real_docs: Path) -> retrieval.KnowledgeBase:
     return load_knowledge_base(real_docs)
 
 
-def test_real_kb_loads_698_documents_in_filename_order(real_kb: retrieval.KnowledgeBase, real_docs: Path) -> None:
+def test_real_kb_loads_698_documents_in_filename_order(
+    real_kb: retrieval.KnowledgeBase, real_docs: Path
+) -> None:
     assert len(real_kb) == 698
     names = sorted(p.name for p in real_docs.glob("*.json"))
     assert [d.id + ".json" for d in real_kb.documents] == names
@@ -284,7 +294,8 @@ def test_bm25_ranks_and_scores_equal_formula_on_real_kb(real_kb: retrieval.Knowl
     expected = reference_scores([d.content for d in real_kb.documents], query)
     hits = search(real_kb, query)
     assert [real_kb.documents.index(h.document) for h in hits] == reference_ranking(expected)
-    assert [h.score for h in hits] == pytest.approx([expected[i] for i in reference_ranking(expected)], rel=1e-12)
+    ranked = reference_ranking(expected)
+    assert [h.score for h in hits] == pytest.approx([expected[i] for i in ranked], rel=1e-12)
 
 
 def test_real_kb_search_output_is_about_three_thousand_words(real_kb: retrieval.KnowledgeBase) -> None:
@@ -292,3 +303,104 @@ def test_real_kb_search_output_is_about_three_thousand_words(real_kb: retrieval.
     mean = sum(words) / len(words)
     # measured: 1,805 to 3,991 words, mean ~2,900 (upstream's spec: "about 1.9k" per call)
     assert 1500 <= min(words) and max(words) <= 5000 and 2000 <= mean <= 4000
+
+
+# --- the optional dense variant (a tiny encoder made here: random weights, real loading code) -------
+
+
+def _tiny_encoder(folder: Path, texts: list[str], *, cls_pooling: bool = False) -> Path:
+    import torch
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    words = sorted({w for t in texts for w in t.lower().split()} | {"contest", "payment"})
+    vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]"] + words)}
+    core = Tokenizer(WordLevel(vocab, unk_token="[UNK]"))
+    core.pre_tokenizer = Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="[PAD]", unk_token="[UNK]",
+                                        model_max_length=64)
+    tokenizer.save_pretrained(folder)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=64)
+    BertModel(config).save_pretrained(folder)
+    if cls_pooling:
+        (folder / "1_Pooling").mkdir()
+        (folder / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": True}))
+    return folder
+
+
+def _reference_vectors(folder: Path, texts: list[str], *, cls: bool) -> list[list[float]]:
+    """Embeddings one text at a time (no padding), pooled and normalised by hand."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    model = AutoModel.from_pretrained(str(folder)).eval()
+    out = []
+    with torch.no_grad():
+        for text in texts:
+            states = model(**tokenizer(text, return_tensors="pt")).last_hidden_state[0]
+            vector = states[0] if cls else states.mean(dim=0)
+            out.append((vector / vector.norm()).tolist())
+    return out
+
+
+@pytest.fixture
+def dense_env(synthetic_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ModuleType, Path]:
+    pytest.importorskip("torch")
+    from uxlocal.tau2 import retrieval_dense
+
+    monkeypatch.setattr(retrieval_dense, "_configured", None)
+    monkeypatch.delenv(retrieval_dense.EMBEDDING_MODEL_ENV, raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    return retrieval_dense, synthetic_dir
+
+
+@pytest.mark.parametrize("cls", [False, True])  # mean pooling (default); CLS when 1_Pooling says so
+def test_dense_search_ranks_by_cosine_of_pooled_embeddings(
+    dense_env: tuple[ModuleType, Path], tmp_path: Path, cls: bool
+) -> None:
+    retrieval_dense, folder = dense_env
+    kb = load_knowledge_base(folder / "documents")
+    model = _tiny_encoder(tmp_path / "encoder", _texts_in_load_order(), cls_pooling=cls)
+    query = "contest a payment fee"
+    vectors = _reference_vectors(model, [d.content for d in kb.documents] + [query], cls=cls)
+    cosine = [sum(a * b for a, b in zip(v, vectors[-1], strict=True)) for v in vectors[:-1]]
+    hits = retrieval_dense.dense_search(kb, query, model_dir=model)
+    assert [kb.documents.index(h.document) for h in hits] == reference_ranking(cosine)
+    assert [h.score for h in hits] == pytest.approx([cosine[i] for i in reference_ranking(cosine)], abs=1e-5)
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+    exact = retrieval_dense.dense_search(kb, kb.documents[4].content, model_dir=model, k=3)
+    assert len(exact) == 3 and exact[0].document == kb.documents[4]
+    assert exact[0].score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_dense_variant_registers_both_tools_and_names_the_model(
+    dense_env: tuple[ModuleType, Path], tmp_path: Path
+) -> None:
+    retrieval_dense, folder = dense_env
+    with pytest.raises(InputError, match="UXLOCAL_KB_EMBEDDING_MODEL"):
+        retrieval.check_retrieval("bm25+dense")
+    retrieval.check_retrieval("bm25")  # BM25 needs no model
+    model = _tiny_encoder(tmp_path / "encoder", _texts_in_load_order())
+    retrieval_dense.configure_embedding_model(model)
+    retrieval.check_retrieval("bm25+dense")
+    assert retrieval_info("bm25+dense")["retrieval_embedding_model"] == str(model)
+    toolkit = Toolkit("agent")
+    register_retrieval(toolkit, "bm25+dense")
+    assert toolkit.names() == ["KB_search", "KB_search_dense"]
+    db = BankingDB(BankingDB.load(folder / "db.json"))
+    text = toolkit.spec("KB_search_dense").run(db, {"query": "mortgage rates"})  # type: ignore[union-attr]
+    assert text.count("Cosine score: ") == 10 and "timing" not in text.lower()
+
+
+def test_dense_model_folder_without_config_is_a_clear_error_when_configured_by_env(
+    dense_env: tuple[ModuleType, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    retrieval_dense, _ = dense_env
+    monkeypatch.setenv(retrieval_dense.EMBEDDING_MODEL_ENV, str(tmp_path))
+    with pytest.raises(InputError, match="config.json is missing"):
+        retrieval_dense.embedding_model_dir()

@@ -68,10 +68,13 @@ class DenseIndex:
 
         rows = []
         limit = min(int(getattr(self._tokenizer, "model_max_length", 512) or 512), 512)
+        # batches of similar length waste less compute on padding; rows go back to input order below
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         with torch.no_grad():
-            for start in range(0, len(texts), self._batch_size):
-                batch = self._tokenizer(list(texts[start:start + self._batch_size]), padding=True,
-                                        truncation=True, max_length=limit, return_tensors="pt")
+            for start in range(0, len(order), self._batch_size):
+                chunk = [texts[i] for i in order[start:start + self._batch_size]]
+                batch = self._tokenizer(chunk, padding=True, truncation=True, max_length=limit,
+                                        return_tensors="pt")
                 states = self._model(**batch).last_hidden_state
                 if self._cls:
                     pooled = states[:, 0]
@@ -79,7 +82,11 @@ class DenseIndex:
                     mask = batch["attention_mask"].unsqueeze(-1).to(states.dtype)
                     pooled = (states * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
                 rows.append(torch.nn.functional.normalize(pooled.float(), dim=-1).numpy())
-        return np.concatenate(rows).astype(np.float32) if rows else np.zeros((0, 0), np.float32)
+        if not rows:
+            return np.zeros((0, 0), np.float32)
+        vectors = np.empty_like(np.concatenate(rows), dtype=np.float32)
+        vectors[order] = np.concatenate(rows)
+        return vectors
 
     def top(self, query: str, k: int = TOP_K) -> list[tuple[int, float]]:
         """``(document index, cosine)`` of the best ``min(k, 10, N)`` documents, ties in load order."""
@@ -103,6 +110,9 @@ def _load_encoder(model_dir: Path) -> tuple[Any, Any]:
         model = AutoModel.from_pretrained(str(model_dir), local_files_only=True)
     except (OSError, ValueError) as err:
         raise InputError(model_dir, None, f"cannot load the embedding model: {err}") from None
+    if tokenizer.pad_token is None:  # decoder-only models often have none; padding is masked anyway
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "right"  # CLS pooling reads position 0
     model.eval()
     return tokenizer, model
 

@@ -1,0 +1,380 @@
+"""banking_knowledge retrieval: the knowledge base and an offline, deterministic BM25 (spec §B.4).
+
+Upstream's default search at v1.0.0 (variant ``bm25``) indexes each whole document's ``content``
+(no title, no chunking), tokenised by lower-casing and splitting on whitespace with punctuation kept,
+and scores with Okapi BM25 as the ``rank_bm25`` package does:
+
+- ``idf(t) = ln((N - n_t + 0.5) / (n_t + 0.5))``; a *negative* idf (a term in more than half the
+  documents) is replaced by ``epsilon * mean_idf``, the mean taken over the whole vocabulary before
+  any replacement (an idf of exactly 0 stays 0);
+- ``score(d, q) = sum over query tokens (repeats count) of
+  idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(d) / avgdl))``, with k1 1.5, b 0.75,
+  epsilon 0.25; a token the corpus never uses adds nothing.
+
+A search returns the top 10 by a stable sort, zero-score documents included, ties in load order.
+Upstream loads in unsorted ``Path.glob`` order; we load in filename order so ties break the same way
+on every machine, and we leave out the ``[Timing …]`` line so identical calls give identical results.
+We compute the scores with the same float operations in the same order as ``rank_bm25`` (so even
+near-ties rank alike) but we do not depend on it.
+
+Contract: pure library; reads the documents folder, never writes, never touches the network.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+
+from uxlocal.errors import InputError
+
+from .toolkit import ToolError, Toolkit, arg
+
+BM25_K1 = 1.5
+BM25_B = 0.75
+BM25_EPSILON = 0.25
+TOP_K = 10
+"""Hits per search, as upstream's retriever: a caller's ``k`` can only shrink this."""
+
+DOCUMENTS_DIR = "documents"
+"""The knowledge base's folder inside the domain folder (beside ``db.json``)."""
+
+
+# --- the knowledge base --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KBDocument:
+    """One knowledge-base document as stored in ``documents/<id>.json``."""
+
+    id: str
+    title: str
+    content: str
+
+
+@dataclass(eq=False)
+class KnowledgeBase:
+    """The documents of one folder, in filename order; the BM25 index is built on first search."""
+
+    folder: Path
+    documents: tuple[KBDocument, ...]
+
+    @functools.cached_property
+    def bm25(self) -> BM25Index:
+        """The BM25 index over every document's content (built once per loaded folder)."""
+        return BM25Index([doc.content for doc in self.documents])
+
+    def __len__(self) -> int:
+        return len(self.documents)
+
+
+_LOADED: dict[Path, tuple[tuple[tuple[str, int, int], ...], KnowledgeBase]] = {}
+
+
+def load_knowledge_base(folder: str | Path) -> KnowledgeBase:
+    """Load ``folder/*.json`` (objects with string ``id``, ``title``, ``content``), sorted by file name.
+
+    Cached per process by resolved folder; the cache is revalidated against every file's name,
+    mtime and size (~1 ms for 698 files), so a test's temporary copy or an edited file is seen.
+    """
+    path = Path(folder).resolve()
+    stamp = _folder_stamp(path)
+    cached = _LOADED.get(path)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    documents = tuple(_read_document(path / name) for name, _, _ in stamp)
+    _check_unique_ids(documents, path)
+    kb = KnowledgeBase(folder=path, documents=documents)
+    _LOADED[path] = (stamp, kb)
+    return kb
+
+
+def _folder_stamp(path: Path) -> tuple[tuple[str, int, int], ...]:
+    try:
+        entries = [e for e in os.scandir(path) if e.name.endswith(".json") and e.is_file()]
+    except FileNotFoundError:
+        raise InputError(path, None, "knowledge base folder not found",
+                         "banking_knowledge needs its documents/ folder beside db.json") from None
+    except NotADirectoryError:
+        raise InputError(path, None, "knowledge base path is not a folder") from None
+    stamp = []
+    for entry in entries:
+        info = entry.stat()
+        stamp.append((entry.name, info.st_mtime_ns, info.st_size))
+    stamp.sort()
+    return tuple(stamp)
+
+
+def _read_document(path: Path) -> KBDocument:
+    try:
+        raw = json.loads(path.read_bytes())
+    except json.JSONDecodeError as err:
+        raise InputError(path, err.lineno, f"not valid JSON: {err.msg}") from None
+    fields = ("id", "title", "content")
+    if not isinstance(raw, dict) or not all(isinstance(raw.get(f), str) for f in fields):
+        raise InputError(path, None, "a knowledge base document must be an object with string "
+                         "fields 'id', 'title' and 'content'")
+    return KBDocument(id=raw["id"], title=raw["title"], content=raw["content"])
+
+
+def _check_unique_ids(documents: Sequence[KBDocument], folder: Path) -> None:
+    # upstream keys documents by id, so a repeated id would silently drop a document
+    seen: dict[str, int] = {}
+    for index, doc in enumerate(documents):
+        if doc.id in seen:
+            raise InputError(folder, None, f"document id {doc.id!r} appears twice "
+                             f"(files #{seen[doc.id] + 1} and #{index + 1} in name order)")
+        seen[doc.id] = index
+
+
+# --- BM25 ------------------------------------------------------------------------------------------
+
+
+def bm25_tokens(text: str) -> list[str]:
+    """Upstream's tokeniser: lower-case, split on any whitespace, punctuation stays attached."""
+    return text.lower().split()
+
+
+class BM25Index:
+    """Okapi BM25 over a fixed list of texts (see the module docstring for the exact formula)."""
+
+    def __init__(self, texts: Sequence[str], *, k1: float = BM25_K1, b: float = BM25_B,
+                 epsilon: float = BM25_EPSILON) -> None:
+        if not texts:
+            raise ValueError("BM25 needs at least one document")
+        self.size = len(texts)
+        postings: dict[str, tuple[list[int], list[int]]] = {}
+        lengths = []
+        for index, text in enumerate(texts):
+            tokens = bm25_tokens(text)
+            lengths.append(len(tokens))
+            # Counter keeps first-occurrence order, so the vocabulary (and the idf sum) is built
+            # in the same order as rank_bm25's and the mean idf is bit-identical
+            for term, tf in Counter(tokens).items():
+                docs, tfs = postings.setdefault(term, ([], []))
+                docs.append(index)
+                tfs.append(tf)
+        self.avgdl = sum(lengths) / self.size
+        self.idf = _okapi_idf({term: len(docs) for term, (docs, _) in postings.items()}, self.size, epsilon)
+        doc_len = np.array(lengths)
+        # operation order as in rank_bm25's get_scores, so every score is the same float
+        self._norm = k1 * (1 - b + b * doc_len / self.avgdl)
+        self._k1_plus_1 = k1 + 1
+        self._postings = {term: (np.array(docs), np.array(tfs)) for term, (docs, tfs) in postings.items()}
+
+    def scores(self, query: str) -> np.ndarray[Any, np.dtype[np.float64]]:
+        """One BM25 score per document, in load order."""
+        total = np.zeros(self.size)
+        for term in bm25_tokens(query):
+            idf = self.idf.get(term, 0.0)
+            if idf == 0.0:
+                continue
+            docs, tfs = self._postings[term]
+            total[docs] += idf * (tfs * self._k1_plus_1 / (tfs + self._norm[docs]))
+        return total
+
+    def top(self, query: str, k: int = TOP_K) -> list[tuple[int, float]]:
+        """``(document index, score)`` of the best ``min(k, 10, N)`` documents, ties in load order.
+
+        Zero-score documents are included when fewer documents match; an empty query returns
+        nothing (upstream's retriever answers an empty or blank query with no results).
+        """
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        if not query.strip():
+            return []
+        scores = self.scores(query)
+        order = np.argsort(-scores, kind="stable")[: min(k, TOP_K, self.size)]
+        return [(int(i), float(scores[i])) for i in order]
+
+
+def _okapi_idf(doc_freq: dict[str, int], size: int, epsilon: float) -> dict[str, float]:
+    idf = {term: math.log(size - n + 0.5) - math.log(n + 0.5) for term, n in doc_freq.items()}
+    total = 0.0
+    for value in idf.values():  # a plain running sum, as rank_bm25 (sum() compensates since 3.12)
+        total += value
+    floor = epsilon * (total / len(idf)) if idf else 0.0
+    return {term: (floor if value < 0 else value) for term, value in idf.items()}
+
+
+# --- search and its text ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One ranked document."""
+
+    rank: int
+    document: KBDocument
+    score: float
+
+
+def search(kb: KnowledgeBase, query: str, *, k: int = TOP_K) -> list[SearchHit]:
+    """Rank the knowledge base for ``query`` by BM25: at most 10 hits, ``k`` only shrinks the list."""
+    return [SearchHit(rank, kb.documents[index], score)
+            for rank, (index, score) in enumerate(kb.bm25.top(query, k), 1)]
+
+
+def format_hits(hits: Sequence[SearchHit], *, scorer: str = "BM25") -> str:
+    """Write what the agent reads: per hit its rank, title, id, score (4 decimals) and full content.
+
+    No timing line (upstream appends one), so the same call always returns the same text.
+    """
+    if not hits:
+        return "No documents found: the search query was empty."
+    blocks = [f"Result {hit.rank}: {hit.document.title}\n"
+              f"Document ID: {hit.document.id}\n"
+              f"{scorer} score: {hit.score:.4f}\n"
+              f"{hit.document.content}"
+              for hit in hits]
+    return "\n\n".join(blocks)
+
+
+# --- the agent tool and the variant ------------------------------------------------------------------
+
+DEFAULT_RETRIEVAL_VARIANT = "bm25"
+
+
+@dataclass(frozen=True)
+class RetrievalVariant:
+    """A retrieval set-up the agent can be given, as recorded in a run's info."""
+
+    name: str
+    tools: tuple[str, ...]
+    prompt_file: str
+    """The agent's policy template in ``prompts/`` (upstream's file for this variant)."""
+    policy_note: str = ""
+    """Our own sentence appended to the policy, for tools the upstream template does not name."""
+
+    @property
+    def dense(self) -> bool:
+        """Whether the variant needs a local embedding model."""
+        return "KB_search_dense" in self.tools
+
+
+RETRIEVAL_VARIANTS: dict[str, RetrievalVariant] = {
+    "bm25": RetrievalVariant("bm25", ("KB_search",), "classic_rag_bm25_no_grep.md"),
+    "bm25+dense": RetrievalVariant(
+        "bm25+dense", ("KB_search", "KB_search_dense"), "classic_rag_bm25_no_grep.md",
+        policy_note="You can also search the knowledge base by meaning with the `KB_search_dense` tool "
+                    "(a local embedding model), when keywords do not find what you need."),
+}
+
+
+def retrieval_variant(name: str = DEFAULT_RETRIEVAL_VARIANT) -> RetrievalVariant:
+    """Look up a variant by name; a ``ValueError`` lists the ones we implement."""
+    try:
+        return RETRIEVAL_VARIANTS[name]
+    except KeyError:
+        known = ", ".join(sorted(RETRIEVAL_VARIANTS))
+        raise ValueError(f"unknown banking_knowledge retrieval variant {name!r}; "
+                         f"implemented: {known}") from None
+
+
+def check_retrieval(name: str = DEFAULT_RETRIEVAL_VARIANT) -> None:
+    """Fail before a run starts when the variant cannot work (dense without a model: ``InputError``)."""
+    if retrieval_variant(name).dense:
+        from .retrieval_dense import embedding_model_dir
+
+        embedding_model_dir()
+
+
+def retrieval_info(name: str = DEFAULT_RETRIEVAL_VARIANT) -> dict[str, object]:
+    """Describe retrieval for a run's info, so results say which search the agent had.
+
+    Leaderboard numbers after May 2026 use upstream's ``alltools``; ours are ``bm25`` (v1.0.0's
+    default, offline) unless stated. Dense variants also name the embedding model folder.
+    """
+    variant = retrieval_variant(name)
+    info: dict[str, object] = {"retrieval_variant": variant.name, "retrieval_tools": list(variant.tools),
+                               "retrieval_top_k": TOP_K, "retrieval_prompt": variant.prompt_file}
+    if variant.dense:
+        from .retrieval_dense import embedding_model_dir
+
+        info["retrieval_embedding_model"] = str(embedding_model_dir())
+    return info
+
+
+def documents_dir_of(db: Any) -> Path:
+    """Locate a BankingDB's knowledge base: ``documents/`` beside the ``db.json`` it came from."""
+    snapshot = getattr(db, "_snapshot", None)
+    source = getattr(snapshot, "source", None)
+    if source is None:
+        raise ToolError("the knowledge base is unavailable: this bank DB was not loaded from a data folder")
+    return Path(source).parent / DOCUMENTS_DIR
+
+
+def knowledge_base_of(db: Any) -> KnowledgeBase:
+    """Return the (cached) knowledge base of a BankingDB's data folder."""
+    return load_knowledge_base(documents_dir_of(db))
+
+
+def KB_search(  # the tool name the agent and upstream's prompts use
+    db: Any,
+    *,
+    query: Annotated[str, arg("Words to look for in the bank's documents, e.g. 'dispute credit card "
+                                "charge'. Matching is on whole lower-case words, so use the terms a "
+                                "policy document would use.")],
+) -> str:
+    """Search the bank's knowledge base with BM25 keyword matching."""
+    return format_hits(search(knowledge_base_of(db), query))
+
+
+_KB_SEARCH_DESCRIPTION = (
+    "Search the bank's knowledge base (policies, procedures, product terms, fees, and the names of "
+    "tools you can unlock) by keyword relevance (BM25). Returns the 10 best-matching documents in "
+    "full, each with its title, document ID and score."
+)
+
+
+def register_retrieval(toolkit: Toolkit, variant: str = DEFAULT_RETRIEVAL_VARIANT) -> None:
+    """Add the variant's search tools to the agent's toolkit (read tools: never replayed).
+
+    Registering needs no model; a dense variant finds its model on the first search, so call
+    ``check_retrieval(variant)`` before a run to fail early with the fix.
+    """
+    chosen = retrieval_variant(variant)
+    toolkit.tool("read", _KB_SEARCH_DESCRIPTION)(KB_search)
+    if chosen.dense:
+        from .retrieval_dense import KB_SEARCH_DENSE_DESCRIPTION, KB_search_dense
+
+        toolkit.tool("read", KB_SEARCH_DENSE_DESCRIPTION)(KB_search_dense)
+
+
+# --- the agent's policy for a variant -----------------------------------------------------------------
+
+_COMPONENT = re.compile(r"\{\{component:(\w+)\}\}")
+
+
+def variant_policy(domain_folder: str | Path, variant: str = DEFAULT_RETRIEVAL_VARIANT) -> str:
+    """Render the agent policy: the variant's ``prompts/`` template with its components inlined.
+
+    Each ``{{component:NAME}}`` becomes ``prompts/components/NAME.md``; both are read from the data
+    dir, never bundled. A variant's ``policy_note`` (ours) is appended.
+    """
+    prompts = Path(domain_folder) / "prompts"
+    chosen = retrieval_variant(variant)
+    template = prompts / chosen.prompt_file
+    try:
+        text = template.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(template, None, "banking_knowledge prompt template not found") from None
+
+    def include(match: re.Match[str]) -> str:
+        part = prompts / "components" / f"{match.group(1)}.md"
+        try:
+            return part.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(template, None, f"includes missing component {part.name}") from None
+
+    policy = _COMPONENT.sub(include, text)
+    return f"{policy.rstrip()}\n\n{chosen.policy_note}\n" if chosen.policy_note else policy

@@ -205,6 +205,11 @@ class BankingDB:
         """Agent tools unlocked in this episode, in order (in memory, not hashed)."""
         self.grading = BankingGrading()
 
+    @property
+    def source(self) -> Path | None:
+        """The ``db.json`` this DB was loaded from (its folder holds the knowledge base)."""
+        return self._snapshot.source
+
     def table(self, name: str) -> BankingTable:
         """A table by name; ``KeyError`` for a name the DB does not have."""
         return self._tables[name]

@@ -116,6 +116,8 @@ class DomainSpec:
     action_match_as_upstream: bool = False
     """ACTION as upstream scores it: a call from either seat matches, and a gold action without
     ``compare_args`` is compared on the predicted call's own keys. Off: same seat, gold's keys."""
+    episode_info: Mapping[str, Any] = field(default_factory=dict)
+    """Facts every episode of the domain records in its info (banking: the retrieval variant)."""
 
     def __post_init__(self) -> None:
         sides = (self.user_db is None, self.user_tools is None, self.user_db_file is None)

@@ -26,7 +26,6 @@ import functools
 import json
 import math
 import os
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ import numpy as np
 
 from uxlocal.errors import InputError
 
+from .domains import resolve_components
 from .toolkit import ToolError, Toolkit, arg
 
 BM25_K1 = 1.5
@@ -306,8 +306,7 @@ def retrieval_info(name: str = DEFAULT_RETRIEVAL_VARIANT) -> dict[str, object]:
 
 def documents_dir_of(db: Any) -> Path:
     """Locate a BankingDB's knowledge base: ``documents/`` beside the ``db.json`` it came from."""
-    snapshot = getattr(db, "_snapshot", None)
-    source = getattr(snapshot, "source", None)
+    source = getattr(db, "source", None)
     if source is None:
         raise ToolError("the knowledge base is unavailable: this bank DB was not loaded from a data folder")
     return Path(source).parent / DOCUMENTS_DIR
@@ -352,7 +351,6 @@ def register_retrieval(toolkit: Toolkit, variant: str = DEFAULT_RETRIEVAL_VARIAN
 
 # --- the agent's policy for a variant -----------------------------------------------------------------
 
-_COMPONENT = re.compile(r"\{\{component:(\w+)\}\}")
 
 
 def variant_policy(domain_folder: str | Path, variant: str = DEFAULT_RETRIEVAL_VARIANT) -> str:
@@ -369,12 +367,8 @@ def variant_policy(domain_folder: str | Path, variant: str = DEFAULT_RETRIEVAL_V
     except FileNotFoundError:
         raise InputError(template, None, "banking_knowledge prompt template not found") from None
 
-    def include(match: re.Match[str]) -> str:
-        part = prompts / "components" / f"{match.group(1)}.md"
-        try:
-            return part.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InputError(template, None, f"includes missing component {part.name}") from None
-
-    policy = _COMPONENT.sub(include, text)
+    try:
+        policy = resolve_components(text, prompts / "components")
+    except FileNotFoundError as err:
+        raise InputError(template, None, str(err)) from None
     return f"{policy.rstrip()}\n\n{chosen.policy_note}\n" if chosen.policy_note else policy

@@ -22,15 +22,13 @@ Two seams for the other banking modules:
 - the discoverable tool groups (``tools_banking_cards``: 24 credit-card tools,
   ``tools_banking_accounts``: 20 bank-account and debit-card tools) register into
   ``banking_discoverable.DISCOVERABLE_AGENT`` when imported, which this module does;
-- retrieval, imported when present (merge window: the lead makes it a plain import):
-  ``retrieval.register_retrieval(toolkit)`` adds ``KB_search`` to ``AGENT`` (its tool finds
-  ``documents/`` beside the DB file the snapshot came from). Without that module the domain
-  runs without search (the policy still tells the agent to search; nothing else breaks).
+- retrieval: ``retrieval.register_retrieval(AGENT)`` adds ``KB_search`` (BM25, the v1.0.0 ``bm25``
+  variant; its tool finds ``documents/`` beside the DB file the snapshot came from), and every
+  episode's info records the variant (``retrieval_info``).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any, Literal
@@ -43,13 +41,11 @@ from .db_banking import NOW, BankingDB, BankingGrading, seed_of, seeded_id
 from .domains import Domain, DomainSpec
 from .tasks import Task
 from .toolkit import ToolError, Toolkit, ToolSpec, arg, describe_validation_error
+from .retrieval import DEFAULT_RETRIEVAL_VARIANT, register_retrieval, retrieval_info
 from .tools_banking_user import USER
 
 AGENT = Toolkit("banking_knowledge")
 
-RETRIEVAL_MODULE = ".retrieval"
-RETRIEVAL_HOOK = "register_retrieval"
-"""``retrieval.register_retrieval(toolkit: Toolkit) -> None`` adds the search tool(s) to ``AGENT``."""
 
 TransferReason = Literal[
     "fraud_or_security_concern", "account_closure_request", "deceased_account_holder",
@@ -307,25 +303,7 @@ def _prepare(db: object, domain: Domain, task: Task | None) -> None:
     db.grading = BankingGrading(domain.tau2_version, read_log_allowlist(task))
 
 
-def _import_optional(module: str) -> object | None:
-    """Import a sibling module that may not exist yet on this branch (merge window only)."""
-    full = f"{__package__}{module}"
-    try:
-        return importlib.import_module(module, __package__)
-    except ModuleNotFoundError as err:
-        if err.name != full:
-            raise
-        return None
-
-
-def _register_retrieval() -> None:
-    module = _import_optional(RETRIEVAL_MODULE)
-    hook: Callable[[Toolkit], None] | None = getattr(module, RETRIEVAL_HOOK, None) if module else None
-    if hook is not None:
-        hook(AGENT)
-
-
-_register_retrieval()
+register_retrieval(AGENT)
 
 DOMAIN = DomainSpec(
     name="banking_knowledge",
@@ -341,4 +319,5 @@ DOMAIN = DomainSpec(
     unknown_user_tools_mean_none=True,
     tool_errors_count=False,
     action_match_as_upstream=True,
+    episode_info=retrieval_info(DEFAULT_RETRIEVAL_VARIANT),
 )

@@ -250,7 +250,7 @@ def test_variant_policy_inlines_components(tmp_path: Path) -> None:
     assert variant_policy(tmp_path, "bm25+dense").startswith("HEAD\nUse KB_search.\nTAIL\n\n")
     assert "`KB_search_dense`" in variant_policy(tmp_path, "bm25+dense")
     (tmp_path / "prompts" / "components" / "tail.md").unlink()
-    with pytest.raises(InputError, match="missing component tail.md"):
+    with pytest.raises(InputError, match=r"component \{\{component:tail\}\} not found"):
         variant_policy(tmp_path)
 
 

@@ -257,6 +257,7 @@ class _Episode:
             "domain": self.setup.domain.name, "task_id": task.id, "trial": self.setup.trial,
             "tau2_version": self.setup.domain.tau2_version,
             "gold_requestors": task.gold_requestors(),
+            **self.setup.domain.spec.episode_info,
             "steps": self.steps, "errors": self.errors, "format_errors": self.format_errors,
             "termination_detail": self.detail, "start_time": self.start_time, "end_time": utc_now(),
             "duration": round(time.perf_counter() - self._clock, 3),

@@ -67,19 +67,37 @@ class ReplaySummary:
         return [o.task_id for o in self.outcomes if o.reward is None]
 
     def lines(self) -> list[str]:
-        """``telecom gold: 114 / 114`` then one line per task that did not score 1.0."""
-        scored = len(self.outcomes) - len(self.unscored)
-        head = f"{self.domain} {self.agent}: {len(self.passed)} / {scored}"
-        if self.unscored:
-            passing = sum(1 for o in self.outcomes if o.reward is None and o.model_free == 1.0)
-            head += (f" ({len(self.unscored)} more need an NL judge; their model-free checks pass on "
-                     f"{passing})")
+        """``telecom gold: 114 / 114`` then one line per task that did not score 1.0.
+
+        A task that needs an NL judge counts on its model-free checks (a replay has no conversation
+        to judge), and the head line says how many such tasks there are.
+        """
+        head = f"{self.domain} {self.agent}: {_count(self.outcomes)}{_judge_note(self.outcomes)}"
         rest = [
             f"  {o.task_id}: reward {o.reward} ({', '.join(o.failing) or 'no basis component failed'})"
             for o in self.outcomes
             if o.reward is not None and o.reward != 1.0
         ]
         return [head, *rest]
+
+
+def _passes(outcome: ReplayOutcome) -> bool:
+    """Scored 1.0, or (needing a judge) passed every model-free check."""
+    return (outcome.model_free if outcome.reward is None else outcome.reward) == 1.0
+
+
+def _count(outcomes: list[ReplayOutcome]) -> str:
+    return f"{sum(1 for o in outcomes if _passes(o))} / {len(outcomes)}"
+
+
+def _judge_note(outcomes: list[ReplayOutcome]) -> str:
+    """For outcomes with judge-needing tasks: what the count covers, and the fully scored part."""
+    judged = sum(1 for o in outcomes if o.reward is None)
+    if not judged:
+        return ""
+    scored = [o for o in outcomes if o.reward is not None]
+    return (f" on the model-free checks (fully scored: {_count(scored)}; {judged} more carry NL "
+            "assertions a replay cannot judge)")
 
 
 def scripted_trajectory(env: Environment, task: Task, agent: ScriptedAgent) -> list[Message]:
@@ -135,15 +153,11 @@ def replay_domain(
 
 
 def total_line(summaries: Iterable[ReplaySummary]) -> str:
-    """``total gold: 334 / 334 (41 more need an NL judge; …)`` over the domains' summaries of one agent."""
+    """``total gold: 375 / 375 (41 also carry NL assertions: …)`` over the domains of one agent."""
     chosen = list(summaries)
-    passed = sum(len(s.passed) for s in chosen)
-    scored = sum(len(s.outcomes) - len(s.unscored) for s in chosen)
-    unscored = sum(len(s.unscored) for s in chosen)
-    model_free = sum(1 for s in chosen for o in s.outcomes if o.reward is None and o.model_free == 1.0)
+    outcomes = [o for s in chosen for o in s.outcomes]
     agent = chosen[0].agent if chosen else "replay"
-    tail = f" ({unscored} more need an NL judge; their model-free checks pass on {model_free})"
-    return f"total {agent}: {passed} / {scored}{tail if unscored else ''}"
+    return f"total {agent}: {_count(outcomes)}{_judge_note(outcomes)}"
 
 
 def unsynced_gold_holds(domain: Domain, task: Task) -> bool:

@@ -442,9 +442,20 @@ def test_replay_cli_takes_the_version_and_prints_a_total(data_dir: Path) -> None
     lines = result.output.splitlines()
     mock = re.match(r"mock empty: (\d+) / (\d+)", lines[0])
     assert mock is not None
-    assert any(line.startswith("banking_knowledge empty: 0 / 96") for line in lines)
-    assert lines[-1] == (f"total empty: {mock[1]} / {int(mock[2]) + 96} "
-                         "(1 more need an NL judge; their model-free checks pass on 0)")
+    assert ("banking_knowledge empty: 0 / 97 on the model-free checks (fully scored: 0 / 96; 1 more carry "
+            "NL assertions a replay cannot judge)") in lines
+    assert lines[-1] == (f"total empty: {mock[1]} / {int(mock[2]) + 97} on the model-free checks (fully "
+                         f"scored: {mock[1]} / {int(mock[2]) + 96}; 1 more carry NL assertions a replay cannot judge)")
+
+
+def test_gold_replay_of_all_375_userproxybench_tasks_passes_every_check_a_replay_can_score(data_dir: Path) -> None:
+    result = CliRunner().invoke(cli, ["tau2", "replay", "--domain", "all", "--agent", "gold",
+                                      "--tau2-data", str(data_dir)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[:2] == ["telecom gold: 114 / 114", "airline gold: 50 / 50"]
+    assert lines[-1] == ("total gold: 375 / 375 on the model-free checks (fully scored: 334 / 334; "
+                         "41 more carry NL assertions a replay cannot judge)")
 
 
 def test_domain_all_expands_to_the_four_userproxybench_domains() -> None:

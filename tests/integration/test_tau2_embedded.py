@@ -107,10 +107,10 @@ def test_tool_branch_of_the_turn_grammar_yields_executable_calls(
 ) -> None:
     """Only the tool alternatives of each domain's strict union: every output must be a real call."""
     from uxlocal.engine.base import GenRequest, Sampling
-    from uxlocal.grammar import JsonSchema
     from uxlocal.rollout import EpisodeContext, EpisodeSpec, Scheduler
     from uxlocal.tau2 import load_domain
-    from uxlocal.tau2.episode import parse_turn, turn_schema
+    from uxlocal.tau2.episode import parse_turn
+    from uxlocal.tau2.episode.actions import calls_only_constraint
 
     envs = {name: Environment(load_domain(data_dir, name)) for name in ("mock", "retail", "airline")}
     results: dict[str, Any] = {}
@@ -119,7 +119,7 @@ def test_tool_branch_of_the_turn_grammar_yields_executable_calls(
 
     def program(ctx: EpisodeContext, name: str) -> Any:
         tools = envs[name].tool_schemas("assistant")
-        calls_only = JsonSchema(schema={"anyOf": turn_schema(tools, max_chars=64)["anyOf"][1:]})
+        calls_only = calls_only_constraint(tools, max_tokens=48)  # free strings capped at 64 characters
         example = json.dumps({"tool": no_arguments[name], "arguments": {}})
         chat = ({"role": "system", "content": f"Call one tool. Reply with exactly this JSON: {example}"},
                 {"role": "user", "content": "Go ahead."})
@@ -174,14 +174,17 @@ def test_telecom_episodes_give_the_user_its_phone_tools_end_to_end(long_pool: Mo
     print(f"telecom user tool calls: {len(user_calls)}; agent calls: {len(calls) - len(user_calls)}")
 
 
-def test_banking_episodes_share_one_db_between_agent_and_user_end_to_end(
+def test_banking_episodes_search_the_kb_and_share_one_db_end_to_end(
     long_pool: ModelPool, data_dir: Path, tmp_path: Path
 ) -> None:
-    """banking_knowledge on a real engine (issue 16): each task's user tools, one DB, a reward each."""
+    """banking_knowledge on a real engine (issue 16): retrieval calls in the store, each task's user
+    tools, one DB, a reward each. The 135M agent never searches on its own, so the run holds its
+    first move after each user message to ``KB_search`` (``--agent-first-tool``)."""
     from uxlocal.tau2 import load_domain, load_tasks
 
-    config = {"tau2_data": str(data_dir), "domain": "banking_knowledge", "max_steps": 4,
-              "agent_max_tokens": 48, "user_max_tokens": 48, "judge_max_tokens": 32, "tau2_version": "1.0.1"}
+    config = {"tau2_data": str(data_dir), "domain": "banking_knowledge", "max_steps": 6,
+              "agent_max_tokens": 48, "user_max_tokens": 48, "judge_max_tokens": 32, "tau2_version": "1.0.1",
+              "agent_first_tool": "KB_search"}
     run = RunConfig(suite="tau2", suite_config=config, db=str(tmp_path / "s.duckdb"), limit=3, progress=False)
     result = run_suite(run, pool=long_pool)
     assert result.stats.episodes_done == 3 and result.stats.episodes_failed == 0
@@ -190,13 +193,21 @@ def test_banking_episodes_share_one_db_between_agent_and_user_end_to_end(
                            [result.run_id]).fetchall()
     assert len(episodes) == 3
     assert all(term in TERMINATION_REASONS and reward is not None for _, term, reward, _ in episodes)
-    assert all(json.loads(info)["tau2_version"] == "1.0.1" for *_, info in episodes)
+    infos = [json.loads(info) for *_, info in episodes]
+    assert all(i["tau2_version"] == "1.0.1" and i["retrieval_variant"] == "bm25" for i in infos)
     domain = load_domain(data_dir, "banking_knowledge")
     allowed = {f"banking_knowledge/{t.id}/trial-0": set(t.user_tools or []) for t in load_tasks(
         data_dir, "banking_knowledge", limit=3)}
-    calls = con.execute("SELECT episode_id, requestor, name FROM tool_calls WHERE run_id = ?",
+    calls = con.execute("SELECT episode_id, requestor, name, ok, result FROM tool_calls WHERE run_id = ?",
                         [result.run_id]).fetchall()
     # the strict union offers each user only its task's tools, and the agent only its 14 (+ search)
     agent_tools = set(domain.spec.agent_tools.names())
-    assert all(name in (allowed[ep] if who == "user" else agent_tools) for ep, who, name in calls), calls
-    print(f"banking tool calls: {calls}")
+    assert all(name in (allowed[ep] if who == "user" else agent_tools) for ep, who, name, *_ in calls), calls
+    # every episode whose user spoke got a search, answered with hits from the 698 documents
+    spoke = {ep for (ep,) in con.execute("SELECT DISTINCT t.episode_id FROM turns t JOIN generations g "
+                                         "USING (request_hash) WHERE t.run_id = ? AND t.role = 'user' AND g.valid "
+                                         "AND t.content NOT LIKE '{%'", [result.run_id]).fetchall()}
+    searched = {ep for ep, who, name, ok, text in calls
+                if who == "assistant" and name == "KB_search" and ok and "doc_" in text}
+    assert spoke <= searched, (spoke, calls)
+    print(f"banking: {len(spoke)} episodes where the user spoke, searches in {len(searched)}; calls {len(calls)}")

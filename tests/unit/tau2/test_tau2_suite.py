@@ -280,6 +280,28 @@ def test_seat_constraints_cap_free_text_to_fit_the_token_budget(retail: Any) -> 
     assert judge["properties"]["justification"]["maxLength"] == text_cap(64)
 
 
+def test_agent_first_tool_holds_the_turn_after_a_user_message_to_that_call() -> None:
+    """--agent-first-tool: answering a user message the agent must call the tool; otherwise it is free."""
+    from uxlocal.engine.base import Sampling
+    from uxlocal.tau2 import load_domain
+    from uxlocal.tau2.episode import AgentSeat
+    from uxlocal.tau2.layout import SAMPLE_DATA
+
+    tools = Environment(load_domain(SAMPLE_DATA, "homenet")).tool_schemas()
+    seat = AgentSeat.build(policy="P", tool_schemas=tools, sampling=Sampling(max_tokens=64), first_tool="check_outages")
+    call = ToolCall(id="c1", name="check_outages", arguments={"zip_code": "10001"}, requestor="assistant")
+    after_user = seat.request([Message.text("assistant", "Hi"), Message.text("user", "My internet is down.")])
+    after_tool = seat.request([Message.text("user", "Down."), Message.calls("assistant", [call]),
+                               Message.tool_result(call, "[]", error=False)])
+    forced = after_user.constraint.schema  # type: ignore[union-attr]
+    assert forced["properties"]["tool"] == {"const": "check_outages"} and "anyOf" not in forced
+    assert after_tool.constraint == seat.constraint  # after the search the agent may answer
+    assert seat.constraint.schema["anyOf"][0]["required"] == ["message"]
+    unchanged = AgentSeat.build(policy="P", tool_schemas=tools, sampling=Sampling(max_tokens=64),
+                                first_tool="KB_search")  # a domain without the tool is unchanged
+    assert unchanged.first_constraint is None
+
+
 @pytest.mark.parametrize("text, kind", [
     ('{"message": "Hello"}', "message"),
     ('{"tool": "get_users", "arguments": {}}', "tool"),

@@ -124,6 +124,15 @@ def turn_constraint(
     return JsonSchema(schema=turn_schema(tool_schemas, grammar, max_chars=cap))
 
 
+def calls_only_constraint(
+    tool_schemas: Sequence[dict[str, Any]], grammar: ToolGrammar = "strict", *, max_tokens: int | None = None
+) -> JsonSchema:
+    """``turn_constraint`` without the message alternative: the turn must call one of ``tool_schemas``."""
+    cap = text_cap(max_tokens) if max_tokens is not None else None
+    union = turn_schema(tool_schemas, grammar, max_chars=cap)["anyOf"][1:]
+    return JsonSchema(schema=union[0] if len(union) == 1 else {"anyOf": union})
+
+
 def parse_turn(result: GenResult) -> TurnAction:
     """Read a constrained seat's output as a turn, or raise ``TurnFormatError`` saying why not.
 

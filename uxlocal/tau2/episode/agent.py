@@ -1,7 +1,9 @@
 """The agent seat (the candidate under test): a policy-following agent on any local model.
 
 System prompt = our instructions (``prompts/agent.md``) + the domain policy + the agent tools.
-Every turn is produced under the turn constraint (``actions.py``): a message or one tool call.
+Every turn is produced under the turn constraint (``actions.py``): a message or one tool call. With
+``first_tool`` (``--agent-first-tool``), the agent's first move after each user message is held to a
+call of that tool (retrieve, then answer); the protocol is otherwise unchanged.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from uxlocal.engine.base import GenRequest, GenResult, Sampling
 from uxlocal.grammar import JsonSchema
 from uxlocal.tau2 import Message
 
-from .actions import ToolGrammar, TurnAction, parse_turn, turn_constraint
+from .actions import ToolGrammar, TurnAction, calls_only_constraint, parse_turn, turn_constraint
 from .prompts import fill
 from .views import seat_view, tool_list, with_retry_notes
 
@@ -31,6 +33,8 @@ class AgentSeat:
     system: str
     constraint: JsonSchema
     sampling: Sampling
+    first_constraint: JsonSchema | None = None
+    """The constraint of a turn that answers a user message, when ``first_tool`` is set and offered."""
 
     @classmethod
     def build(
@@ -40,18 +44,27 @@ class AgentSeat:
         tool_schemas: Sequence[dict[str, Any]],
         sampling: Sampling,
         grammar: ToolGrammar = "strict",
+        first_tool: str | None = None,
     ) -> AgentSeat:
-        """Assemble the system prompt from the policy and the tools the agent may call."""
+        """Assemble the system prompt from the policy and the tools the agent may call.
+
+        ``first_tool`` applies only when it is among ``tool_schemas`` (a domain without it is unchanged).
+        """
         system = fill("agent.md", policy=policy.strip(), tools=tool_list(tool_schemas))
         constraint = turn_constraint(tool_schemas, grammar, max_tokens=sampling.max_tokens)
-        return cls(system=system, constraint=constraint, sampling=sampling)
+        chosen = [s for s in tool_schemas if first_tool is not None and s["function"]["name"] == first_tool]
+        first = calls_only_constraint(chosen, grammar, max_tokens=sampling.max_tokens) if chosen else None
+        return cls(system=system, constraint=constraint, sampling=sampling, first_constraint=first)
 
     def request(self, messages: Sequence[Message], retries: Sequence[tuple[str, str]] = ()) -> GenRequest:
         """Ask for the agent's next turn; ``retries`` = (rejected output, problem) of this turn so far."""
         chat = seat_view("assistant", self.system, messages)
         if retries:
             chat = with_retry_notes(chat, retries, json_turns=True)
-        return GenRequest(AGENT_ROLE, tuple(chat), self.sampling, self.constraint, tag="agent")
+        constraint = self.constraint
+        if self.first_constraint is not None and messages and messages[-1].role == "user" and messages[-1].has_text():
+            constraint = self.first_constraint
+        return GenRequest(AGENT_ROLE, tuple(chat), self.sampling, constraint, tag="agent")
 
     @staticmethod
     def parse(result: GenResult) -> TurnAction:

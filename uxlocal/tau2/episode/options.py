@@ -65,6 +65,10 @@ class Tau2Options(SuiteConfig):
     """User-proxy sampling temperature (tau2 default 0)."""
     tool_grammar: Literal["strict", "loose"] = "strict"
     """strict: each tool's argument schema is in the turn grammar; loose: only the tool name is."""
+    agent_first_tool: str | None = None
+    """A tool the agent must call as its first move after each user message, in domains whose agent
+    has it (e.g. KB_search: retrieve before answering, for models that never search on their own).
+    A change to the benchmark's protocol, so it is part of the run identity; default: the agent is free."""
     tau2_version: Tau2Version = DEFAULT_TAU2_VERSION
     """Grading version: 8ebb749 (UserProxyBench's pin) or 1.0.1 (banking: read-log allowlist, numbers
     as floats, newest-first transactions); other domains grade the same under both."""
@@ -123,7 +127,8 @@ def domain_seats(domain: Domain, options: Tau2Options) -> DomainSeats:
     """Build the shared seats of one domain from the options (the policy and tools are the domain's)."""
     probe = Environment(domain)
     agent = AgentSeat.build(policy=domain.policy_text(), tool_schemas=probe.tool_schemas("assistant"),
-                            sampling=options.sampling(AGENT_ROLE), grammar=options.tool_grammar)
+                            sampling=options.sampling(AGENT_ROLE), grammar=options.tool_grammar,
+                            first_tool=options.agent_first_tool)
     return DomainSeats(agent, JudgeSeat(options.sampling(JUDGE_ROLE)),
                        Limits(max_steps=options.max_steps, max_errors=options.max_errors))
 

@@ -7,15 +7,17 @@ None instead of NaN or an exception, so tables print a blank and views can say N
 Why libraries: rank correlations with ties, tau-b and the kappas have subtle tie and degenerate
 cases that scipy and scikit-learn already get right; hand-written copies drift (issue 17). What
 the libraries do not offer is here and documented: ``ece`` (equal-width bins), ``acc_eq``
-(pairwise accuracy with ties) and ``bootstrap`` (seeded percentile intervals, optionally
-resampling whole clusters).
+(pairwise accuracy with ties), ``pair_counts`` and ``kendall_tau_b_within`` (pairs inside
+groups, pooled: PALATE's within-session statistics) and ``bootstrap``/``bootstrap_many``
+(seeded percentile intervals resampling items or whole clusters, optionally per stratum). The
+suites' bootstraps (UXBench, UFS, PALATE) all run on ``bootstrap_many``.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,8 +130,95 @@ def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float | None:
     return _clean(kendalltau(x, y, variant="b").statistic) if _enough(x, y) else None
 
 
-def _sign(value: float, epsilon: float) -> int:
-    return 0 if abs(value) <= epsilon else (1 if value > 0 else -1)
+@dataclass(frozen=True)
+class PairCounts:
+    """How the pairs of items inside the same group are ordered by ``x`` and by ``y``.
+
+    Every pair falls in exactly one field; ``missing`` holds the pairs ``y`` could not order
+    because a value was missing (None/NaN) although ``x`` orders them (a pair ``x`` ties has no
+    order to miss, so it is not counted anywhere).
+    """
+
+    concordant: int
+    discordant: int
+    x_tied: int
+    """Tied in ``x`` only."""
+    y_tied: int
+    """Tied in ``y`` only."""
+    both_tied: int
+    missing: int
+
+    @property
+    def pairs(self) -> int:
+        """Pairs with both values present."""
+        return self.concordant + self.discordant + self.x_tied + self.y_tied + self.both_tied
+
+
+def pair_counts(x: Sequence[float] | np.ndarray, y: Sequence[float | None] | np.ndarray,
+                groups: Sequence[Hashable] | np.ndarray | None = None, *, epsilon: float = 0.0) -> PairCounts:
+    """Count concordant, discordant and tied pairs over pairs *inside* each group, pooled.
+
+    The shared core of tau-b within groups, acc_eq and PALATE's within-session agreement: a
+    pair never crosses groups (turns of two sessions are not comparable). ``x`` is the
+    reference and must be complete; ``y`` may hold None or NaN. Differences in ``y`` within
+    ``epsilon`` count as ties. Vectorized (every within-group pair is built at once), because
+    the bootstraps call it once per resample.
+    """
+    xs = np.asarray(x, dtype=float)
+    ys = y.astype(float) if isinstance(y, np.ndarray) else np.asarray(
+        [np.nan if v is None else v for v in y], dtype=float)
+    first, second = _pairs_within(_codes(groups, len(xs)))
+    sx = np.sign(xs[second] - xs[first])
+    dy = ys[second] - ys[first]
+    present = ~np.isnan(dy)
+    dy = np.where(present, dy, 0.0)
+    sy = np.where(np.abs(dy) <= epsilon, 0.0, np.sign(dy))
+    both = present & (sx != 0) & (sy != 0)
+    tally = [both & (sx == sy), both & (sx != sy), present & (sx == 0) & (sy != 0),
+             present & (sx != 0) & (sy == 0), present & (sx == 0) & (sy == 0), ~present & (sx != 0)]
+    return PairCounts(*(int(np.count_nonzero(t)) for t in tally))
+
+
+def _pairs_within(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index arrays (i, j), i before j, of every pair of items sharing a code."""
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    n = len(order)
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]]) if n else np.arange(0)
+    ends = np.r_[starts[1:], n]
+    end_of = np.repeat(ends, ends - starts)
+    later = end_of - np.arange(n) - 1  # items after each one inside its group
+    first = np.repeat(np.arange(n), later)
+    offset = np.arange(len(first)) - np.repeat(np.cumsum(later) - later, later)
+    return order[first], order[first + 1 + offset]
+
+
+def _codes(groups: Sequence[Hashable] | np.ndarray | None, n: int) -> np.ndarray:
+    """Integer code per item (one group when ``groups`` is None).
+
+    Lists are numbered by first appearance (strata and clusters keep the caller's order, so a
+    seed draws the same resamples as before); integer arrays by ``np.unique``, which is faster.
+    """
+    if groups is None:
+        return np.zeros(n, dtype=np.int64)
+    if isinstance(groups, np.ndarray) and groups.dtype.kind in "iu":
+        return np.unique(groups, return_inverse=True)[1].astype(np.int64).reshape(-1)
+    seen: dict[Hashable, int] = {}
+    return np.asarray([seen.setdefault(g, len(seen)) for g in groups], dtype=np.int64)
+
+
+def kendall_tau_b_within(x: Sequence[float], y: Sequence[float | None],
+                         groups: Sequence[Hashable]) -> float | None:
+    """Kendall's tau-b over pairs inside each group, pooled (PALATE's within-session tau-b).
+
+    (concordant - discordant) / sqrt((pairs not tied in x) * (pairs not tied in y)), every
+    count over within-group pairs of all groups together; pairs with a missing ``y`` are left
+    out. With one group it is scipy's tau-b (the unit tests check this); scipy has no grouped
+    form, hence the pair counting. None when either side is tied on every pair.
+    """
+    c = pair_counts(x, y, groups)
+    denominator = math.sqrt((c.pairs - c.x_tied - c.both_tied) * (c.pairs - c.y_tied - c.both_tied))
+    return (c.concordant - c.discordant) / denominator if denominator else None
 
 
 def acc_eq(human: Sequence[float], judge: Sequence[float], groups: Sequence[Hashable] | None = None,
@@ -141,18 +230,13 @@ def acc_eq(human: Sequence[float], judge: Sequence[float], groups: Sequence[Hash
     differences within ``epsilon`` count as ties (the paper's tie calibration picks it; 0 =
     exact). Pooled over groups: agreeing pairs / all pairs.
     """
-    keys = list(groups) if groups is not None else [None] * len(human)
-    by_group: dict[Hashable, list[int]] = {}
-    for i, key in enumerate(keys):
-        by_group.setdefault(key, []).append(i)
-    agree = pairs = 0
-    for members in by_group.values():
-        for a in range(len(members)):
-            for b in range(a + 1, len(members)):
-                i, j = members[a], members[b]
-                pairs += 1
-                agree += _sign(human[i] - human[j], 0.0) == _sign(judge[i] - judge[j], epsilon)
-    return agree / pairs if pairs else None
+    c = pair_counts(human, judge, groups, epsilon=epsilon)
+    return (c.concordant + c.both_tied) / c.pairs if c.pairs else None
+
+
+def mean(values: Sequence[float]) -> float | None:
+    """Arithmetic mean, None for no values (a blank cell, not a ZeroDivisionError)."""
+    return sum(float(v) for v in values) / len(values) if values else None
 
 
 # ---------------------------------------------------------------- intervals
@@ -167,33 +251,109 @@ class Interval:
     high: float | None = None
     n_resamples: int = 0
 
+    @property
+    def estimate(self) -> float | None:
+        """The point estimate under the UFS tables' name."""
+        return self.point
 
-def bootstrap(statistic: Callable[[np.ndarray], float | None], n: int, *,
-              clusters: Sequence[Hashable] | None = None, n_resamples: int = 1000, seed: int = 0,
-              level: float = 0.95) -> Interval:
-    """Percentile bootstrap of ``statistic(indices)`` over ``n`` items.
 
-    ``statistic`` receives an index array into the caller's data (with repeats). With
-    ``clusters``, whole clusters are drawn with replacement (items of one conversation or user
-    are not independent); otherwise items are. Resamples where the statistic is undefined are
-    dropped. The same seed gives the same interval.
+@dataclass(frozen=True)
+class Draw:
+    """One bootstrap resample: ``index`` into the caller's data, with repeats.
+
+    ``unit`` names the drawn copy each position came from: with clusters, every drawn cluster
+    gets its own number (a session drawn twice is two sessions, so pairs never cross copies);
+    without, every position is its own unit. On the original data (the point estimate) the
+    units are the clusters themselves.
     """
-    point = statistic(np.arange(n))
-    if n == 0 or n_resamples <= 0 or point is None:
-        return Interval(point)
-    rng = np.random.default_rng(seed)
-    if clusters is None:
-        draws = (rng.integers(0, n, size=n) for _ in range(n_resamples))
-    else:
-        members: dict[Hashable, list[int]] = {}
-        for i, key in enumerate(clusters):
-            members.setdefault(key, []).append(i)
-        blocks = [np.asarray(v) for v in members.values()]
-        draws = (np.concatenate([blocks[k] for k in rng.integers(0, len(blocks), size=len(blocks))])
-                 for _ in range(n_resamples))
-    values = [v for v in (statistic(idx) for idx in draws) if v is not None and math.isfinite(v)]
-    if not values:
+
+    index: np.ndarray
+    unit: np.ndarray
+
+
+Statistic = Callable[[np.ndarray], "float | None"]
+DrawStatistic = Callable[[Draw], "float | None"]
+
+
+def bootstrap(statistic: Statistic, n: int, *, clusters: Sequence[Hashable] | None = None,
+              strata: Sequence[Hashable] | None = None, n_resamples: int = 1000, seed: int = 0,
+              level: float = 0.95) -> Interval:
+    """Percentile bootstrap of ``statistic(indices)`` over ``n`` items (see ``bootstrap_many``)."""
+    one = {"": lambda draw: statistic(draw.index)}
+    return bootstrap_many(one, n, clusters=clusters, strata=strata, n_resamples=n_resamples, seed=seed,
+                          level=level)[""]
+
+
+def bootstrap_many(statistics: Mapping[str, DrawStatistic], n: int, *,
+                   clusters: Sequence[Hashable] | None = None, strata: Sequence[Hashable] | None = None,
+                   n_resamples: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, Interval]:
+    """Percentile bootstrap intervals of several statistics computed on the same resamples.
+
+    Each resample draws with replacement: whole clusters when ``clusters`` is given (items of
+    one conversation, session or user are not independent), items otherwise; with ``strata``,
+    each stratum is drawn on its own and keeps its size (UXBench's classes, UFS's domains,
+    PALATE's users). A cluster belongs to the stratum of its first item. Resamples where a
+    statistic is undefined (None or NaN) are dropped for it. Bounds are numpy's linear
+    percentiles; the same seed gives the same intervals. Sharing the resamples matters when
+    one statistic is built from others (Mean UFS from the domains).
+    """
+    plan = _plan(n, clusters, strata)
+    original = Draw(np.arange(n), _codes(clusters, n) if clusters is not None else np.arange(n))
+    points = {name: _finite(f(original)) for name, f in statistics.items()}
+    values: dict[str, list[float]] = {name: [] for name in statistics}
+    if n and n_resamples > 0 and any(p is not None for p in points.values()):
+        rng = np.random.default_rng(seed)
+        for _ in range(n_resamples):
+            draw = _draw(plan, rng)
+            for name, f in statistics.items():
+                value = _finite(f(draw)) if points[name] is not None else None
+                if value is not None:
+                    values[name].append(value)
+    return {name: _interval(points[name], values[name], n_resamples, level) for name in statistics}
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _interval(point: float | None, values: list[float], n_resamples: int, level: float) -> Interval:
+    if point is None or not values:
         return Interval(point)
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(values, [tail, 100 - tail])
     return Interval(point, float(low), float(high), n_resamples)
+
+
+Plan = list["np.ndarray | list[np.ndarray]"]
+"""Per stratum: its item indices (items resampled) or its clusters' index blocks."""
+
+
+def _plan(n: int, clusters: Sequence[Hashable] | None, strata: Sequence[Hashable] | None) -> Plan:
+    stratum_of = _codes(strata, n)
+    if clusters is None:
+        return [np.flatnonzero(stratum_of == s) for s in range(int(stratum_of.max(initial=-1)) + 1)]
+    blocks: dict[Hashable, list[int]] = {}
+    for i, key in enumerate(clusters):
+        blocks.setdefault(key, []).append(i)
+    per_stratum: dict[int, list[np.ndarray]] = {}
+    for members in blocks.values():
+        per_stratum.setdefault(int(stratum_of[members[0]]), []).append(np.asarray(members))
+    return [per_stratum[s] for s in sorted(per_stratum)]
+
+
+def _draw(plan: Plan, rng: np.random.Generator) -> Draw:
+    """One resample of every stratum; each drawn unit gets a fresh number."""
+    indices, units, next_unit = [], [], 0
+    for stratum in plan:
+        picks = rng.integers(0, len(stratum), size=len(stratum))
+        if isinstance(stratum, np.ndarray):
+            indices.append(stratum[picks])
+            units.append(np.arange(next_unit, next_unit + len(picks)))
+        else:
+            blocks = [stratum[k] for k in picks]
+            indices.append(np.concatenate(blocks))
+            units.append(np.repeat(np.arange(next_unit, next_unit + len(picks)), [len(b) for b in blocks]))
+        next_unit += len(picks)
+    if not indices:
+        return Draw(np.arange(0), np.arange(0))
+    return Draw(np.concatenate(indices), np.concatenate(units))

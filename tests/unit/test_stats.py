@@ -121,3 +121,72 @@ def test_bootstrap_resamples_whole_clusters_when_given() -> None:
     stats.bootstrap(count_ones, 6, clusters=["a", "a", "a", "b", "b", "b"], n_resamples=200, seed=0)
     # drawing two whole clusters gives 0, 3 or 6 ones, never a partial cluster
     assert seen <= {0, 3, 6} and len(seen) >= 2
+
+
+def _pairs_reference(x: list[float], y: list[float | None], groups: list[str]) -> tuple[int, ...]:
+    """(concordant, discordant, x-tied, y-tied, both-tied, missing) by looping over pairs."""
+    out = [0] * 6
+    for i, j in itertools.combinations(range(len(x)), 2):
+        if groups[i] != groups[j]:
+            continue
+        sx = np.sign(x[i] - x[j])
+        if y[i] is None or y[j] is None:
+            out[5] += sx != 0
+            continue
+        sy = np.sign(y[i] - y[j])  # type: ignore[operator]
+        out[0 if sx and sy and sx == sy else 1 if sx and sy else 2 if sy else 3 if sx else 4] += 1
+    return tuple(out)
+
+
+@pytest.mark.parametrize("seed", range(4))  # random scores 1..4 (many ties), 1-4 groups, some None
+def test_pair_counts_match_a_pair_loop_within_groups(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = [float(v) for v in rng.integers(1, 5, size=15)]
+    y = [None if rng.random() < 0.15 else float(v) for v in rng.integers(1, 5, size=15)]
+    groups = [f"g{v}" for v in rng.integers(0, 1 + seed, size=15)]
+    counts = stats.pair_counts(x, y, groups)
+    fields = (counts.concordant, counts.discordant, counts.x_tied, counts.y_tied, counts.both_tied, counts.missing)
+    assert fields == _pairs_reference(x, y, groups)
+
+
+def test_kendall_tau_b_within_one_group_equals_scipy() -> None:
+    assert stats.kendall_tau_b_within(HUMAN, JUDGE, ["s"] * len(HUMAN)) == pytest.approx(
+        stats.kendall_tau_b(HUMAN, JUDGE))
+
+
+def test_kendall_tau_b_within_pools_pairs_and_never_crosses_groups() -> None:
+    # g1: (1,2) concordant, (1,3) concordant, (2,3) judge tie; g2: one discordant pair.
+    # Across groups the pairs would add concordance; pooled within: C=2, D=1, 4 pairs, 1 judge tie.
+    x, y, g = [1, 2, 3, 10, 20], [1, 2, 2, 30, 25], ["g1", "g1", "g1", "g2", "g2"]
+    assert stats.kendall_tau_b_within(x, y, g) == pytest.approx((2 - 1) / math.sqrt(4 * 3))
+
+
+def test_bootstrap_keeps_stratum_sizes_when_strata_given() -> None:
+    labels = np.array([1] * 3 + [0] * 7)
+    sizes: set[int] = set()
+
+    def positives(idx: np.ndarray) -> float:
+        sizes.add(int(labels[idx].sum()))
+        return float(labels[idx].mean())
+    result = stats.bootstrap(positives, 10, strata=list(labels), n_resamples=100, seed=0)
+    assert sizes == {3}  # every resample keeps 3 positives and 7 negatives
+    assert (result.low, result.point, result.high) == (0.3, 0.3, 0.3)
+
+
+def test_bootstrap_many_numbers_each_drawn_cluster_copy_apart() -> None:
+    units_per_draw: list[int] = []
+
+    def distinct_units(draw: stats.Draw) -> float:
+        units_per_draw.append(len(set(draw.unit.tolist())))
+        return float(len(draw.index))
+    stats.bootstrap_many({"n": distinct_units}, 4, clusters=["a", "a", "b", "b"], n_resamples=30, seed=2)
+    assert units_per_draw[0] == 2  # the original data: its two clusters
+    assert set(units_per_draw[1:]) == {2}  # a cluster drawn twice is two units, never merged
+
+
+def test_bootstrap_many_statistics_share_their_resamples() -> None:
+    values = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+    result = stats.bootstrap_many({"sum": lambda d: float(values[d.index].sum()),
+                                   "mean": lambda d: float(values[d.index].mean())}, 5, n_resamples=200, seed=4)
+    assert result["sum"].low == pytest.approx(5 * result["mean"].low)  # type: ignore[operator]
+    assert result["sum"].high == pytest.approx(5 * result["mean"].high)  # type: ignore[operator]

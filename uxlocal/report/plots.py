@@ -306,6 +306,36 @@ def lines_svg(
         return to_svg(fig, key)
 
 
+def scatter_svg(
+    series: Sequence[tuple[str, Sequence[tuple[float, float]]]],
+    *,
+    key: str,
+    x_label: str,
+    y_label: str,
+    lims: tuple[float, float] | None = None,
+    jitter: float = 0.0,
+) -> str:
+    """One point cloud per series over the diagonal y = x (e.g. judge score against human score).
+
+    ``jitter`` spreads x by up to that much either way, deterministically (a golden-ratio
+    sequence, so the same data draws the same SVG): integer human ratings would otherwise stack
+    into a few columns. ``lims`` sets both axes, so the diagonal is the line of agreement.
+    """
+    with figure(key, 5.2, 4.6) as fig:
+        ax = fig.subplots()
+        for i, (label, points) in enumerate(series):
+            xs = [x + jitter * (2 * ((k * 0.618034) % 1.0) - 1) for k, (x, _) in enumerate(points)]
+            ax.scatter(xs, [y for _, y in points], s=14, alpha=0.6, color=colour(i), label=f"{label} (n={len(points)})")
+        if lims is not None:
+            ax.plot(lims, lims, linestyle="--", color=MUTED, linewidth=1, label="judge = human")
+            ax.set(xlim=(lims[0] - 0.5, lims[1] + 0.5), ylim=(lims[0] - 0.5, lims[1] + 0.5))
+        if not any(points for _, points in series):
+            empty_note(ax, "nothing to show")
+        ax.set(xlabel=x_label, ylabel=y_label)
+        _legend_below(fig, ax)
+        return to_svg(fig, key)
+
+
 # --- heat map ------------------------------------------------------------------------------------
 
 

@@ -6,6 +6,7 @@ import itertools
 import math
 import random
 
+import numpy as np
 import pytest
 
 from uxlocal.suites.palate.agreement import (
@@ -88,6 +89,23 @@ def test_bootstrap_interval_brackets_the_estimate_and_collapses_on_identical_ses
     assert low <= pairwise_agreement(HAND).value <= high  # type: ignore[operator]
     same = _session("a", [5, 1], [4, 2]) + _session("b", [5, 1], [4, 2])
     assert bootstrap_agreement([same], n_resamples=50) == (1.0, 1.0)
+
+
+def test_bootstrap_equals_a_session_resampling_reference() -> None:
+    # the interval moved onto uxlocal.stats.bootstrap_many (issue 17): numpy's generator and
+    # linear percentiles replace random.Random and nearest-rank bounds; this loop is the
+    # procedure written out by hand (sessions drawn with replacement, each copy its own session)
+    sessions = [HAND[:3], HAND[3:], _session("s3", [1, 2, 3, 4], [1, 3, 2, 2])]
+    rng = np.random.default_rng(11)
+    draws = []
+    for _ in range(300):
+        picked = [sessions[k] for k in rng.integers(0, len(sessions), size=len(sessions))]
+        copies = [ScoredTurn(str(n), t.human, t.score) for n, s in enumerate(picked) for t in s]
+        value = pairwise_agreement(copies).value
+        if value is not None:
+            draws.append(value)
+    low, high = bootstrap_agreement([[t for s in sessions for t in s]], n_resamples=300, seed=11)
+    assert (low, high) == pytest.approx(tuple(np.percentile(draws, [2.5, 97.5])))
 
 
 def test_agreement_table_has_user_rows_and_an_unweighted_macro_row() -> None:

@@ -20,6 +20,7 @@ from uxlocal.suites.palate.options import PalateConfig, parse_candidates
 from uxlocal.suites.palate.report import report_tables
 
 from palate_script import respond
+from prefix_layout import assert_conversation_then_question
 
 
 CONFIG = {
@@ -242,3 +243,42 @@ def test_lora_simulator_requests_name_the_users_adapter(engine: FakeEngine, tmp_
     lora_system = next(p for p in engine.requests if p.request.lora).request.messages[0]["content"]
     assert "Write the user's next message, or [QUIT] to leave." in lora_system
     assert "About this user" not in lora_system  # no persona: style comes from the user's data
+
+
+def _reply_groups(engine: FakeEngine, tags: tuple[str, ...]) -> list[list[PreparedRequest]]:
+    """Runs of adjacent requests in one batch whose tags are ``tags`` with the same turn number."""
+    groups = []
+    for batch in engine.batches:
+        for i, prepared in enumerate(batch):
+            tag = prepared.request.tag or ""
+            if tag.startswith(tags[0] + ":"):
+                number = tag.split(":", 1)[1]
+                run = batch[i:i + len(tags)]
+                assert [p.request.tag for p in run] == [f"{t}:{number}" for t in tags]  # adjacent
+                groups.append(run)
+    return groups
+
+
+@pytest.mark.parametrize("tags", [
+    ("agree_general", "agree_personal", "agree_personal_noreact"),  # held-out replies, three scorers
+    ("general", "personal"),  # panel trajectories, the general and the personal turn judge
+])
+def test_turn_judge_prompts_share_the_conversation_prefix_when_one_reply_gets_k_judges(
+    tmp_path: Path, tags: tuple[str, ...]
+) -> None:
+    # issue 17: character, conversation and reply first; the rubric (general or personal) after
+    engine = FakeEngine(respond)
+    _run(engine, tmp_path, agreement_without_reaction=True)
+    groups = _reply_groups(engine, tags)
+    assert groups
+    for group in groups:
+        prompts = [p.prompt for p in group]
+        zh = "此前的对话：" in prompts[0]
+        start, end = ("此前的对话：", "\n\n任务：") if zh else ("Conversation so far:", "\n\nTask:")
+        conversation = prompts[0].split(start, 1)[1].split(end, 1)[0]
+        assert ("待评分的回复：" if zh else "Reply to rate:") in conversation
+        questions = (["为这条回复的质量打分", "这条回复之后用户的下一条消息", "给出这位用户对该回复的满意度"] if zh
+                     else ["rate the quality", "The user's next message", "Rate this user's satisfaction"])
+        if len(tags) == 2:
+            questions = questions[:1] + (["预测某一位特定用户"] if zh else ["predict how satisfied"])
+        assert_conversation_then_question(prompts, [conversation], questions)

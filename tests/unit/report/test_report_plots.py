@@ -84,3 +84,15 @@ def test_intervals_keep_given_order_unless_ranked() -> None:
     ranked = _texts(plots.intervals_svg(rows, key="r1", x_label="x"))
     kept = _texts(plots.intervals_svg(rows, key="r2", x_label="x", ranked=False))
     assert ranked.index("high") < ranked.index("low") and kept.index("low") < kept.index("high")
+
+
+def test_scatter_svg_counts_points_per_series_and_draws_the_agreement_line() -> None:
+    svg = plots.scatter_svg([("judge A", [(1.0, 1.2), (3.0, 2.5), (5.0, 4.8)]), ("judge B", [])],
+                            key="sc", x_label="human score (1-5)", y_label="judge score (1-5)", lims=(1, 5),
+                            jitter=0.15)
+    text = _texts(svg)
+    assert "judge A (n=3)" in text and "judge B (n=0)" in text and "judge = human" in text
+    assert "human score (1-5)" in text and "judge score (1-5)" in text
+    assert svg == plots.scatter_svg([("judge A", [(1.0, 1.2), (3.0, 2.5), (5.0, 4.8)]), ("judge B", [])],
+                                    key="sc", x_label="human score (1-5)", y_label="judge score (1-5)",
+                                    lims=(1, 5), jitter=0.15)  # the jitter is deterministic

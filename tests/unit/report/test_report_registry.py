@@ -41,7 +41,7 @@ def test_section_specs_import_each_suites_report_section(plugin_suite: str) -> N
     specs = {s.key: s for s in registry.section_specs()}
     assert specs[plugin_suite].title == "Plugin owned" and specs[plugin_suite].order == 7
     # the built-ins register the same way, in display order
-    assert [k for k in specs if k != plugin_suite] == ["uxbench", "tau2", "ufs", "palate"]
+    assert [k for k in specs if k != plugin_suite] == ["uxbench", "tau2", "ufs", "palate", "judge"]
 
 
 def test_builtin_sections_live_in_their_suites_packages() -> None:

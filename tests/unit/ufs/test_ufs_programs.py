@@ -25,7 +25,10 @@ from uxlocal.suites.userproxy.ufs.programs import (
     grading_program,
     task_criteria_from_outcome,
 )
+from uxlocal.suites.userproxy.ufs.render import render_trajectory
 from uxlocal.suites.userproxy.ufs.store import load_criteria, save_criteria
+
+from prefix_layout import assert_conversation_then_question
 
 SPAN = "You are Yusuf Rossi in zip code 19122."
 
@@ -223,6 +226,23 @@ def test_grading_program_records_one_verdict_per_criterion_in_one_batch(
     assert store.execute("SELECT episode_id, status, proxy FROM ufs_episodes").fetchall() == [
         ("retail/0/trial-0", "fail", "proxy-p")
     ]
+
+
+def test_grading_prompts_share_the_conversation_prefix_when_one_trajectory_has_k_criteria(
+    bp: Blueprint, make_convo: Callable[..., list[Message]]
+) -> None:
+    # issue 17: scenario and conversation first, the criterion last, all K calls in one batch
+    criteria = tuple(Criterion.model_validate(_criterion(f"c{k}", text=f"Criterion number {k} says so."))
+                     for k in (1, 2, 3, 4))
+    answer = {"rationale": "ok", "evidence_turns": [], "applicable": True, "passed": True}
+    judge = FakeEngine(lambda p: json.dumps(answer), identity="j")
+    trajectory = tuple(_trajectory(make_convo))
+    job = GradingJob("s1", bp, criteria, trajectory, Sampling(max_tokens=300))
+    _run(ModelPool.from_engines({"judge": judge}), [EpisodeSpec("g0", lambda ctx: grading_program(ctx, job))])
+    assert [len(b) for b in judge.batches] == [4]
+    conversation = [line for line in render_trajectory(trajectory).splitlines() if len(line) > 12]
+    assert_conversation_then_question([p.prompt for p in judge.requests], [bp.scenario_text(), *conversation],
+                                      [c.text for c in criteria])
 
 
 def test_ingest_then_grade_then_views_end_to_end(

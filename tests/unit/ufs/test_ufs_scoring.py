@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 
 from uxlocal.tau2 import Message
@@ -129,6 +130,26 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate() -> None:
     # averaging two domains narrows the interval relative to the noisier domain
     airline = first.domains["airline"]
     assert first.mean.high - first.mean.low < airline.high - airline.low
+
+
+def test_bootstrap_equals_a_per_domain_percentile_reference() -> None:
+    # bootstrap_ufs runs on uxlocal.stats.bootstrap_many (issue 17): each replicate resamples
+    # the domains in sorted order; the reference below is that procedure written out by hand
+    episodes = [ep(f"r{k}", "retail", PASS if k % 3 else FAIL) for k in range(12)]
+    episodes += [ep(f"a{k}", "airline", PASS if k % 2 else FAIL) for k in range(9)]
+    scores = {d: [e.f for e in episodes if e.domain == d] for d in ("airline", "retail")}
+    rng = np.random.default_rng(3)
+    per_domain: dict[str, list[float]] = {"airline": [], "retail": []}
+    means = []
+    for _ in range(400):
+        values = {d: float(np.asarray(f)[rng.integers(0, len(f), size=len(f))].mean()) for d, f in scores.items()}
+        for d, value in values.items():
+            per_domain[d].append(value)
+        means.append(sum(values.values()) / 2)
+    result = bootstrap_ufs(episodes, replicates=400, seed=3)
+    assert (result.mean.low, result.mean.high) == pytest.approx(tuple(np.percentile(means, [2.5, 97.5])))
+    retail = result.domains["retail"]
+    assert (retail.low, retail.high) == pytest.approx(tuple(np.percentile(per_domain["retail"], [2.5, 97.5])))
 
 
 def test_bootstrap_of_a_constant_domain_is_a_point() -> None:

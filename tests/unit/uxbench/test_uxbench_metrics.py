@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -223,6 +224,24 @@ def test_bootstrap_avg_width_is_plausible_for_binomial_noise() -> None:
     interval = bootstrap_judge(rows, n_resamples=1000)
     half_width = (_v(interval.high) - _v(interval.low)) / 2
     assert 1.5 < half_width < 2.8
+
+
+def test_bootstrap_judge_equals_a_stratified_percentile_reference() -> None:
+    # the intervals moved onto uxlocal.stats.bootstrap (issue 17): each resample now draws the
+    # liked class then the disliked class; this loop is that procedure written out by hand
+    rows = _judge_set(good=(40, 30, 2), bad=(30, 12, 1))
+    rng = np.random.default_rng(5)
+    draws = []
+    for _ in range(300):
+        rates = []
+        for truth in (1, -1):
+            own = [r for r in rows if r.ground_truth == truth]
+            picked = [own[k] for k in rng.integers(0, len(own), size=len(own))]
+            valid = [r for r in picked if r.pred is not None]
+            rates.append(sum(r.pred == truth for r in valid) / len(valid) * 100)
+        draws.append(sum(rates) / 2)
+    interval = bootstrap_judge(rows, "avg_acc", n_resamples=300, seed=5)
+    assert (interval.low, interval.high) == pytest.approx(tuple(np.percentile(draws, [2.5, 97.5])))
 
 
 def test_bootstrap_rate_contains_point_and_handles_invalid_rows() -> None:

@@ -250,3 +250,26 @@ def test_py_round_macro_matches_python(a: int, b: int, c: int, d: int) -> None:
 def test_py_round_ties(x: float) -> None:
     assert _macro_con().execute("SELECT py_round(?::DOUBLE, 1), py_round(?::DOUBLE, 2)", [x, x]).fetchone() == \
         (round(x, 1), round(x, 2))
+
+
+def test_judge_prompts_share_the_conversation_prefix_when_one_item_gets_k_replies_judged() -> None:
+    # issue 17: UXBench asks one question per judge call, and the question (instruction and
+    # checklist) is the same for every item, so it stays first; what differs between judge calls on
+    # one conversation is the reply, which comes after the whole conversation
+    from uxlocal.rollout import EpisodeSpec, Scheduler
+    from uxlocal.suites.uxbench.data import load_eval
+    from uxlocal.suites.uxbench.prompts import render_transcript
+    from uxlocal.suites.uxbench.suite import UXBenchConfig, eval_program
+
+    from prefix_layout import assert_conversation_then_question
+
+    item = next(i for i in load_eval(SAMPLE_DIR).items if len(i.history) >= 2)
+    replies = iter(["first candidate reply, short", "second candidate reply, longer and different"])
+    candidate = FakeEngine(lambda p: next(replies), identity="c")
+    judge = FakeEngine(lambda p: {"text": p.request.constraint.labels[0]}, identity="j")
+    specs = [EpisodeSpec(f"e{k}", lambda ctx: eval_program(ctx, item, UXBenchConfig()), item_id=item.item_id)
+             for k in range(2)]
+    Scheduler(ModelPool.from_engines({"judge": judge, "candidate": candidate}), run_id="x").run(specs)
+    conversation = [*render_transcript(item.history, item.lang).splitlines(), item.query]
+    assert_conversation_then_question([p.prompt for p in judge.requests], conversation,
+                                      ["first candidate reply", "second candidate reply"])

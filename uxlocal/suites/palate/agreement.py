@@ -14,11 +14,12 @@ user; the macro average weights every user equally.
 **Kendall's tau-b**, within sessions: concordant minus discordant pairs, over the square root of
 (pairs not tied in the ratings) x (pairs not tied in the scores), where every count runs over
 pairs *inside* a session and pools the sessions of a user. With one session it is the textbook
-tau-b. ``None`` when either side is tied on every pair.
+tau-b. ``None`` when either side is tied on every pair. Both statistics count pairs with
+``uxlocal.stats.pair_counts``; the tie rule stays here.
 
-**Bootstrap intervals** resample whole sessions (turns of one session are not independent),
-separately per user, and take percentile bounds; the macro interval resamples every user's
-sessions and macro-averages each draw.
+**Bootstrap intervals** (``uxlocal.stats.bootstrap_many``) resample whole sessions (turns of one
+session are not independent), separately per user, and take numpy's linear percentile bounds;
+the macro interval resamples every user's sessions and macro-averages each draw.
 
 **Realism** (2AFC): the share of trials in which the judge picked the simulated turn as the real
 one; 0.5 means the judge cannot tell them apart. Shown order is randomised per trial, so a judge
@@ -27,11 +28,13 @@ that always answers "A" lands at 0.5, not at its position bias.
 
 from __future__ import annotations
 
-import math
-import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+import numpy as np
+
+from uxlocal import stats
 
 
 @dataclass(frozen=True)
@@ -64,94 +67,53 @@ def _by_session(turns: Iterable[ScoredTurn]) -> dict[str, list[ScoredTurn]]:
     return sessions
 
 
-def _sign(x: float) -> int:
-    return (x > 0) - (x < 0)
-
-
-def _counts(session: Sequence[ScoredTurn]) -> tuple[int, int, int, int]:
-    """(concordant, discordant, score-tied, missing) over pairs with different human ratings."""
-    concordant = discordant = tied = missing = 0
-    for i in range(len(session)):
-        for j in range(i + 1, len(session)):
-            a, b = session[i], session[j]
-            human = _sign(a.human - b.human)
-            if human == 0:
-                continue
-            if a.score is None or b.score is None:
-                missing += 1
-                continue
-            scored = _sign(a.score - b.score)
-            if scored == 0:
-                tied += 1
-            elif scored == human:
-                concordant += 1
-            else:
-                discordant += 1
-    return concordant, discordant, tied, missing
+def _agreement(counts: stats.PairCounts, tie: float) -> Agreement:
+    """The tie rule: a scorer tie on a pair the human orders earns ``tie``; human ties drop out."""
+    pairs = counts.concordant + counts.discordant + counts.y_tied
+    value = (counts.concordant + tie * counts.y_tied) / pairs if pairs else None
+    return Agreement(value, pairs, counts.y_tied, counts.missing)
 
 
 def pairwise_agreement(turns: Iterable[ScoredTurn], *, tie: float = 0.5) -> Agreement:
     """Within-session pairwise agreement pooled over sessions (see the module docstring)."""
-    concordant = discordant = tied = missing = 0
-    for session in _by_session(turns).values():
-        c, d, t, m = _counts(session)
-        concordant, discordant, tied, missing = concordant + c, discordant + d, tied + t, missing + m
-    pairs = concordant + discordant + tied
-    value = (concordant + tie * tied) / pairs if pairs else None
-    return Agreement(value, pairs, tied, missing)
+    turns = list(turns)
+    counts = stats.pair_counts([t.human for t in turns], [t.score for t in turns], [t.session_id for t in turns])
+    return _agreement(counts, tie)
 
 
 def kendall_tau_b(turns: Iterable[ScoredTurn]) -> float | None:
     """Within-session Kendall tau-b pooled over sessions; turns with a missing score are dropped."""
-    concordant = discordant = pairs = human_ties = score_ties = 0
-    for session in _by_session(t for t in turns if t.score is not None).values():
-        for i in range(len(session)):
-            for j in range(i + 1, len(session)):
-                a, b = session[i], session[j]
-                assert a.score is not None and b.score is not None
-                human, scored = _sign(a.human - b.human), _sign(a.score - b.score)
-                pairs += 1
-                human_ties += human == 0
-                score_ties += scored == 0
-                if human and scored:
-                    concordant += human == scored
-                    discordant += human != scored
-    denominator = math.sqrt((pairs - human_ties) * (pairs - score_ties))
-    return (concordant - discordant) / denominator if denominator else None
-
-
-def _resample(sessions: list[list[ScoredTurn]], rng: random.Random) -> list[ScoredTurn]:
-    """Sessions drawn with replacement; a drawn copy gets its own id so pairs never cross copies."""
-    out = []
-    for k in range(len(sessions)):
-        for turn in sessions[rng.randrange(len(sessions))]:
-            out.append(ScoredTurn(f"{k}", turn.human, turn.score))
-    return out
-
-
-def _percentiles(values: list[float], level: float) -> tuple[float | None, float | None]:
-    if not values:
-        return None, None
-    values = sorted(values)
-    low = (1 - level) / 2
-    pick = lambda q: values[min(len(values) - 1, max(0, int(round(q * (len(values) - 1)))))]  # noqa: E731
-    return pick(low), pick(1 - low)
+    turns = list(turns)
+    return stats.kendall_tau_b_within([t.human for t in turns], [t.score for t in turns],
+                                      [t.session_id for t in turns])
 
 
 def bootstrap_agreement(
     groups: Sequence[Iterable[ScoredTurn]], *, n_resamples: int = 1000, seed: int = 0, level: float = 0.95
 ) -> tuple[float | None, float | None]:
-    """Percentile interval of the macro agreement over ``groups`` (one group per user)."""
-    prepared = [list(_by_session(g).values()) for g in groups]
-    prepared = [g for g in prepared if g]
-    rng = random.Random(seed)
-    draws = []
-    for _ in range(n_resamples if prepared else 0):
-        values = [pairwise_agreement(_resample(g, rng)).value for g in prepared]
-        kept = [v for v in values if v is not None]
-        if kept:
-            draws.append(sum(kept) / len(kept))
-    return _percentiles(draws, level)
+    """Percentile interval of the macro agreement over ``groups`` (one group per user).
+
+    Runs on ``stats.bootstrap_many``: users are strata, sessions the clusters; a session drawn
+    twice is two units, so pairs never cross copies.
+    """
+    turns = [(u, t) for u, group in enumerate(groups) for t in group]
+    human = np.asarray([t.human for _, t in turns], dtype=float)
+    score = np.asarray([np.nan if t.score is None else t.score for _, t in turns], dtype=float)
+    user = np.asarray([u for u, _ in turns], dtype=np.int64)
+
+    def macro(draw: stats.Draw) -> float | None:
+        values = []
+        drawn_users = user[draw.index]
+        for u in np.unique(drawn_users):
+            mask = drawn_users == u
+            index = draw.index[mask]
+            counts = stats.pair_counts(human[index], score[index], draw.unit[mask])
+            values.append(_agreement(counts, 0.5).value)
+        return stats.mean([v for v in values if v is not None])
+
+    interval = stats.bootstrap_many({"macro": macro}, len(turns), clusters=[(u, t.session_id) for u, t in turns],
+                                    strata=list(user), n_resamples=n_resamples, seed=seed, level=level)["macro"]
+    return interval.low, interval.high
 
 
 @dataclass(frozen=True)
@@ -208,13 +170,9 @@ def agreement_table(
         sessions = sum(r.sessions for r in table if r.scorer == scorer)
         ties = [r.tie_share for r in table if r.scorer == scorer and r.tie_share is not None]
         table.append(
-            AgreementRow(scorer, "macro", sessions, pairs, _mean(values), low, high, _mean(ties), _mean(taus))
+            AgreementRow(scorer, "macro", sessions, pairs, stats.mean(values), low, high, stats.mean(ties), stats.mean(taus))
         )
     return table
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 # ---- simulator realism ------------------------------------------------------------------------
@@ -244,7 +202,6 @@ def realism_table(
     )
     for simulator, user_id, picked, prob in trials:
         grouped[simulator][user_id].append((picked, prob))
-    rng = random.Random(seed)
     rows: list[RealismRow] = []
     for simulator in sorted(grouped):
         rates: list[float] = []
@@ -253,26 +210,24 @@ def realism_table(
             entries = grouped[simulator][user_id]
             picks = [float(p) for p, _ in entries if p is not None]
             user_probs = [q for _, q in entries if q is not None]
-            low, high = _bootstrap_mean(picks, n_resamples, rng)
+            low, high = _mean_interval(picks, n_resamples, seed)
             rows.append(
-                RealismRow(simulator, user_id, len(picks), _mean(picks), low, high, _mean(user_probs))
+                RealismRow(simulator, user_id, len(picks), stats.mean(picks), low, high, stats.mean(user_probs))
             )
             if picks:
                 rates.append(sum(picks) / len(picks))
             if user_probs:
                 probs.append(sum(user_probs) / len(user_probs))
         total = sum(r.trials for r in rows if r.simulator == simulator)
-        rows.append(RealismRow(simulator, "macro", total, _mean(rates), None, None, _mean(probs)))
+        rows.append(RealismRow(simulator, "macro", total, stats.mean(rates), None, None, stats.mean(probs)))
     return rows
 
 
-def _bootstrap_mean(
-    values: list[float], n_resamples: int, rng: random.Random
-) -> tuple[float | None, float | None]:
-    if not values:
-        return None, None
-    draws = [sum(rng.choice(values) for _ in values) / len(values) for _ in range(n_resamples)]
-    return _percentiles(draws, 0.95)
+def _mean_interval(values: list[float], n_resamples: int, seed: int) -> tuple[float | None, float | None]:
+    """Percentile interval of a share, trials resampled (``stats.bootstrap``)."""
+    array = np.asarray(values, dtype=float)
+    interval = stats.bootstrap(lambda idx: float(array[idx].mean()), len(array), n_resamples=n_resamples, seed=seed)
+    return interval.low, interval.high
 
 
 # ---- per-user ranks ---------------------------------------------------------------------------

@@ -222,7 +222,12 @@ class JudgeWindow:
 def judge_turn_messages(
     view: CharacterView, before: Sequence[Turn], reply: str, window: JudgeWindow
 ) -> list[Message]:
-    """General rubric for one reply."""
+    """General rubric for one reply.
+
+    Shares ``_reply_head`` (character, conversation, reply) with ``judge_personal_messages``:
+    the two or three judge calls on one reply have one common prefix, which vLLM's prefix
+    cache computes once; the rubric (here the limits and the five criteria) comes after it.
+    """
     text = render_template(
         "judge_turn",
         view.lang,
@@ -264,7 +269,11 @@ def judge_personal_messages(
     evidence: str | None,
     window: JudgeWindow,
 ) -> list[Message]:
-    """Personalized rubric for one reply; ``evidence`` is the user's next message (None: without it)."""
+    """Personalized rubric for one reply; ``evidence`` is the user's next message (None: without it).
+
+    The user's criteria and the evidence come after the shared ``_reply_head`` (see
+    ``judge_turn_messages``).
+    """
     text = render_template(
         "judge_personal",
         view.lang,

@@ -274,49 +274,21 @@ def recovery_rate(rows: ReplyRows) -> RateResult:
 # ---------------------------------------------------------------- bootstrap
 
 
-@dataclass(frozen=True)
-class Interval:
-    """A point estimate with its percentile-bootstrap interval (same unit as the point)."""
-
-    point: float | None
-    low: float | None
-    high: float | None
-
+Interval = stats.Interval
+"""A point estimate with its percentile-bootstrap interval (same unit as the point)."""
 
 JudgeMetric = Literal["good_acc", "bad_acc", "avg_acc"]
 
 
-def _resampled_rates(hits: np.ndarray, valid: np.ndarray, n_resamples: int,
-                     rng: np.random.Generator) -> np.ndarray:
-    """Percent hits/valid for each resample of the rows (NaN where a resample has no valid row)."""
-    if len(hits) == 0:
-        return np.full(n_resamples, np.nan)
-    idx = rng.integers(0, len(hits), size=(n_resamples, len(hits)))
-    num = hits[idx].sum(axis=1).astype(float)
-    den = valid[idx].sum(axis=1).astype(float)
-    out = np.full(n_resamples, np.nan)
-    np.divide(num, den, out=out, where=den > 0)
-    return out * 100
-
-
-def _percentiles(samples: np.ndarray, level: float) -> tuple[float | None, float | None]:
-    kept = samples[~np.isnan(samples)]
-    if kept.size == 0:
-        return None, None
-    tail = (1.0 - level) / 2 * 100
-    low, high = np.percentile(kept, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def _class_arrays(rows: list[JudgeVerdict], truth: int) -> tuple[np.ndarray, np.ndarray]:
-    own = [r for r in rows if r.ground_truth == truth]
-    return (np.array([r.pred == truth for r in own], dtype=bool),
-            np.array([r.pred is not None for r in own], dtype=bool))
+def _rate(hits: np.ndarray, valid: np.ndarray) -> float | None:
+    """Percent hits/valid (ratio first, as the published per-class values); None without valid rows."""
+    den = int(valid.sum())
+    return int(hits.sum()) / den * 100 if den else None
 
 
 def bootstrap_judge(rows: JudgeRows, metric: JudgeMetric = "avg_acc", *, n_resamples: int = 2000,
                     seed: int = 0, level: float = 0.95) -> Interval:
-    """Percentile bootstrap interval for a T1 accuracy (convention C).
+    """Percentile bootstrap interval for a T1 accuracy (convention C), on ``stats.bootstrap``.
 
     Items are resampled with replacement *within each ground-truth class* (stratified), so
     every resample keeps the real class sizes; a fixed ``seed`` makes intervals reproducible.
@@ -324,14 +296,21 @@ def bootstrap_judge(rows: JudgeRows, metric: JudgeMetric = "avg_acc", *, n_resam
     rounding would quantize the resampling distribution.
     """
     checked = judge_rows(rows)
-    rng = np.random.default_rng(seed)
-    good = _resampled_rates(*_class_arrays(checked, 1), n_resamples, rng)
-    bad = _resampled_rates(*_class_arrays(checked, -1), n_resamples, rng)
-    acc = judge_accuracy(checked)
-    points = {"good_acc": (acc.good_acc, good), "bad_acc": (acc.bad_acc, bad),
-              "avg_acc": (_mean_or_none(acc.good_acc, acc.bad_acc), (good + bad) / 2)}
-    point, samples = points[metric]
-    return Interval(point, *_percentiles(samples, level))
+    truth = np.array([r.ground_truth for r in checked])
+    hits = np.array([r.pred == r.ground_truth for r in checked], dtype=bool)
+    valid = np.array([r.pred is not None for r in checked], dtype=bool)
+
+    def per_class(idx: np.ndarray, label: int) -> float | None:
+        own = idx[truth[idx] == label]
+        return _rate(hits[own], valid[own])
+
+    def statistic(idx: np.ndarray) -> float | None:
+        if metric != "avg_acc":
+            return per_class(idx, 1 if metric == "good_acc" else -1)
+        return _mean_or_none(per_class(idx, 1), per_class(idx, -1))
+
+    return stats.bootstrap(statistic, len(checked), strata=list(truth), n_resamples=n_resamples, seed=seed,
+                           level=level)
 
 
 def _mean_or_none(good: float | None, bad: float | None) -> float | None:
@@ -348,8 +327,8 @@ def bootstrap_rate(rows: ReplyRows, *, n_resamples: int = 2000, seed: int = 0,
     checked = reply_rows(rows)
     hits = np.array([r.verdict == 1 for r in checked], dtype=bool)
     valid = np.array([r.verdict is not None for r in checked], dtype=bool)
-    samples = _resampled_rates(hits, valid, n_resamples, np.random.default_rng(seed))
-    return Interval(good_rate(checked).rate, *_percentiles(samples, level))
+    return stats.bootstrap(lambda idx: _rate(hits[idx], valid[idx]), len(checked), n_resamples=n_resamples,
+                           seed=seed, level=level)
 
 
 # ---------------------------------------------------------------- breakdowns

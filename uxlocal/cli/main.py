@@ -44,7 +44,15 @@ for _command in (run_group, demo_cmd, query_cmd, merge_cmd, report_cmd, view_cmd
 
 
 def main() -> None:
-    """Entry point: user errors exit 2 with one line; ``--debug`` shows the traceback."""
+    """Entry point: user errors exit 2 with one line; ``--debug`` shows the traceback.
+
+    On a CPU machine it first re-executes itself with tcmalloc and Intel OpenMP preloaded
+    (``uxlocal.cpu_tuning``; ``UXLOCAL_NO_PRELOAD=1`` turns that off), since a preload only acts
+    when a process starts.
+    """
+    from uxlocal.cpu_tuning import reexec_with_preload
+
+    reexec_with_preload()
     debug = "--debug" in sys.argv[1:] or bool(os.environ.get("UXLOCAL_DEBUG"))
     try:
         cli.main(standalone_mode=False)

@@ -47,7 +47,11 @@ def models_prepare(name: str, force: bool) -> None:
 
 @click.command(name="doctor", context_settings=CONTEXT)
 def doctor() -> None:
-    """Check the serving stack: vLLM build and whether our CPU LoRA kernels are active.
+    """Check the serving stack: vLLM, LoRA kernels, CPU tuning.
+
+    Reports the vLLM build, whether our CPU LoRA kernels and the preloaded CPU libraries
+    (tcmalloc, Intel OpenMP) are active, the CPU engine settings, and the last
+    benchmarks/engine_roofline.py figure if one is stored.
 
     \b
     Example:

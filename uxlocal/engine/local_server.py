@@ -40,8 +40,11 @@ def server_args(model: ResolvedModel, *, host: str, port: int, max_logprobs: int
             "--host", host, "--port", str(port), "--seed", "0", "--generation-config", "vllm",
             "--max-logprobs", str(max_logprobs)]
     if is_cpu_build():
-        args += ["--enforce-eager", "--no-enable-chunked-prefill",
-                 "--max-num-batched-tokens", str(max(8192, model.max_model_len))]
+        from uxlocal.cpu_tuning import cpu_engine_args
+
+        cpu = cpu_engine_args(model.max_model_len)
+        args += (["--enforce-eager"] if cpu["enforce_eager"] else []) + [
+            "--no-enable-chunked-prefill", "--max-num-batched-tokens", str(cpu["max_num_batched_tokens"])]
     return args
 
 

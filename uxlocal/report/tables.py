@@ -25,6 +25,7 @@ def render_tables(tables: list[ReportTable]) -> None:
     """Print tables to stdout (plain text when not a terminal)."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     probe = Console()
     # a terminal keeps its width; a log or pipe gets room for the widest table (Table 1: 14 columns)
@@ -32,12 +33,12 @@ def render_tables(tables: list[ReportTable]) -> None:
     for table in tables:
         grid = Table(title=table.title or None, title_justify="left", show_lines=False)
         for col in table.columns:
-            grid.add_column(col, overflow="fold")
-        for row in table.rows:
-            grid.add_row(*(format_cell(v) for v in row))
+            grid.add_column(Text(col), overflow="fold")
+        for row in table.rows:  # cells are data: "[mobile_data_issue]" is a task id, not rich markup
+            grid.add_row(*(Text(format_cell(v)) for v in row))
         console.print(grid)
         if table.note:
-            console.print(f"[dim]{table.note}[/dim]")
+            console.print(Text(table.note, style="dim"))
 
 
 def render_report(report: "Report") -> None:

@@ -35,3 +35,13 @@ def test_markdown_lists_plots_when_drawn(demo_report: Report) -> None:
     for section in demo_report.sections:
         for figure in section.figures:
             assert f"- {figure.title}" in md
+
+
+def test_terminal_tables_print_bracketed_cells_verbatim(capsys: pytest.CaptureFixture[str]) -> None:
+    """Telecom task ids look like rich markup ("[mobile_data_issue]…"); they must print as they are."""
+    from uxlocal.report.model import ReportTable
+    from uxlocal.report.tables import render_tables
+
+    render_tables([ReportTable("T [x]", ["task [id]"], [("[mobile_data_issue]airplane_mode_on",)], "note [dim]")])
+    out = capsys.readouterr().out
+    assert "[mobile_data_issue]airplane_mode_on" in out and "task [id]" in out and "note [dim]" in out

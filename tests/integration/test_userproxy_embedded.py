@@ -60,3 +60,31 @@ def test_two_temperatures_of_the_embedded_model_are_two_graded_proxies(embedded_
     summary = con.execute("SELECT proxy FROM ufs_summary ORDER BY proxy").fetchall()
     assert summary == [(PROXIES[0],), (PROXIES[1],)]
     con.close()
+
+
+def test_all_four_domains_each_get_a_ufs_row_with_template_criteria(embedded_model: Any, tmp_path: Path) -> None:
+    """``uxlocal run userproxy --domains all --limit 1 --criteria-template`` (issue 16): telecom, airline,
+    retail and banking_knowledge each end with a row in ``ufs_domain``, on the model's 8k window."""
+    import hashlib
+
+    if not (TAU2_DATA / "domains").is_dir():
+        pytest.skip(f"tau2 data not found at {TAU2_DATA}")
+    identity = hashlib.sha256(f"{embedded_model.identity}:max_model_len=8192".encode()).hexdigest()
+    long = embedded_model.model_copy(update={"max_model_len": 8192, "identity": identity})
+    pool = ModelPool.from_models({role: long for role in ("agent", "judge", "user:embedded")})
+    try:
+        config = {"tau2_data": str(TAU2_DATA), "domains": "all", "proxies": "embedded", "criteria_template": True,
+                  "max_steps": 4, "agent_max_tokens": 48, "user_max_tokens": 32, "judge_max_tokens": 48,
+                  "grader_max_tokens": 64}
+        run = RunConfig(suite="userproxy", suite_config=config, db=str(tmp_path / "s.duckdb"), limit=1,
+                        progress=False)
+        result = run_suite(run, pool=pool)
+    finally:
+        pool.close()
+    assert result.stats.episodes_done == 4 and result.stats.episodes_failed == 0
+    con = connect(tmp_path / "s.duckdb")
+    rows = con.execute("SELECT domain, episodes FROM ufs_domain ORDER BY domain").fetchall()
+    assert rows == [("airline", 1), ("banking_knowledge", 1), ("retail", 1), ("telecom", 1)]
+    verdicts = con.execute("SELECT domain, count(*) FROM ufs_verdicts v JOIN ufs_trajectories t "
+                           "USING (run_id, episode_id) GROUP BY ALL").fetchall()
+    assert len(verdicts) == 4 and all(n >= 1 for _, n in verdicts)  # every trajectory was graded

@@ -87,6 +87,18 @@ def seed_of(*parts: object) -> str:
     return ":".join(str(p) for p in parts)
 
 
+def dispute_id(user_id: str, transaction_id: str) -> str:
+    """Id of a card dispute; one dispute per customer and transaction (credit and debit alike)."""
+    return "dsp_" + seeded_id(seed_of("dispute", user_id, transaction_id), 12)
+
+
+def card_transaction_id(user_id: str, card_type: str, merchant: str, amount: float, category: str) -> str:
+    """Id of a credit card transaction row; the amount enters with two decimals, so 25 == 25.0."""
+    seed = seed_of("transaction", user_id, card_type, merchant, f"{amount:.2f}", category)
+    return "txn_" + seeded_id(seed, 12)
+
+
+
 @dataclass
 class BankingGrading:
     """How this episode's DB records calls (spec §B.5); set per task by the environment."""

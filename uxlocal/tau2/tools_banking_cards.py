@@ -34,7 +34,17 @@ from typing import Annotated, Any
 from pydantic import StrictBool, StrictFloat, StrictInt, StrictStr, WithJsonSchema
 
 from .banking_discoverable import agent_tool
-from .db_banking import TODAY_MDY, BankingDB, BankingTable, account_balance, parse_money, seed_of, seeded_id
+from .db_banking import (
+    TODAY_MDY,
+    BankingDB,
+    BankingTable,
+    account_balance,
+    card_transaction_id,
+    dispute_id,
+    parse_money,
+    seed_of,
+    seeded_id,
+)
 from .toolkit import ToolError, arg
 
 Number = Annotated[StrictInt | StrictFloat, WithJsonSchema({"type": "number"})]
@@ -91,17 +101,6 @@ BAD_STANDING = ("PAST_DUE", "DELINQUENT", "COLLECTIONS", "CLOSED")
 
 
 # --- record ids (sha256 seeds; the same inputs always give the same id) ------------------------
-
-
-def dispute_id(user_id: str, transaction_id: str) -> str:
-    """Id of a card dispute; one dispute per customer and transaction (credit and debit alike)."""
-    return "dsp_" + seeded_id(seed_of("dispute", user_id, transaction_id), 12)
-
-
-def card_transaction_id(user_id: str, card_type: str, merchant: str, amount: float, category: str) -> str:
-    """Id of a credit card transaction row; the amount enters with two decimals, so 25 == 25.0."""
-    seed = seed_of("transaction", user_id, card_type, merchant, f"{amount:.2f}", category)
-    return "txn_" + seeded_id(seed, 12)
 
 
 def card_order_id(card_account_id: str, user_id: str, reason: str) -> str:

@@ -20,7 +20,16 @@ from typing import Annotated, Any
 from pydantic import ValidationError
 
 from .banking_discoverable import DISCOVERABLE_USER, user_tool
-from .db_banking import TODAY_MDY, BankingDB, account_balance, dollars, seed_of, seeded_id
+from .db_banking import (
+    TODAY_MDY,
+    BankingDB,
+    account_balance,
+    card_transaction_id,
+    dispute_id,
+    dollars,
+    seed_of,
+    seeded_id,
+)
 from .toolkit import ToolError, Toolkit, arg, describe_validation_error
 
 USER = Toolkit("banking_knowledge user")
@@ -155,8 +164,7 @@ def submit_transaction(
     rates = CARD_REWARD_RATES.get(credit_card_type)
     if rates is None:
         raise ToolError(f"unknown card type {credit_card_type!r}; one of: {', '.join(CARD_TYPES)}")
-    key = "txn_" + seeded_id(seed_of("transaction", user_id, credit_card_type, merchant_name,
-                                     f"{amount:.2f}", category), 12)
+    key = card_transaction_id(user_id, credit_card_type, merchant_name, amount, category)
     if key in db.credit_card_transaction_history:
         raise ToolError(f"transaction {key} was already recorded")
     rate = rates.get(category, rates["default"])
@@ -183,7 +191,7 @@ def submit_cash_back_dispute_0589(
     The dispute is queued for review; when the bank auto-resolves disputes it is approved at once
     and the agent then corrects the transaction's rewards.
     """
-    key = "dsp_" + seeded_id(seed_of("dispute", user_id, transaction_id), 12)
+    key = dispute_id(user_id, transaction_id)
     settings = db.task_config.get("dispute_settings") or {}
     resolved = bool(settings.get("auto_resolve_disputes", False))
     if key in db.cash_back_disputes:

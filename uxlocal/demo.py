@@ -18,6 +18,8 @@ To run the full benchmarks on real models (on a GPU box, offline):
   1. copy HF model folders under $UXLOCAL_MODELS (see models/*.toml, `uxlocal models list`);
   2. run a suite on the released data, e.g.
      uxlocal run uxbench --data /data/uxbench --model candidate=qwen2.5-7b-instruct --model judge=qwen3-32b --db runs.duckdb
+     UserProxyBench, all 375 tau2 tasks (telecom, airline, retail, banking_knowledge) and every proxy:
+     uxlocal run userproxy --domains all --tau2-data /data/tau2 --model agent=qwen2.5-7b-instruct --model judge=qwen3-32b --proxies llama-3.1-8b-instruct,qwen2.5-7b-instruct --criteria-template --db runs.duckdb
   3. read the numbers back with SQL: uxlocal query --db runs.duckdb "select * from run_summary"
   4. judge your own conversations against your human labels, e.g.
      uxlocal judge chats.jsonl --rubric ux-liked --human-col thumb --model judge=qwen3-32b --db judged.duckdb

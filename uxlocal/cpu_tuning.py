@@ -114,7 +114,7 @@ def preload_wanted(env: dict[str, str] | None = None) -> list[str]:
         return []
     loaded = env.get("LD_PRELOAD", "")
     names = {"tcmalloc": "libtcmalloc", "iomp": "libiomp"}
-    return [p for kind, p in zip(PRELOAD_KINDS, [find_library(k) for k in PRELOAD_KINDS])
+    return [p for kind, p in zip(PRELOAD_KINDS, [find_library(k) for k in PRELOAD_KINDS], strict=True)
             if p and names[kind] not in loaded]
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from uxlocal import cpu_tuning, doctor
 
-FAKE = {"tcmalloc": "/opt/x/libtcmalloc_minimal.so.4", "iomp": "/opt/x/libiomp5.so"}
+FAKE = {"tcmalloc": "/usr/local/lib/x/libtcmalloc_minimal.so.4", "iomp": "/usr/local/lib/x/libiomp5.so"}
 
 
 @pytest.fixture
@@ -46,8 +46,8 @@ def test_preload_wanted_skips_a_library_already_preloaded(fake_libraries: None) 
 
 
 def test_with_preload_puts_paths_first_and_keeps_others_once() -> None:
-    env = cpu_tuning.with_preload({"LD_PRELOAD": "/a/liby.so:/opt/x/libiomp5.so", "K": "v"}, ["/opt/x/libiomp5.so"])
-    assert env == {"LD_PRELOAD": "/opt/x/libiomp5.so:/a/liby.so", "K": "v"}
+    env = cpu_tuning.with_preload({"LD_PRELOAD": "/a/liby.so:/usr/local/lib/x/libiomp5.so", "K": "v"}, ["/usr/local/lib/x/libiomp5.so"])
+    assert env == {"LD_PRELOAD": "/usr/local/lib/x/libiomp5.so:/a/liby.so", "K": "v"}
 
 
 def test_reexec_execs_the_same_command_with_ld_preload(fake_libraries: None, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -140,42 +140,51 @@ def _join_entries(entries: typing.Iterable[tuple[str, bytes]]) -> bytes:
     return b"{" + body + b"}"
 
 
-class Table(Generic[R]):
-    """One keyed collection of a DB (``orders``, ``flights`` …) with copy-on-write records."""
+Row = TypeVar("Row")
 
-    __slots__ = ("_name", "_snapshot", "_base", "_own", "_added")
 
-    def __init__(self, name: str, snapshot: Snapshot) -> None:
+class CopyOnWriteRows(Generic[Row]):
+    """Keyed rows shared read-only with other episodes; the first edit of a row copies it.
+
+    Keys keep file order, then the order this episode added them in. Subclasses say how a row is
+    copied (``_clone``): a pydantic record here, a plain dict in the banking DB.
+    """
+
+    __slots__ = ("_name", "_base", "_own", "_added")
+
+    def __init__(self, name: str, base: dict[str, Row]) -> None:
         self._name = name
-        self._snapshot = snapshot
-        self._base = typing.cast(dict[str, R], snapshot.tables[name])
-        self._own: dict[str, R] = {}
+        self._base = base
+        self._own: dict[str, Row] = {}
         self._added: list[str] = []
 
-    def get(self, key: str) -> R | None:
-        """Return the current record, read-only (it may be shared with other episodes)."""
+    def _clone(self, row: Row) -> Row:
+        raise NotImplementedError
+
+    def get(self, key: str) -> Row | None:
+        """Return the current row, read-only (it may be shared with other episodes)."""
         own = self._own.get(key)
         return own if own is not None else self._base.get(key)
 
-    def edit(self, key: str) -> R:
-        """Return the episode's own copy of a record, made on first edit; ``KeyError`` if absent."""
+    def edit(self, key: str) -> Row:
+        """Return the episode's own copy of a row, made on first edit; ``KeyError`` if absent."""
         own = self._own.get(key)
         if own is None:
-            own = self._base[key].model_copy(deep=True)
+            own = self._clone(self._base[key])
             self._own[key] = own
         return own
 
-    def add(self, key: str, record: R) -> None:
-        """Insert a new record; adding an existing key is a bug in the calling tool."""
+    def add(self, key: str, row: Row) -> None:
+        """Insert a new row; adding an existing key is a bug in the calling tool."""
         if key in self:
             raise KeyError(f"{self._name}: {key!r} already exists")
-        self.put(key, record)
+        self.put(key, row)
 
-    def put(self, key: str, record: R) -> None:
-        """Insert or replace a record (used by DB patches)."""
+    def put(self, key: str, row: Row) -> None:
+        """Insert or replace a row (used by DB patches)."""
         if key not in self._base and key not in self._own:
             self._added.append(key)
-        self._own[key] = record
+        self._own[key] = row
 
     def __contains__(self, key: object) -> bool:
         return key in self._own or key in self._base
@@ -191,23 +200,36 @@ class Table(Generic[R]):
         yield from self._base
         yield from self._added
 
-    def values(self) -> Iterator[R]:
-        """Iterate the current records, read-only."""
+    def values(self) -> Iterator[Row]:
+        """Iterate the current rows, read-only."""
         for key in self.keys():
-            record = self.get(key)
-            assert record is not None
-            yield record
+            row = self.get(key)
+            assert row is not None
+            yield row
 
-    def items(self) -> Iterator[tuple[str, R]]:
-        """Iterate the current ``(key, record)`` pairs, read-only."""
+    def items(self) -> Iterator[tuple[str, Row]]:
+        """Iterate the current ``(key, row)`` pairs, read-only."""
         for key in self.keys():
-            record = self.get(key)
-            assert record is not None
-            yield key, record
+            row = self.get(key)
+            assert row is not None
+            yield key, row
 
     def touched(self) -> bool:
         """Whether this episode edited or added anything here."""
         return bool(self._own)
+
+
+class Table(CopyOnWriteRows[R]):
+    """One keyed collection of a DB (``orders``, ``flights`` …) with copy-on-write records."""
+
+    __slots__ = ("_snapshot",)
+
+    def __init__(self, name: str, snapshot: Snapshot) -> None:
+        super().__init__(name, typing.cast(dict[str, R], snapshot.tables[name]))
+        self._snapshot = snapshot
+
+    def _clone(self, row: R) -> R:
+        return row.model_copy(deep=True)
 
     def canonical_bytes(self) -> bytes:
         """Canonical JSON of the table as this episode sees it."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +25,7 @@ from typing import Any
 
 from uxlocal.errors import InputError
 
-from .db import canonical_json, deep_merge
+from .db import CopyOnWriteRows, canonical_json, deep_merge
 from .toolkit import ToolError
 
 TABLES: tuple[str, ...] = (
@@ -135,72 +135,22 @@ class BankingSnapshot:
         return cached
 
 
-class BankingTable:
-    """One table with copy-on-write rows; keys keep file order, then insertion order."""
+class BankingTable(CopyOnWriteRows[dict[str, Any]]):
+    """One table with copy-on-write dict rows; keys keep file order, then insertion order."""
+
+    __slots__ = ("name", "notes")
 
     def __init__(self, name: str, base: dict[str, dict[str, Any]], notes: str) -> None:
+        super().__init__(name, base)
         self.name = name
         self.notes = notes
-        self._base = base
-        self._own: dict[str, dict[str, Any]] = {}
-        self._added: list[str] = []
 
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The current row, read-only (it may be shared with other episodes)."""
-        own = self._own.get(key)
-        return own if own is not None else self._base.get(key)
-
-    def edit(self, key: str) -> dict[str, Any]:
-        """The episode's own copy of a row, made on first edit; ``KeyError`` if absent."""
-        own = self._own.get(key)
-        if own is None:
-            own = copy.deepcopy(self._base[key])
-            self._own[key] = own
-        return own
-
-    def add(self, key: str, row: dict[str, Any]) -> None:
-        """Insert a new row; an existing key is a ``KeyError`` (callers decide what that means)."""
-        if key in self:
-            raise KeyError(f"{self.name}: {key!r} already exists")
-        self.put(key, row)
-
-    def put(self, key: str, row: dict[str, Any]) -> None:
-        """Insert or replace a row."""
-        if key not in self._base and key not in self._own:
-            self._added.append(key)
-        self._own[key] = row
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._own or key in self._base
-
-    def __len__(self) -> int:
-        return len(self._base) + len(self._added)
-
-    def __iter__(self) -> Iterator[str]:
-        return self.keys()
-
-    def keys(self) -> Iterator[str]:
-        """Keys in file order, then the ones this episode added."""
-        yield from self._base
-        yield from self._added
-
-    def values(self) -> Iterator[dict[str, Any]]:
-        """Current rows, read-only."""
-        for key in self.keys():
-            yield self.get(key)  # type: ignore[misc]
-
-    def items(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Current ``(key, row)`` pairs, read-only."""
-        for key in self.keys():
-            yield key, self.get(key)  # type: ignore[misc]
+    def _clone(self, row: dict[str, Any]) -> dict[str, Any]:
+        return copy.deepcopy(row)
 
     def find(self, **equal: Any) -> list[tuple[str, dict[str, Any]]]:
         """Rows whose fields equal every given value, in key order."""
         return [(k, r) for k, r in self.items() if all(r.get(f) == v for f, v in equal.items())]
-
-    def touched(self) -> bool:
-        """Whether this episode edited or added rows."""
-        return bool(self._own)
 
     def dump(self) -> dict[str, Any]:
         """The table as stored in ``db.json``."""
@@ -227,7 +177,7 @@ class BankingDB:
         return self._tables[name]
 
     def __getattr__(self, name: str) -> BankingTable:
-        tables = self.__dict__.get("_tables")
+        tables: dict[str, BankingTable] | None = self.__dict__.get("_tables")
         if tables is not None and name in tables:
             return tables[name]
         raise AttributeError(name)

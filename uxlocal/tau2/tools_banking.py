@@ -30,7 +30,7 @@ Two seams for the other banking modules:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import ValidationError
@@ -39,9 +39,9 @@ from . import tools_banking_accounts, tools_banking_cards  # noqa: F401  (import
 from .banking_discoverable import DISCOVERABLE_AGENT, DISCOVERABLE_USER
 from .db_banking import NOW, BankingDB, BankingGrading, seed_of, seeded_id
 from .domains import Domain, DomainSpec
+from .retrieval import DEFAULT_RETRIEVAL_VARIANT, register_retrieval, retrieval_info
 from .tasks import Task
 from .toolkit import ToolError, Toolkit, ToolSpec, arg, describe_validation_error
-from .retrieval import DEFAULT_RETRIEVAL_VARIANT, register_retrieval, retrieval_info
 from .tools_banking_user import USER
 
 AGENT = Toolkit("banking_knowledge")

@@ -31,7 +31,7 @@ from datetime import date
 from typing import Annotated, Any
 
 from .banking_discoverable import agent_tool
-from .db_banking import TODAY, TODAY_MDY, BankingDB, account_balance, dollars, parse_money, seed_of, seeded_id
+from .db_banking import TODAY, TODAY_MDY, BankingDB, account_balance, dollars, seed_of, seeded_id
 from .toolkit import ToolError, arg
 
 Row = dict[str, Any]

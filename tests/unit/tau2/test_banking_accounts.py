@@ -18,7 +18,7 @@ import pytest
 
 from uxlocal.tau2 import tools_banking_accounts as accounts
 from uxlocal.tau2.banking_discoverable import DISCOVERABLE_AGENT
-from uxlocal.tau2.db_banking import BankingDB, BankingGrading, BankingSnapshot, seed_of, seeded_id
+from uxlocal.tau2.db_banking import BankingDB, BankingGrading, BankingSnapshot, parse_money, seed_of, seeded_id
 from uxlocal.tau2.toolkit import ToolError
 
 MINE = [s.name for s in DISCOVERABLE_AGENT.tools() if s.func.__module__ == accounts.__name__]
@@ -82,12 +82,12 @@ def test_accounts_registers_twenty_described_tools() -> None:
 
 
 def test_parse_money_reads_every_stored_balance_form() -> None:
-    assert accounts.parse_money("$2,850.50") == 2850.5
-    assert accounts.parse_money("129.02") == 129.02
-    assert accounts.parse_money(3400) == 3400.0
-    assert accounts.parse_money(None) == 0.0
+    assert parse_money("$2,850.50") == 2850.5
+    assert parse_money("129.02") == 129.02
+    assert parse_money(3400) == 3400.0
+    assert parse_money(None) == 0.0
     with pytest.raises(ToolError):
-        accounts.parse_money("n/a")
+        parse_money("n/a")
 
 
 # --- bank accounts --------------------------------------------------------------------------

@@ -40,6 +40,29 @@ def run_time(job: JobResult) -> float:
     return float(end - ready)
 
 
+def _killed_run(folder: Path, argv: list[str], env: dict[str, str], kill_at: float, total_s: float,
+                attempts: int = 3) -> tuple[JobResult, float]:
+    """Run the job on a fresh crash store and SIGKILL it at ``kill_at`` x the reference run time.
+
+    Returns the killed job and the run time its kill was timed against.
+
+    On a machine whose load changes, a copy can finish before its kill (the reference ran slower);
+    then that copy's own run time becomes the reference and a new copy is killed, up to ``attempts``.
+    """
+    for attempt in range(attempts):
+        store = folder / "crash.duckdb"
+        for stale in (store, Path(f"{store}.wal")):
+            stale.unlink(missing_ok=True)
+        job = run_job(["--db", str(store), *argv], env=env,
+                      kill_at=lambda e, _, t=total_s: kill_at * t if e["event"] == "ready" else None)
+        if job.returncode == -9:
+            return job, total_s
+        print(f"attempt {attempt + 1}: the copy finished in {run_time(job):.1f} s, before its kill at "
+              f"{kill_at * total_s:.1f} s (the reference ran slower); timing the next kill on this copy")
+        total_s = run_time(job)
+    raise SystemExit(f"no copy was killed in {attempts} attempts; is the run too short?")
+
+
 def compare(resumed: dict[str, Any], reference: dict[str, Any]) -> tuple[int, int]:
     """(rows of the uninterrupted store missing after the resume, duplicated rows after the resume)."""
     lost = 0
@@ -68,10 +91,7 @@ def main() -> None:
     load = wait_quiet()
     first = run_job(["--db", str(folder / "ref.duckdb"), *argv], env=env)
     total_s = run_time(first)
-    killed = run_job(["--db", str(folder / "crash.duckdb"), *argv], env=env,
-                     kill_at=lambda e, _: args.kill_at * total_s if e["event"] == "ready" else None)
-    if killed.returncode != -9:
-        raise SystemExit(f"the job was not killed (rc {killed.returncode}); is the run too short?")
+    killed, total_s = _killed_run(folder, argv, env, args.kill_at, total_s)
     stored = stored_hashes(str(folder / "crash.duckdb"))
     assert killed.killed_at is not None
     due = {e["hash"] for e in killed.of("done") if e["t"] <= killed.killed_at - flush_s - COMMIT_SLACK_S}
@@ -84,7 +104,7 @@ def main() -> None:
             "engine calls (one tick)": len(first.of("chunk")), "judge mode": args.judge_mode,
             "flush_every_s": flush_s, "kill at (share of run time)": args.kill_at,
             "load before timing": f"{load:.2f}", "stores": str(folder)},
-           [("first run time (s)", total_s), ("killed at (s)", run_time(killed)),
+           [("reference run time (s)", total_s), ("killed at (s)", run_time(killed)),
             ("finished before the kill", len(killed.of("done"))),
             ("stored at the kill", len(stored)),
             ("finished > flush_every_s before kill, not stored", len(due - stored)),
@@ -92,7 +112,7 @@ def main() -> None:
             ("rerun: requests generated", end["engine_requests"]),
             ("rerun run time (s)", run_time(rerun)),
             ("rows lost vs uninterrupted run", lost), ("rows duplicated", duplicated),
-            ("rerun/first run time", run_time(rerun) / total_s),
+            ("rerun/reference run time", run_time(rerun) / total_s),
             ("share regenerated (goal <= 0.45)", end["engine_requests"] / requests)], args.json_out)
 
 

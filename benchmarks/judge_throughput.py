@@ -71,20 +71,23 @@ def rubric_toml(k: int) -> str:
 
 
 class CacheCounter:
-    """Wraps ``LLM.generate`` to sum vLLM's per-request prompt and cached token counts."""
+    """Wraps the vLLM engine's ``step`` (our engine steps it itself) to sum the prompt and cached
+    token counts of every finished request, as vLLM reports them."""
 
     def __init__(self, llm: Any) -> None:
         self.llm = llm
-        self.original = llm.generate
+        engine = llm.llm_engine
+        self.original = engine.step
         self.prompt_tokens = 0
         self.cached_tokens = 0
-        llm.generate = self
+        engine.step = self
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         outputs = self.original(*args, **kwargs)
         for out in outputs:
-            self.prompt_tokens += len(out.prompt_token_ids or [])
-            self.cached_tokens += out.num_cached_tokens or 0
+            if getattr(out, "finished", False):
+                self.prompt_tokens += len(out.prompt_token_ids or [])
+                self.cached_tokens += out.num_cached_tokens or 0
         return outputs
 
     def reset(self) -> None:

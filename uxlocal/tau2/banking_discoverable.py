@@ -13,10 +13,16 @@ agent reads when it unlocks the tool, so write it for the agent. Refusals raise 
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from .toolkit import ToolKind, Toolkit
+from pydantic import ValidationError
+
+from .toolkit import ToolError, ToolKind, Toolkit, ToolSpec, arg, describe_validation_error
+
+if TYPE_CHECKING:
+    from .db_banking import BankingDB
 
 DISCOVERABLE_AGENT = Toolkit("banking_knowledge discoverable agent tools")
 DISCOVERABLE_USER = Toolkit("banking_knowledge discoverable user tools")
@@ -40,3 +46,28 @@ def agent_tool(kind: ToolKind) -> Callable[[Callable[..., Any]], Callable[..., A
 def user_tool(kind: ToolKind) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a discoverable user tool."""
     return _registrar(DISCOVERABLE_USER, kind)
+
+
+ArgumentsJson = Annotated[str, arg('The arguments as a JSON object in a string, e.g. \'{"user_id": "123"}\'; '
+                                   "'{}' when the tool takes none.")]
+"""How both doors (``call_discoverable_agent_tool``, ``call_discoverable_user_tool``) take arguments."""
+
+
+def parse_arguments_json(db: BankingDB, text: str) -> dict[str, Any]:
+    """Parse a discoverable call's arguments; at 1.0.1 every JSON number is read as a float."""
+    try:
+        value = json.loads(text, parse_int=float) if db.grading.later else json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ToolError(f"arguments are not valid JSON: {err.msg}") from None
+    if not isinstance(value, dict):
+        raise ToolError("arguments must be a JSON object, e.g. '{\"user_id\": \"123\"}'")
+    return value
+
+
+def validated_kwargs(spec: ToolSpec, given: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments to call a discoverable tool with; bad arguments are a ``ToolError``."""
+    try:
+        parsed = spec.args_model.model_validate(given)
+    except ValidationError as err:
+        raise ToolError(describe_validation_error(spec.name, err)) from None
+    return {name: getattr(parsed, name) for name in type(parsed).model_fields}

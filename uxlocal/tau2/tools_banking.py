@@ -33,15 +33,19 @@ import json
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from pydantic import ValidationError
-
 from . import tools_banking_accounts, tools_banking_cards  # noqa: F401  (import registers the 44 tools)
-from .banking_discoverable import DISCOVERABLE_AGENT, DISCOVERABLE_USER
+from .banking_discoverable import (
+    DISCOVERABLE_AGENT,
+    DISCOVERABLE_USER,
+    ArgumentsJson,
+    parse_arguments_json,
+    validated_kwargs,
+)
 from .db_banking import NOW, BankingDB, BankingGrading, seed_of, seeded_id
 from .domains import Domain, DomainSpec
 from .retrieval import DEFAULT_RETRIEVAL_VARIANT, register_retrieval, retrieval_info
 from .tasks import Task
-from .toolkit import ToolError, Toolkit, ToolSpec, arg, describe_validation_error
+from .toolkit import ToolError, Toolkit, ToolSpec, arg
 from .tools_banking_user import USER
 
 AGENT = Toolkit("banking_knowledge")
@@ -60,8 +64,6 @@ TransferReason = Literal[
 """The bank's transfer reason codes; the knowledge base says which one applies when."""
 
 UserId = Annotated[str, arg("The customer's user id, e.g. '123' or 'lj82d4f1a9'.")]
-ArgumentsJson = Annotated[str, arg('The arguments as a JSON object in a string, e.g. \'{"user_id": "123"}\'; '
-                                   "'{}' when the tool takes none.")]
 
 
 def _rows(pairs: Iterable[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -177,17 +179,6 @@ def log_verification(
 # --- discoverable tools ------------------------------------------------------------------------
 
 
-def parse_arguments_json(db: BankingDB, text: str) -> dict[str, Any]:
-    """Parse a discoverable call's arguments; at 1.0.1 every JSON number is read as a float."""
-    try:
-        value = json.loads(text, parse_int=float) if db.grading.later else json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ToolError(f"arguments are not valid JSON: {err.msg}") from None
-    if not isinstance(value, dict):
-        raise ToolError("arguments must be a JSON object, e.g. '{\"user_id\": \"123\"}'")
-    return value
-
-
 def describe_discoverable(spec: ToolSpec) -> str:
     """Describe a discoverable tool for the agent: its docstring, then one line per argument."""
     parameters = spec.openai_schema()["function"]["parameters"]
@@ -259,13 +250,9 @@ def call_discoverable_agent_tool(
         raise _unknown_agent_tool(agent_tool_name)
     if agent_tool_name not in db.unlocked_agent_tools:
         raise ToolError(f"{agent_tool_name} is locked: call unlock_discoverable_agent_tool first.")
-    raw = parse_arguments_json(db, arguments)
+    kwargs = validated_kwargs(spec, parse_arguments_json(db, arguments))
     try:
-        parsed = spec.args_model.model_validate(raw)
-    except ValidationError as err:
-        raise ToolError(describe_validation_error(agent_tool_name, err)) from None
-    try:
-        return spec.func(db, **{name: getattr(parsed, name) for name in type(parsed).model_fields})
+        return spec.func(db, **kwargs)
     finally:
         _log_agent_call(db, spec)
 

@@ -17,9 +17,13 @@ import hashlib
 import json
 from typing import Annotated, Any
 
-from pydantic import ValidationError
-
-from .banking_discoverable import DISCOVERABLE_USER, user_tool
+from .banking_discoverable import (
+    DISCOVERABLE_USER,
+    ArgumentsJson,
+    parse_arguments_json,
+    user_tool,
+    validated_kwargs,
+)
 from .db_banking import (
     TODAY_MDY,
     BankingDB,
@@ -30,7 +34,7 @@ from .db_banking import (
     seed_of,
     seeded_id,
 )
-from .toolkit import ToolError, Toolkit, arg, describe_validation_error
+from .toolkit import ToolError, Toolkit, arg
 
 USER = Toolkit("banking_knowledge user")
 
@@ -104,27 +108,18 @@ def submit_referral(
 def call_discoverable_user_tool(
     db: BankingDB,
     discoverable_tool_name: Annotated[str, arg("The tool's name, as the agent gave it.")],
-    arguments: Annotated[str, arg('Its arguments as a JSON object in a string, e.g. \'{"user_id": "123"}\'.')]
-    = "{}",
+    arguments: ArgumentsJson = "{}",
 ) -> object:
     """Check the arguments, then that the tool was given, then log the call and run it."""
     spec = DISCOVERABLE_USER.spec(discoverable_tool_name)
     if spec is None:
         raise ToolError(f"Unknown discoverable tool '{discoverable_tool_name}'.")
-    try:
-        sent = json.loads(arguments, parse_int=float) if db.grading.later else json.loads(arguments)
-    except json.JSONDecodeError as err:
-        raise ToolError(f"arguments are not valid JSON: {err.msg}") from None
-    if not isinstance(sent, dict):
-        raise ToolError("arguments must be a JSON object")
-    try:
-        parsed = spec.args_model.model_validate(sent)
-    except ValidationError as err:
-        raise ToolError(describe_validation_error(discoverable_tool_name, err)) from None
+    sent = parse_arguments_json(db, arguments)
+    kwargs = validated_kwargs(spec, sent)
     if not db.user_discoverable_tools.find(tool_name=discoverable_tool_name):
         raise ToolError(f"{discoverable_tool_name} has not been given to you; the agent must give it first.")
     _log_user_call(db, discoverable_tool_name, sent)
-    return spec.func(db, **{name: getattr(parsed, name) for name in type(parsed).model_fields})
+    return spec.func(db, **kwargs)
 
 
 def _log_user_call(db: BankingDB, name: str, sent: dict[str, Any]) -> None:

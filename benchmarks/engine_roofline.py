@@ -23,6 +23,7 @@ each prefill figure as a fraction of FLOPs / peak. Arms (``--arms``; ``+`` combi
     bind       OpenMP threads pinned one per core vLLM sees (VLLM_CPU_OMP_THREADS_BIND, OMP_PLACES)
     compile    vLLM's CPU torch.compile instead of enforce_eager (costs a compile at load)
     kvN        VLLM_CPU_KVCACHE_SPACE=N (GiB)         tokens16k  max_num_batched_tokens=16384
+    blockN     KV-cache block of N tokens (``before`` has vllm-cpu's 128; uxlocal runs 32)
 
 Printed: every arm's figures, the roof, the fractions, and each arm's ratio over ``before``,
 last the best arm's decode@32 ratio (goal >= 1.5x). The summary is also stored for

@@ -89,7 +89,8 @@ def cpu_settings_row() -> tuple[str, str, str]:
     detail = (f"threads bind={bind} (OpenMP places: {places}); "
               f"{'eager' if args['enforce_eager'] else 'torch.compile'}; "
               f"KV cache {os.environ.get('VLLM_CPU_KVCACHE_SPACE', 'unset')} GiB; "
-              f"max_num_batched_tokens >= {args['max_num_batched_tokens']}")
+              f"max_num_batched_tokens >= {args['max_num_batched_tokens']}; "
+              f"KV block {args['block_size']} tokens (prefix-cache granularity)")
     return "cpu engine settings", "n/a" if not _installed("vllm-cpu") else "ok", detail
 
 

@@ -92,13 +92,14 @@ def test_reexec_preloads_the_real_libraries_in_a_child_process(tmp_path: Path) -
 def test_arm_settings_before_is_the_pre_issue_baseline() -> None:
     env, args = cpu_tuning.arm_settings("before")
     assert env == {"VLLM_CPU_OMP_THREADS_BIND": "nobind", "VLLM_CPU_KVCACHE_SPACE": "1"}
-    assert args == {"enforce_eager": True, "max_num_batched_tokens": 8192}
+    assert args == {"enforce_eager": True, "max_num_batched_tokens": 8192, "block_size": 128}
 
 
 def test_arm_settings_combine_changes_on_top_of_before(fake_libraries: None) -> None:
     env, args = cpu_tuning.arm_settings("tcmalloc+compile+kv4")
     assert env["LD_PRELOAD"] == FAKE["tcmalloc"] and env["VLLM_CPU_KVCACHE_SPACE"] == "4"
     assert args["enforce_eager"] is False and args["max_num_batched_tokens"] == 8192
+    assert cpu_tuning.arm_settings("block32")[1]["block_size"] == 32
     bind_env, _ = cpu_tuning.arm_settings("bind")
     assert bind_env["OMP_PROC_BIND"] == "close"
     assert bind_env["OMP_NUM_THREADS"] == str(len(os.sched_getaffinity(0)))
@@ -113,6 +114,7 @@ def test_cpu_engine_args_hold_a_full_window_without_chunked_prefill() -> None:
     assert cpu_tuning.cpu_engine_args(2048)["max_num_batched_tokens"] == cpu_tuning.MIN_BATCHED_TOKENS
     big = cpu_tuning.cpu_engine_args(32768)
     assert big["max_num_batched_tokens"] == 32768 and big["enable_chunked_prefill"] is False
+    assert big["block_size"] == cpu_tuning.KV_BLOCK_SIZE == 32  # prefix-cache granularity (judge hit rate)
 
 
 def test_cpu_engine_args_compile_only_when_opted_in(monkeypatch: pytest.MonkeyPatch) -> None:

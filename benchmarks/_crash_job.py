@@ -7,6 +7,7 @@ Used by ``benchmarks/crash_resume.py`` and the crash tests (``tests/integration/
 loads the judge's engine first, then prints (one JSON object per line, flushed):
 
 - ``{"event": "ready", "t": ...}`` when the engine is loaded and the run starts;
+- ``{"event": "call", "n": ..., "size": ..., "t": ...}`` when an engine call starts;
 - ``{"event": "chunk", "n": ..., "size": ..., "t": ...}`` when an engine call returns;
 - ``{"event": "done", "hash": ..., "t": ...}`` when a result reached the scheduler (after the
   scheduler's sink took it, so a commit that was due has been queued);
@@ -20,6 +21,7 @@ job, collects the events and SIGKILLs the job when its ``kill_at`` says so.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import signal
@@ -60,18 +62,30 @@ class Tap:
 
 
 def watch(engine: Any) -> dict[str, int]:
-    """Wrap ``engine.generate`` to report chunks and results; returns live counters."""
+    """Wrap ``engine.generate`` to report engine calls ("chunk") and results; returns live counters.
+
+    The wrapper takes ``window`` only when the engine does, so the scheduler calls it as it would
+    call the engine (one rolling call per tick for vLLM, ``max_batch`` chunks for the others).
+    """
     counts = {"calls": 0, "requests": 0}
     original = engine.generate
 
-    def generate(batch: list[PreparedRequest], *, sink: ResultSink | None = None) -> list[GenResult]:
+    def run(batch: list[PreparedRequest], sink: ResultSink | None, **extra: Any) -> list[GenResult]:
+        say("call", n=counts["calls"] + 1, size=len(batch))
         counts["requests"] += len(batch)
-        out = original(batch, sink=Tap(sink, batch) if sink is not None else None)
+        out = original(batch, sink=Tap(sink, batch) if sink is not None else None, **extra)
         counts["calls"] += 1
         say("chunk", n=counts["calls"], size=len(batch))
         return list(out)
 
-    engine.generate = generate
+    def generate(batch: list[PreparedRequest], *, sink: ResultSink | None = None) -> list[GenResult]:
+        return run(batch, sink)
+
+    def generate_rolling(batch: list[PreparedRequest], *, sink: ResultSink | None = None,
+                         window: int | None = None) -> list[GenResult]:
+        return run(batch, sink, window=window)
+
+    engine.generate = generate_rolling if "window" in inspect.signature(original).parameters else generate
     return counts
 
 

@@ -342,13 +342,18 @@ class Scheduler:
             unique.setdefault(prepared.request_hash, prepared)
         batch = list(unique.values())
         results: dict[str, GenResult] = {}
-        for start in range(0, len(batch), self.max_batch):
-            chunk = batch[start:start + self.max_batch]
+        # an engine that refills its batch as requests end gets the whole list with max_batch as
+        # its window (one call, always full); others get it in max_batch chunks, one call each
+        rolling = _takes(slot.engine, "window")
+        step = max(1, len(batch)) if rolling else self.max_batch
+        for start in range(0, len(batch), step):
+            chunk = batch[start:start + step]
             begun = time.perf_counter()
-            if _takes_sink(slot.engine):
-                outputs = slot.engine.generate(chunk, sink=_SaveAsFinished(self, slot, chunk))
+            extra: dict[str, Any] = {"window": self.max_batch} if rolling else {}
+            if _takes(slot.engine, "sink"):
+                outputs = slot.engine.generate(chunk, sink=_SaveAsFinished(self, slot, chunk), **extra)
             else:  # an engine without streaming: its results are saved when the call returns
-                outputs = slot.engine.generate(chunk)
+                outputs = slot.engine.generate(chunk, **extra)
             self.stats.engine_busy_s += time.perf_counter() - begun
             self.stats.engine_calls += 1
             for prepared, result in zip(chunk, outputs):
@@ -418,8 +423,11 @@ class _SaveAsFinished:
         self.scheduler.flush_if_due()
 
 
-def _takes_sink(engine: Engine) -> bool:
-    """Whether ``engine.generate`` accepts ``sink=`` (engines written before streaming do not).
+def _takes(engine: Engine, keyword: str) -> bool:
+    """Whether ``engine.generate`` accepts ``keyword=`` (``sink`` or ``window``).
+
+    Engines written before streaming take no ``sink`` (``**kwargs`` counts as taking it); ``window``
+    counts only when named, since a window changes what one call holds.
 
     Asked on every call, not cached per engine type: ``generate`` can be replaced on a class or an
     instance (wrappers, test doubles), and a signature costs microseconds next to an engine call.
@@ -428,7 +436,9 @@ def _takes_sink(engine: Engine) -> bool:
         params = inspect.signature(engine.generate).parameters
     except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
         return False
-    return "sink" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    if keyword in params:
+        return True
+    return keyword == "sink" and any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 def _with_seed(sampling: Any, seed: int | None) -> Any:

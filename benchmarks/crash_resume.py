@@ -3,13 +3,16 @@
     .venv/bin/python benchmarks/crash_resume.py [--limit 40] [--max-batch 4] [--judge-mode reason]
 
 Three child processes run the same single-tick UXBench T1 job (``_crash_job.py``: one scheduler
-tick, ``limit / max_batch`` engine calls), each loading the model first:
+tick; vLLM runs it as one engine call with ``max_batch`` requests in the engine at a time, other
+engines as ``limit / max_batch`` calls), each loading the model first:
 
 1. uninterrupted, on its own store: its run time T is from "engine loaded" to "run finished";
 2. on a second store, SIGKILLed at ``--kill-at`` (0.6) x T after its engine loaded;
 3. the same command again on the killed store (resume).
 
-Printed: the share of requests the rerun had to generate (goal <= 45 %), the rerun's run time
+Printed: the share of requests the rerun had to generate (goal <= 45 %) next to the share that
+had not finished at the kill (no resume can do better; the difference is what finished within
+the last ``flush_every_s`` and was not committed yet), the rerun's run time
 over the first run's, finished generations older than ``flush_every_s`` at the kill that the store
 lacked (must be 0), and rows lost or duplicated against the uninterrupted store (must be 0).
 The scheduler's default ``flush_every_s`` (2 s) applies unless ``--flush-every-s``.
@@ -113,6 +116,7 @@ def main() -> None:
             ("rerun run time (s)", run_time(rerun)),
             ("rows lost vs uninterrupted run", lost), ("rows duplicated", duplicated),
             ("rerun/reference run time", run_time(rerun) / total_s),
+            ("share unfinished at the kill (the floor)", 1 - len(killed.of("done")) / requests),
             ("share regenerated (goal <= 0.45)", end["engine_requests"] / requests)], args.json_out)
 
 

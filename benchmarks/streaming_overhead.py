@@ -9,6 +9,13 @@ before streaming). The arms alternate for ``--rounds`` rounds with the prefix ca
 each, so load drift on a shared machine hits both; the ratio of their summed times is printed
 last (goal: within 5 %). Caveat: arm B skips the label walks' off-path reads that arm A (and the
 engine before streaming, in a second call) makes for the Choice half, so B is a lower bound.
+
+With ``--window W`` (default 8) two more arms compare how the scheduler feeds a tick of the same
+requests to the engine with ``max_batch`` W: C, ``max_batch`` chunks, one streamed call each
+(before issue 20's rolling window); D, one streamed call with ``window=W`` (the engine refills
+its batch as requests end). Printed: C/D time (above 1: the window is faster) and, for D, the
+share of requests finished by half its time (C leaves a chunk's tail waiting for its slowest
+request, which also delays when results reach the store). ``--window 0`` skips C and D.
 """
 
 from __future__ import annotations
@@ -59,6 +66,36 @@ def streamed(engine: Any, scheduler: Scheduler, prepared: list[PreparedRequest])
     return time.perf_counter() - started
 
 
+def fed(engine: Any, scheduler: Scheduler, prepared: list[PreparedRequest], window: int,
+        rolling: bool) -> tuple[float, float]:
+    """Seconds for arm C (chunks of ``window``) or D (one call with ``window``).
+
+    Also returns the share of requests finished by half that time.
+    """
+    from uxlocal.rollout import _SaveAsFinished
+
+    scheduler._saved.clear()
+    slot = scheduler.pool.slot("judge")
+    ends: list[float] = []
+
+    class Clock(_SaveAsFinished):
+        def done(self, index: int, result: GenResult) -> None:
+            """Note the time, then save as the scheduler does."""
+            ends.append(time.perf_counter())
+            super().done(index, result)
+
+    started = time.perf_counter()
+    if rolling:
+        engine.generate(prepared, sink=Clock(scheduler, slot, prepared), window=window)
+    else:
+        for first in range(0, len(prepared), window):
+            chunk = prepared[first:first + window]
+            engine.generate(chunk, sink=Clock(scheduler, slot, chunk))
+    wall = time.perf_counter() - started
+    assert len(ends) == len(prepared)
+    return wall, sum(1 for t in ends if t - started <= wall / 2) / len(ends)
+
+
 def plain(engine: Any, prepared: list[PreparedRequest]) -> float:
     """Seconds for arm B: one ``LLM.generate`` of the same inputs."""
     inputs = [engine._vllm_inputs(p) for p in prepared]
@@ -73,6 +110,7 @@ def main() -> None:
     p.add_argument("--requests", type=int, default=32)
     p.add_argument("--max-tokens", type=int, default=32)
     p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--window", type=int, default=8, help="max_batch for arms C and D (0 skips them)")
     args = p.parse_args()
     pool = ModelPool.from_models({"judge": resolve(args.model)})
     engine: Any = pool.slot("judge").engine
@@ -84,11 +122,16 @@ def main() -> None:
     load = wait_quiet()
     a: list[float] = []
     b: list[float] = []
+    c: list[tuple[float, float]] = []
+    d: list[tuple[float, float]] = []
     for _ in range(args.rounds):
         engine.llm.reset_prefix_cache()
         a.append(streamed(engine, scheduler, prepared))
         engine.llm.reset_prefix_cache()
         b.append(plain(engine, prepared))
+        for arm, rolling in ((c, False), (d, True)) if args.window else ():
+            engine.llm.reset_prefix_cache()
+            arm.append(fed(engine, scheduler, prepared, args.window, rolling))
     scheduler.writer.close()  # type: ignore[union-attr]
     pool.close()
     report("streaming results (step loop + sink + store) vs one LLM.generate",
@@ -97,7 +140,13 @@ def main() -> None:
            [("streamed total (s)", sum(a)), ("LLM.generate total (s)", sum(b)),
             ("streamed per round (s)", " ".join(f"{x:.2f}" for x in a)),
             ("LLM.generate per round (s)", " ".join(f"{x:.2f}" for x in b)),
-            ("streamed / LLM.generate time", sum(a) / sum(b))], args.json_out)
+            ("streamed / LLM.generate time", sum(a) / sum(b)),
+            *([(f"C: chunks of {args.window}, total (s)", sum(t for t, _ in c)),
+               (f"D: one call, window {args.window}, total (s)", sum(t for t, _ in d)),
+               ("C: share finished by half time", sum(h for _, h in c) / len(c)),
+               ("D: share finished by half time", sum(h for _, h in d) / len(d)),
+               ("C / D time (window speed-up)", sum(t for t, _ in c) / sum(t for t, _ in d))]
+              if args.window else [])], args.json_out)
 
 
 if __name__ == "__main__":

@@ -205,6 +205,27 @@ def test_scheduler_commits_a_finished_generation_on_heartbeats_while_the_rest_ru
     assert _stored(con) == 3
 
 
+def test_scheduler_commits_early_when_the_writer_is_idle(tmp_path: Any) -> None:
+    """Group commit: with a 60 s interval, an idle writer still gets the result within ~COMMIT_GAP_S."""
+    con = connect(tmp_path / "s.duckdb")
+    engine = _SlowTail(con)
+    Scheduler(ModelPool.from_engines({"candidate": engine}), writer=StoreWriter(con), flush_every_s=60).run(
+        specs(3, 1, {}))
+    assert 0.0 < engine.waited_s < 2.0  # not the 5 s the engine gives up after: committed early
+    assert _stored(con) == 3
+
+
+def test_writer_reports_pending_rows_and_idleness(tmp_path: Any) -> None:
+    """``pending`` until flushed; ``idle`` once the background commit is done."""
+    writer = StoreWriter(connect(tmp_path / "s.duckdb"))
+    assert writer.idle and not writer.pending
+    writer.execute_in_flush("SELECT 1")
+    assert writer.pending
+    writer.flush(wait=True)
+    assert writer.idle and not writer.pending
+    writer.close()
+
+
 class _OldEngine(FakeEngine):
     """An engine written before ``sink`` existed."""
 

@@ -38,10 +38,10 @@ class SuiteGroup(click.Group):
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         """The named suite's command, or None (click then says it does not exist)."""
-        from uxlocal.suites.base import suites
+        from uxlocal.suites.base import suite_class
 
-        known = suites()
-        return suite_command(known[name]) if name in known else None
+        cls = suite_class(name)
+        return suite_command(cls) if cls is not None else None
 
 
 @click.group(name="run", cls=SuiteGroup, context_settings=CONTEXT)

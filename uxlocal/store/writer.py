@@ -146,6 +146,16 @@ class StoreWriter:
         if wait:
             self.sync()
 
+    @property
+    def idle(self) -> bool:
+        """True when no flushed batch is waiting for, or in, its commit."""
+        return self._worker is None or self._queue.unfinished_tasks == 0
+
+    @property
+    def pending(self) -> bool:
+        """True when rows or statements are buffered (not yet flushed)."""
+        return bool(self._buffered or self._statements or any(self._rows.values()))
+
     def sync(self) -> None:
         """Wait for queued batches to commit; re-raise the first failure."""
         if self._worker is not None:

@@ -154,7 +154,7 @@ class StoreWriter:
     @property
     def pending(self) -> bool:
         """True when rows or statements are buffered (not yet flushed)."""
-        return bool(self._buffered or self._statements or any(self._rows.values()))
+        return bool(self._buffered or self._statements)
 
     def sync(self) -> None:
         """Wait for queued batches to commit; re-raise the first failure."""

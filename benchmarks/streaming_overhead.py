@@ -54,23 +54,12 @@ def batch(pool: ModelPool, n: int, max_tokens: int) -> list[PreparedRequest]:
     return out
 
 
-def streamed(engine: Any, scheduler: Scheduler, prepared: list[PreparedRequest]) -> float:
-    """Seconds for arm A; results go through the scheduler's own sink (cache + store + timed commit)."""
-    from uxlocal.rollout import _SaveAsFinished
+def streamed(engine: Any, scheduler: Scheduler, prepared: list[PreparedRequest], window: int | None = None,
+             chunked: bool = False) -> tuple[float, float]:
+    """Seconds for one arm, and the share of requests finished by half that time.
 
-    scheduler._saved.clear()
-    slot = scheduler.pool.slot("judge")
-    started = time.perf_counter()
-    results: list[GenResult] = engine.generate(prepared, sink=_SaveAsFinished(scheduler, slot, prepared))
-    assert len(results) == len(prepared)
-    return time.perf_counter() - started
-
-
-def fed(engine: Any, scheduler: Scheduler, prepared: list[PreparedRequest], window: int,
-        rolling: bool) -> tuple[float, float]:
-    """Seconds for arm C (chunks of ``window``) or D (one call with ``window``).
-
-    Also returns the share of requests finished by half that time.
+    Results go through the scheduler's own sink (cache + store + timed commit). Arm A: one call,
+    no window; C: ``window``-sized chunks, one call each; D: one call with ``window``.
     """
     from uxlocal.rollout import _SaveAsFinished
 
@@ -85,12 +74,11 @@ def fed(engine: Any, scheduler: Scheduler, prepared: list[PreparedRequest], wind
             super().done(index, result)
 
     started = time.perf_counter()
-    if rolling:
-        engine.generate(prepared, sink=Clock(scheduler, slot, prepared), window=window)
-    else:
-        for first in range(0, len(prepared), window):
-            chunk = prepared[first:first + window]
-            engine.generate(chunk, sink=Clock(scheduler, slot, chunk))
+    step = window if chunked and window else len(prepared)
+    for first in range(0, len(prepared), step):
+        chunk = prepared[first:first + step]
+        extra = {"window": window} if window and not chunked else {}
+        engine.generate(chunk, sink=Clock(scheduler, slot, chunk), **extra)
     wall = time.perf_counter() - started
     assert len(ends) == len(prepared)
     return wall, sum(1 for t in ends if t - started <= wall / 2) / len(ends)
@@ -126,12 +114,12 @@ def main() -> None:
     d: list[tuple[float, float]] = []
     for _ in range(args.rounds):
         engine.llm.reset_prefix_cache()
-        a.append(streamed(engine, scheduler, prepared))
+        a.append(streamed(engine, scheduler, prepared)[0])
         engine.llm.reset_prefix_cache()
         b.append(plain(engine, prepared))
-        for arm, rolling in ((c, False), (d, True)) if args.window else ():
+        for arm, chunked in ((c, True), (d, False)) if args.window else ():
             engine.llm.reset_prefix_cache()
-            arm.append(fed(engine, scheduler, prepared, args.window, rolling))
+            arm.append(streamed(engine, scheduler, prepared, args.window, chunked))
     scheduler.writer.close()  # type: ignore[union-attr]
     pool.close()
     report("streaming results (step loop + sink + store) vs one LLM.generate",

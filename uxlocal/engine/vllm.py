@@ -292,15 +292,16 @@ class VllmEngine:
         owners: dict[str, tuple[int, TrieNode | None]] = {}
         walks: dict[int, _Walk] = {}
         count = entered if entered is not None else [0]
-        done = [0]
+        done = 0
         limit = window if window and window > 0 else len(batch)
 
         def out(k: int, result: GenResult) -> None:
-            done[0] += 1
+            nonlocal done
+            done += 1
             emit(k, result)
 
         def top_up() -> None:
-            first, stop = count[0], min(len(batch), done[0] + limit)
+            first, stop = count[0], min(len(batch), done + limit)
             if stop <= first:
                 return
             prompts, params, loras = zip(*inputs[first:stop])

@@ -3,8 +3,9 @@
     .venv/bin/python benchmarks/crash_resume.py [--limit 40] [--max-batch 4] [--judge-mode reason]
 
 Three child processes run the same single-tick UXBench T1 job (``_crash_job.py``: one scheduler
-tick; vLLM runs it as one engine call with ``max_batch`` requests in the engine at a time, other
-engines as ``limit / max_batch`` calls), each loading the model first:
+tick; vLLM runs it as one engine call with ``max_batch`` requests in the engine at a time, the
+fewest tokens first (``admission_cost``), other engines as ``limit / max_batch`` calls), each
+loading the model first:
 
 1. uninterrupted, on its own store: its run time T is from "engine loaded" to "run finished";
 2. on a second store, SIGKILLed at ``--kill-at`` (0.6) x T after its engine loaded;

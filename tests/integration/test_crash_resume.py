@@ -19,6 +19,7 @@ import pytest
 
 from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, Sampling, request_hash
 from uxlocal.engine.pool import ModelPool
+from uxlocal.engine.vllm import admission_cost
 from uxlocal.grammar import Choice, JsonSchema
 
 pytestmark = pytest.mark.integration
@@ -158,8 +159,6 @@ def test_vllm_window_keeps_at_most_window_requests_in_the_engine(vllm_pool: Mode
         del llm.enqueue
     everyone = list(range(len(batch)))
     assert sorted(entered) == everyone and sorted(i for i, _ in sink.got) == everyone
-    from uxlocal.engine.vllm import admission_cost
-
     costs = [admission_cost(batch[i]) for i in entered]  # shortest job first: fewest tokens to generate
     assert costs == sorted(costs) and entered != sorted(entered)
     assert in_engine[0] == 3 and max(in_engine) <= 3 and len(in_engine) > 1  # filled, never over, refilled

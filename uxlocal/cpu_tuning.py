@@ -171,6 +171,8 @@ def arm_settings(arm: str) -> tuple[dict[str, str], dict[str, Any]]:
             args["block_size"] = int(change[5:])
         elif change == "tokens16k":
             args["max_num_batched_tokens"] = 16384
+        elif change == "pad":
+            pass  # not a setting: the worker steps the engine inside call_with_stack_room (uses_stack_room)
         else:
             raise ValueError(f"unknown arm change {change!r} (in {arm!r})")
     if preload:
@@ -178,6 +180,11 @@ def arm_settings(arm: str) -> tuple[dict[str, str], dict[str, Any]]:
         if "bind" in arm.split("+") and any("libiomp" in p for p in preload):
             env["KMP_AFFINITY"] = "granularity=fine,compact,1,0"
     return env, args
+
+
+def uses_stack_room(arm: str) -> bool:
+    """Whether the arm steps the engine inside ``call_with_stack_room`` (``uxlocal`` does, like the CLI)."""
+    return arm == "uxlocal" or "pad" in arm.split("+")
 
 
 def bind_env() -> dict[str, str]:

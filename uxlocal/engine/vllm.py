@@ -25,6 +25,7 @@ from uxlocal.cpu_tuning import cpu_engine_args
 from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
 from uxlocal.engine.labelprobs import LabelWalk, TrieNode, expand, max_label_tokens, start_walk
 from uxlocal.engine.render import HfChatRenderer
+from uxlocal.engine.stack_room import call_with_stack_room
 from uxlocal.errors import UxlocalError
 from uxlocal.grammar import Choice, JsonSchema, Regex, outlines_schema, parse_output
 from uxlocal.models import ResolvedModel
@@ -246,8 +247,8 @@ class VllmEngine:
                 results[runnable[k]] = result
                 _tell(sink, runnable[k], result)
 
-            try:
-                self._run([batch[i] for i in runnable], finished, sink, window)
+            try:  # stack room: the compiled CPU step otherwise may mmap/munmap a frame chunk per call
+                call_with_stack_room(self._run, [batch[i] for i in runnable], finished, sink, window)
             except _SinkFailed as failed:  # the store, not the model: nothing to retry here
                 raise failed.__cause__ from None  # type: ignore[misc]
             finally:

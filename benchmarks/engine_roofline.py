@@ -128,7 +128,8 @@ def serve_worker(spec: dict[str, Any]) -> None:
     for line in sys.stdin:
         cmd = json.loads(line)
         if cmd["op"] == "decode":
-            tok_s = room(_decode, llm, cmd["batch"], spec["context"], spec["decode_tokens"], cmd["seed"], vocab)
+            context, tokens = spec["context"], spec["decode_tokens"]
+            tok_s = room(_decode, llm, cmd["batch"], context, tokens, cmd["seed"], vocab)
             _reply({"tok_s": tok_s})
         elif cmd["op"] == "prefill":
             _reply({"tok_s": room(_prefill, llm, cmd["length"], spec["prefill_prompts"], cmd["seed"], vocab)})

@@ -124,6 +124,35 @@ def test_cpu_engine_args_compile_only_when_opted_in(monkeypatch: pytest.MonkeyPa
     assert cpu_tuning.cpu_engine_args(2048)["enforce_eager"] is False
 
 
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["run", "uxbench", "--data", "x"], "1"), (["--debug", "judge", "chats.jsonl"], "1"),
+    (["palate", "agreement"], "1"), (["demo"], "0"), (["--debug", "demo", "--db", "d.duckdb"], "0"),
+])
+def test_cli_compiles_by_default_except_the_demo(monkeypatch: pytest.MonkeyPatch, argv: list[str],
+                                                  expected: str) -> None:
+    monkeypatch.delenv("UXLOCAL_CPU_COMPILE", raising=False)
+    cpu_tuning.set_cli_compile_default(argv)
+    assert os.environ["UXLOCAL_CPU_COMPILE"] == expected
+    assert cpu_tuning.cpu_engine_args(2048)["enforce_eager"] is (expected == "0")
+
+
+def test_cli_compile_default_keeps_the_users_value_and_ignores_bare_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UXLOCAL_CPU_COMPILE", "0")
+    cpu_tuning.set_cli_compile_default(["run", "uxbench"])
+    assert os.environ["UXLOCAL_CPU_COMPILE"] == "0"
+    monkeypatch.delenv("UXLOCAL_CPU_COMPILE")
+    cpu_tuning.set_cli_compile_default(["--help"])
+    assert "UXLOCAL_CPU_COMPILE" not in os.environ
+
+
+def test_uxlocal_arm_runs_as_the_cli_does() -> None:
+    env, args = cpu_tuning.arm_settings("uxlocal")
+    assert env["UXLOCAL_CPU_COMPILE"] == "1" and args == {}
+    assert cpu_tuning.uses_stack_room("uxlocal") and cpu_tuning.uses_stack_room("before+compile+pad")
+    assert not cpu_tuning.uses_stack_room("before+compile")
+    assert cpu_tuning.arm_settings("compile+pad") == cpu_tuning.arm_settings("compile")
+
+
 def _summary() -> dict[str, Any]:
     arm = {"decode@32": {"tok_s": [600.0, 550.0, 640.0], "fraction": 0.41, "ratio": 1.6}}
     base = {"decode@32": {"tok_s": [375.0, 370.0, 380.0], "fraction": 0.26, "ratio": 1.0}}

@@ -48,10 +48,12 @@ def main() -> None:
 
     On a CPU machine it first re-executes itself with tcmalloc and Intel OpenMP preloaded
     (``uxlocal.cpu_tuning``; ``UXLOCAL_NO_PRELOAD=1`` turns that off), since a preload only acts
-    when a process starts.
+    when a process starts, and makes compiled engines the default for every command but ``demo``
+    (``UXLOCAL_CPU_COMPILE=0`` keeps them eager).
     """
-    from uxlocal.cpu_tuning import reexec_with_preload
+    from uxlocal.cpu_tuning import reexec_with_preload, set_cli_compile_default
 
+    set_cli_compile_default(sys.argv[1:])
     reexec_with_preload()
     debug = "--debug" in sys.argv[1:] or bool(os.environ.get("UXLOCAL_DEBUG"))
     try:

@@ -6,8 +6,9 @@ munmapped as soon as that call returns. A loop whose frames sit right at a chunk
 mmap, a munmap, a page fault and a TLB-shootdown interrupt to the other cores on EVERY call that
 crosses it. vLLM's compiled CPU forward lands there depending on the caller's depth alone:
 stepping the engine at batch 32 from one call site made ~3,400 mmap/munmap pairs a second and ran
-at ~900 tok/s, the same code one frame deeper ran at ~1,200 (``benchmarks/engine_roofline.py``,
-arm ``pad``; perf showed the munmaps' IPIs and the OpenMP barrier waiting on them).
+at ~900 tok/s, the same loop from another call site at ~1,200 (perf showed the munmaps' TLB
+shootdown interrupts and the OpenMP barrier waiting on them; ``benchmarks/stack_room.py`` sweeps
+caller depths with and without the room).
 
 ``call_with_stack_room`` calls ``fn`` from a trampoline whose code object asks for a very large
 value stack: CPython then gives that frame a fresh chunk rounded up to a power of two, and

@@ -86,8 +86,9 @@ def cpu_settings_row() -> tuple[str, str, str]:
     bind = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")
     places = os.environ.get("OMP_PLACES") or os.environ.get("KMP_AFFINITY") or "none"
     args = cpu_tuning.cpu_engine_args(0)
+    mode = "eager (UXLOCAL_CPU_COMPILE=1 compiles)" if args["enforce_eager"] else "torch.compile (demo: eager)"
     detail = (f"threads bind={bind} (OpenMP places: {places}); "
-              f"{'eager' if args['enforce_eager'] else 'torch.compile'}; "
+              f"{mode}; "
               f"KV cache {os.environ.get('VLLM_CPU_KVCACHE_SPACE', 'unset')} GiB; "
               f"max_num_batched_tokens >= {args['max_num_batched_tokens']}; "
               f"KV block {args['block_size']} tokens (prefix-cache granularity)")

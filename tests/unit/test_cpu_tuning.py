@@ -145,6 +145,13 @@ def test_cli_compile_default_keeps_the_users_value_and_ignores_bare_options(monk
     assert "UXLOCAL_CPU_COMPILE" not in os.environ
 
 
+def test_doctor_shows_whether_engines_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UXLOCAL_CPU_COMPILE", "1")
+    assert "torch.compile" in doctor.cpu_settings_row()[2]
+    monkeypatch.setenv("UXLOCAL_CPU_COMPILE", "0")
+    assert "eager" in doctor.cpu_settings_row()[2] and "torch.compile" not in doctor.cpu_settings_row()[2]
+
+
 def test_uxlocal_arm_runs_as_the_cli_does() -> None:
     env, args = cpu_tuning.arm_settings("uxlocal")
     assert env["UXLOCAL_CPU_COMPILE"] == "1" and args == {}

@@ -7,6 +7,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -26,6 +27,36 @@ def wait_quiet(max_wait_s: float = 30.0, busy_threshold: float = 0.5) -> float:
         time.sleep(2)
         load = os.getloadavg()[0]
     return load
+
+
+def process_cpu_ns(pid: int) -> int:
+    """CPU time used so far by all threads of process ``pid``, in ns (Linux schedstat; 0 if unreadable)."""
+    total = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            total += int(stat.read_text().split()[0])
+        except (OSError, ValueError, IndexError):  # a thread that just ended
+            continue
+    return total
+
+
+def wait_process_idle(pid: int, max_wait_s: float = 1.0, window_s: float = 0.02,
+                      busy_share: float = 0.1) -> float:
+    """Wait until process ``pid`` uses < ``busy_share`` of a core over ``window_s``; return seconds waited.
+
+    An OpenMP runtime keeps its threads spinning after a parallel region (Intel's for 200 ms by
+    default), which takes a core from whatever the machine runs next: a benchmark that measures one
+    process after another waits here so that no arm runs beside the previous arm's spinning threads.
+    """
+    started = time.perf_counter()
+    before = process_cpu_ns(pid)
+    while time.perf_counter() - started < max_wait_s:
+        time.sleep(window_s)
+        now = process_cpu_ns(pid)
+        if now - before < busy_share * window_s * 1e9:
+            break
+        before = now
+    return time.perf_counter() - started
 
 
 def report(title: str, config: dict[str, Any], rows: list[tuple[str, Any]], json_out: str | None) -> None:

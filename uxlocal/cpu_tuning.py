@@ -35,9 +35,9 @@ LIBRARY_PATTERNS: dict[str, tuple[str, ...]] = {
 """Library kind -> file names to look for, most specific first."""
 PRELOAD_KINDS: tuple[str, ...] = ("tcmalloc", "iomp")
 """Libraries the CLI preloads on CPU (kept by benchmarks/engine_roofline.py; see the README)."""
-UNSET_FOR_ARMS = ("LD_PRELOAD", "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "KMP_AFFINITY",
-                  "KMP_BLOCKTIME", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_KVCACHE_SPACE", _REEXEC_MARK,
-                  "UXLOCAL_CPU_COMPILE")
+UNSET_FOR_ARMS = ("LD_PRELOAD", "THP_MEM_ALLOC_ENABLE", "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES",
+                  "KMP_AFFINITY", "KMP_BLOCKTIME", "KMP_TPAUSE", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_KVCACHE_SPACE",
+                  _REEXEC_MARK, "UXLOCAL_CPU_COMPILE")
 """Variables a benchmark arm's process must not inherit from the parent unless the arm sets them."""
 BEFORE_ENV = {"VLLM_CPU_OMP_THREADS_BIND": "nobind", "VLLM_CPU_KVCACHE_SPACE": "1"}
 BEFORE_ENGINE_ARGS: dict[str, Any] = {"enforce_eager": True, "max_num_batched_tokens": 8192,
@@ -45,6 +45,9 @@ BEFORE_ENGINE_ARGS: dict[str, Any] = {"enforce_eager": True, "max_num_batched_to
 """The CPU settings before issue 19: the benchmark's baseline arm ``before``."""
 
 
+THP_ENV = "THP_MEM_ALLOC_ENABLE"
+"""PyTorch's switch (c10's CPU allocator) that puts allocations of 2 MiB and more on 2 MiB-aligned
+addresses and asks the kernel for transparent huge pages there (``madvise(MADV_HUGEPAGE)``)."""
 COMPILE_ENV = "UXLOCAL_CPU_COMPILE"
 """1: vLLM's CPU torch.compile instead of eager mode (a load takes 18-20 s with a warm compile
 cache, ~45 s for the first compile, against ~8 s eager); 0: eager. Unset: eager, except that the
@@ -116,6 +119,18 @@ def preloaded_libraries() -> dict[str, bool]:
         maps = ""
     names = {"tcmalloc": "libtcmalloc", "iomp": "libiomp5"}
     return {kind: names[kind] in preload and names[kind] in maps for kind in LIBRARY_PATTERNS}
+
+
+def huge_page_mib(rollup_path: Path = Path("/proc/self/smaps_rollup")) -> float:
+    """MiB of this process's anonymous memory on transparent huge pages (0 where the kernel does not say)."""
+    try:
+        rollup = rollup_path.read_text()
+    except OSError:
+        return 0.0
+    for line in rollup.splitlines():
+        if line.startswith("AnonHugePages:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def preload_paths(kinds: tuple[str, ...] = PRELOAD_KINDS) -> list[str]:
@@ -190,6 +205,14 @@ def arm_settings(arm: str) -> tuple[dict[str, str], dict[str, Any]]:
             args["block_size"] = int(change[5:])
         elif change == "tokens16k":
             args["max_num_batched_tokens"] = 16384
+        elif change == "cppwrap":
+            args["compilation_config"] = {"inductor_compile_config": {"cpp_wrapper": True}}
+        elif change.startswith("blocktime") and change[9:].isdigit():
+            env["KMP_BLOCKTIME"] = change[9:]
+        elif change == "notpause":
+            env["KMP_TPAUSE"] = "0"
+        elif change == "thp":
+            env[THP_ENV] = "1"
         elif change == "pad":
             pass  # not a setting: the worker steps the engine inside call_with_stack_room (uses_stack_room)
         else:

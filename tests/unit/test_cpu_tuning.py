@@ -105,6 +105,30 @@ def test_arm_settings_combine_changes_on_top_of_before(fake_libraries: None) -> 
     assert bind_env["OMP_NUM_THREADS"] == str(len(os.sched_getaffinity(0)))
 
 
+def test_thp_arm_asks_pytorch_for_huge_pages_and_arms_do_not_inherit_it() -> None:
+    env, args = cpu_tuning.arm_settings("thp")
+    assert env[cpu_tuning.THP_ENV] == "1" and args == cpu_tuning.arm_settings("before")[1]
+    assert cpu_tuning.THP_ENV not in cpu_tuning.arm_settings("before")[0]
+    assert cpu_tuning.THP_ENV in cpu_tuning.UNSET_FOR_ARMS
+
+
+def test_openmp_spin_arms_set_intel_openmp_variables_only_when_asked() -> None:
+    env, _ = cpu_tuning.arm_settings("blocktime5+notpause")
+    assert env["KMP_BLOCKTIME"] == "5" and env["KMP_TPAUSE"] == "0"
+    assert not {"KMP_BLOCKTIME", "KMP_TPAUSE"} & set(cpu_tuning.arm_settings("uxlocal")[0])
+    assert {"KMP_BLOCKTIME", "KMP_TPAUSE"} <= set(cpu_tuning.UNSET_FOR_ARMS)
+    with pytest.raises(ValueError, match="unknown arm change 'blocktime'"):
+        cpu_tuning.arm_settings("blocktime")
+
+
+def test_huge_page_mib_reads_anon_huge_pages(tmp_path: Path) -> None:
+    rollup = tmp_path / "smaps_rollup"
+    rollup.write_text("Rss:              900000 kB\nAnonHugePages:    6144 kB\nShmemPmdMapped:        0 kB\n")
+    assert cpu_tuning.huge_page_mib(rollup) == 6.0
+    assert cpu_tuning.huge_page_mib(tmp_path / "missing") == 0.0
+    assert cpu_tuning.huge_page_mib() >= 0.0  # this process, on any kernel
+
+
 def test_arm_settings_raise_for_an_unknown_change() -> None:
     with pytest.raises(ValueError, match="unknown arm change 'turbo'"):
         cpu_tuning.arm_settings("tcmalloc+turbo")

@@ -35,8 +35,11 @@ LIBRARY_PATTERNS: dict[str, tuple[str, ...]] = {
 """Library kind -> file names to look for, most specific first."""
 PRELOAD_KINDS: tuple[str, ...] = ("tcmalloc", "iomp")
 """Libraries the CLI preloads on CPU (kept by benchmarks/engine_roofline.py; see the README)."""
-UNSET_FOR_ARMS = ("LD_PRELOAD", "THP_MEM_ALLOC_ENABLE", "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES",
-                  "KMP_AFFINITY", "KMP_BLOCKTIME", "KMP_TPAUSE", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_KVCACHE_SPACE",
+THP_ENV = "THP_MEM_ALLOC_ENABLE"
+"""PyTorch's switch (c10's CPU allocator) that puts allocations of 2 MiB and more on 2 MiB-aligned
+addresses and asks the kernel for transparent huge pages there (``madvise(MADV_HUGEPAGE)``)."""
+UNSET_FOR_ARMS = ("LD_PRELOAD", THP_ENV, "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "KMP_AFFINITY",
+                  "KMP_BLOCKTIME", "KMP_TPAUSE", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_KVCACHE_SPACE",
                   _REEXEC_MARK, "UXLOCAL_CPU_COMPILE")
 """Variables a benchmark arm's process must not inherit from the parent unless the arm sets them."""
 BEFORE_ENV = {"VLLM_CPU_OMP_THREADS_BIND": "nobind", "VLLM_CPU_KVCACHE_SPACE": "1"}
@@ -45,9 +48,6 @@ BEFORE_ENGINE_ARGS: dict[str, Any] = {"enforce_eager": True, "max_num_batched_to
 """The CPU settings before issue 19: the benchmark's baseline arm ``before``."""
 
 
-THP_ENV = "THP_MEM_ALLOC_ENABLE"
-"""PyTorch's switch (c10's CPU allocator) that puts allocations of 2 MiB and more on 2 MiB-aligned
-addresses and asks the kernel for transparent huge pages there (``madvise(MADV_HUGEPAGE)``)."""
 COMPILE_ENV = "UXLOCAL_CPU_COMPILE"
 """1: vLLM's CPU torch.compile instead of eager mode (a load takes 18-20 s with a warm compile
 cache, ~45 s for the first compile, against ~8 s eager); 0: eager. Unset: eager, except that the

@@ -10,7 +10,8 @@ import pytest
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
-SPIN_THEN_SLEEP = "import time\nend = time.perf_counter() + {spin}\nwhile time.perf_counter() < end: pass\ntime.sleep(30)"
+SPIN_THEN_SLEEP = ("import time\nend = time.perf_counter() + {spin}\n"
+                   "while time.perf_counter() < end: pass\ntime.sleep(30)")
 
 
 def _child(spin_s: float) -> subprocess.Popen[bytes]:

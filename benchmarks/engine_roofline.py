@@ -207,8 +207,8 @@ class Arm:
         child_env = {k: v for k, v in os.environ.items() if k not in cpu_tuning.UNSET_FOR_ARMS}
         child_env.update(env)
         self.name = name
-        self.idle_waits: list[float] = []
-        """Seconds waited after each measurement for the worker's threads to stop spinning."""
+        self.idle_wait_max_s = 0.0
+        """Longest wait after a measurement for the worker's threads to stop spinning."""
         self.log = open(log_dir / f"{name}.log", "w")
         worker = {**spec, "engine_args": engine_args, "stack_room": cpu_tuning.uses_stack_room(name)}
         self.proc = subprocess.Popen([sys.executable, __file__, "--worker", json.dumps(worker)],
@@ -233,7 +233,7 @@ class Arm:
         self.proc.stdin.write(json.dumps(cmd) + "\n")
         self.proc.stdin.flush()
         tok_s = float(self._read()["tok_s"])
-        self.idle_waits.append(wait_process_idle(self.proc.pid))
+        self.idle_wait_max_s = max(self.idle_wait_max_s, wait_process_idle(self.proc.pid))
         return tok_s
 
     def close(self) -> None:
@@ -343,7 +343,7 @@ def measure(arms: list[str], spec: dict[str, Any], repeat: int, roof_args: tuple
             print(f"  round {rnd + 1}/{repeat} done, load {loads[-1]:.2f}", file=sys.stderr, flush=True)
     finally:
         for arm in live:
-            raw[arm.name]["idle_wait_max_s"] = max(arm.idle_waits, default=0.0)
+            raw[arm.name]["idle_wait_max_s"] = arm.idle_wait_max_s
             arm.close()
     return raw, roofs
 

@@ -8,8 +8,8 @@ off. Which settings are defaults is decided by ``benchmarks/engine_roofline.py``
 defined here so the benchmark, the CLI and ``uxlocal doctor`` agree on what each one means; the
 benchmark stores its summary under the uxlocal home and ``doctor`` shows it.
 
-Layer contract: reads the environment, the file system and ``/proc/self/maps``; the only side
-effects are ``os.execve`` (the CLI's re-exec) and writing the benchmark record.
+Layer contract: reads the environment, the file system and ``/proc/self`` (maps, smaps_rollup); the
+only side effects are ``os.execve`` (the CLI's re-exec) and writing the benchmark record.
 """
 
 from __future__ import annotations

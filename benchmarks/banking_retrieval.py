@@ -6,7 +6,7 @@ Goals (issue 16): the index over the 698 documents builds in < 1 s and a query (
 takes < 20 ms. Also counts, with the model's own tokenizer and chat template, the tokens of the
 agent seat's prompt (instructions + the bm25 policy + the agent tools) and of the same prompt after
 one ``KB_search`` result, i.e. the context window a model needs to get through one search.
-When the banking domain module (``tools_banking``) is not there, the tool list is ``KB_search``
+When the banking domain module (``domains.banking_knowledge``) is not there, the tool list is ``KB_search``
 alone and the block says so.
 """
 
@@ -31,20 +31,20 @@ QUERIES = [
 
 
 def _agent_tool_schemas() -> tuple[list[dict[str, Any]], str]:
-    from uxlocal.tau2.retrieval import register_retrieval
+    from uxlocal.tau2.domains.banking_knowledge.retrieval import register_retrieval
     from uxlocal.tau2.toolkit import Toolkit
 
     try:
-        from uxlocal.tau2.tools_banking import DOMAIN  # type: ignore[import-not-found]
+        from uxlocal.tau2.domains.banking_knowledge.agent_tools import DOMAIN  # type: ignore[import-not-found]
     except ImportError:
         alone = Toolkit("bm25 only")
         register_retrieval(alone)
-        return [s.openai_schema() for s in alone.tools()], "KB_search only (tools_banking absent)"
-    return [s.openai_schema() for s in DOMAIN.agent_tools.tools()], "tools_banking agent tools"
+        return [s.openai_schema() for s in alone.tools()], "KB_search only (banking domain absent)"
+    return [s.openai_schema() for s in DOMAIN.agent_tools.tools()], "banking_knowledge agent tools"
 
 
 def _timings(docs: Path) -> list[tuple[str, Any]]:
-    from uxlocal.tau2 import retrieval
+    from uxlocal.tau2.domains.banking_knowledge import retrieval
 
     started = time.perf_counter()
     kb = retrieval.load_knowledge_base(docs)
@@ -78,7 +78,7 @@ def _context_tokens(model: str, domain: Path) -> tuple[list[tuple[str, Any]], st
     from uxlocal.models import resolve
     from uxlocal.tau2 import Message, ToolCall
     from uxlocal.tau2.episode.agent import GREETING, AgentSeat
-    from uxlocal.tau2.retrieval import format_hits, load_knowledge_base, search, variant_policy
+    from uxlocal.tau2.domains.banking_knowledge.retrieval import format_hits, load_knowledge_base, search, variant_policy
 
     tokenizer = AutoTokenizer.from_pretrained(resolve(model, prepare_missing=False).path)
     schemas, tools_note = _agent_tool_schemas()

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from uxlocal.errors import InputError
-from uxlocal.tau2.domains import DEFAULT_TAU2_VERSION, TAU2_VERSIONS
+from uxlocal.tau2.registry import DEFAULT_TAU2_VERSION, TAU2_VERSIONS
 
 from .common import CONTEXT
 
@@ -45,7 +45,7 @@ def tau2_replay(domains: tuple[str, ...], tau2_data: Path | None, agents: tuple[
       uxlocal tau2 replay --domain banking_knowledge --tau2-version 1.0.1
     """
     from uxlocal.tau2.data import resolve_data_dir
-    from uxlocal.tau2.domains import expand_domains
+    from uxlocal.tau2.registry import expand_domains
     from uxlocal.tau2.replay import replay_domain, total_line
 
     root = resolve_data_dir(tau2_data)

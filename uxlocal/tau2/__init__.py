@@ -13,7 +13,7 @@ below. Typical episode::
     info = draft.finish(verdicts if draft.needs_judge else None)  # phase 2
 """
 
-from .domains import (
+from .registry import (
     DEFAULT_TAU2_VERSION,
     TAU2_VERSIONS,
     Domain,

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .domains import Domain, DomainDB
+from .registry import Domain, DomainDB
 from .messages import Message, Requestor, ToolCall, trajectory_tool_calls
 from .tasks import EnvAssertion, InitialState, Task
 from .toolkit import ToolError, ToolKind, Toolkit, ToolSpec, describe_validation_error, render_content

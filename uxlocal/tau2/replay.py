@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from .domains import DEFAULT_TAU2_VERSION, Domain, load_domain
+from .registry import DEFAULT_TAU2_VERSION, Domain, load_domain
 from .env import Environment
 from .messages import Message, ToolCall
 from .reward import score_episode

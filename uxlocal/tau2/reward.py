@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .domains import Domain
+from .registry import Domain
 from .env import Environment
 from .messages import Message, ToolCall, trajectory_tool_calls
 from .reward_info import (

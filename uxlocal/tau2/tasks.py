@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from uxlocal.errors import InputError, format_validation_error
 
-from .domains import domain_spec
+from .registry import domain_spec
 from .layout import domain_dir
 from .messages import Message, Requestor
 

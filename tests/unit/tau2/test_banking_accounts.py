@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from uxlocal.tau2 import tools_banking_accounts as accounts
-from uxlocal.tau2.banking_discoverable import DISCOVERABLE_AGENT
-from uxlocal.tau2.db_banking import BankingDB, BankingGrading, BankingSnapshot, parse_money, seed_of, seeded_id
+from uxlocal.tau2.domains.banking_knowledge import accounts
+from uxlocal.tau2.domains.banking_knowledge.discoverable import DISCOVERABLE_AGENT
+from uxlocal.tau2.domains.banking_knowledge.db import BankingDB, BankingGrading, BankingSnapshot, parse_money, seed_of, seeded_id
 from uxlocal.tau2.toolkit import ToolError
 
 MINE = [s.name for s in DISCOVERABLE_AGENT.tools() if s.func.__module__ == accounts.__name__]

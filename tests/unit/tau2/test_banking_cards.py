@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from uxlocal.tau2.banking_discoverable import DISCOVERABLE_AGENT
-from uxlocal.tau2.db_banking import TODAY_MDY, BankingDB, BankingGrading, BankingSnapshot, parse_money
+from uxlocal.tau2.domains.banking_knowledge.discoverable import DISCOVERABLE_AGENT
+from uxlocal.tau2.domains.banking_knowledge.db import TODAY_MDY, BankingDB, BankingGrading, BankingSnapshot, parse_money
 from uxlocal.tau2.toolkit import ToolError, ToolSpec
-from uxlocal.tau2.tools_banking_cards import (
+from uxlocal.tau2.domains.banking_knowledge.cards import (
     CARD_TOOLS,
     card_transaction_id,
     dispute_id,

@@ -16,9 +16,9 @@ from types import ModuleType
 import pytest
 
 from uxlocal.errors import InputError
-from uxlocal.tau2 import retrieval
-from uxlocal.tau2.db_banking import BankingDB, BankingSnapshot
-from uxlocal.tau2.retrieval import (
+from uxlocal.tau2.domains.banking_knowledge import retrieval
+from uxlocal.tau2.domains.banking_knowledge.db import BankingDB, BankingSnapshot
+from uxlocal.tau2.domains.banking_knowledge.retrieval import (
     KB_search,
     format_hits,
     load_knowledge_base,
@@ -225,7 +225,7 @@ def test_kb_search_tool_reads_documents_beside_db_json_when_registered(synthetic
 
 
 def test_kb_search_refuses_when_db_has_no_source_file() -> None:
-    from uxlocal.tau2.db_banking import TABLES
+    from uxlocal.tau2.domains.banking_knowledge.db import TABLES
 
     db = BankingDB(BankingSnapshot(tables={t: {} for t in TABLES}, notes={t: "" for t in TABLES}))
     with pytest.raises(ToolError, match="knowledge base is unavailable"):
@@ -351,7 +351,7 @@ def _reference_vectors(folder: Path, texts: list[str], *, cls: bool) -> list[lis
 @pytest.fixture
 def dense_env(synthetic_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ModuleType, Path]:
     pytest.importorskip("torch")
-    from uxlocal.tau2 import retrieval_dense
+    from uxlocal.tau2.domains.banking_knowledge import retrieval_dense
 
     monkeypatch.setattr(retrieval_dense, "_configured", None)
     monkeypatch.delenv(retrieval_dense.EMBEDDING_MODEL_ENV, raising=False)

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from uxlocal.errors import InputError
 from uxlocal.tau2 import Domain, Environment
 from uxlocal.tau2.db import Database, Record, Table, deep_merge, hash_of_dump
-from uxlocal.tau2.db_airline import GiftCard
+from uxlocal.tau2.domains.airline.db import GiftCard
 
 
 def test_fresh_environment_hash_equals_reference_hash(retail: Domain, airline: Domain, mock: Domain) -> None:

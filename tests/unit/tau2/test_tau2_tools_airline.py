@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from uxlocal.tau2 import Domain, Environment
-from uxlocal.tau2.tools_airline import _next_day_unpadded
+from uxlocal.tau2.domains.airline.tools import _next_day_unpadded
 
 EMMA = "emma_kim_9957"  # gold member: credit_card_5832574, gift_card_9562694 (103)
 EMMA_CARD = "credit_card_5832574"

@@ -2,7 +2,7 @@
 
 The carrier's side: look a customer up, read lines and bills, change a line's state, ask for a
 payment, sell extra data, hand over. The agent never sees the phone; what it changes reaches the
-phone through ``telecom_device.sync``, which the environment runs after every call. "Today" is
+phone through ``device.sync``, which the environment runs after every call. "Today" is
 fixed at 2025-02-25 so a replay is the same on any day.
 """
 
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from .db_telecom import Bill, Customer, Line, LineItem, Plan, TelecomDB, TelecomUserDB
-from .domains import DomainSpec
-from .telecom_device import sync
-from .toolkit import ToolError, Toolkit, arg
-from .tools_common import register_common
-from .tools_telecom_user import USER
+from .db import Bill, Customer, Line, LineItem, Plan, TelecomDB, TelecomUserDB
+from ...registry import DomainSpec
+from .device import sync
+from ...toolkit import ToolError, Toolkit, arg
+from ...tools_common import register_common
+from .user_tools import USER
 
 AGENT = Toolkit("telecom")
 

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import ValidationError
 
-from .toolkit import ToolError, ToolKind, Toolkit, ToolSpec, arg, describe_validation_error
+from ...toolkit import ToolError, ToolKind, Toolkit, ToolSpec, arg, describe_validation_error
 
 if TYPE_CHECKING:
-    from .db_banking import BankingDB
+    from .db import BankingDB
 
 DISCOVERABLE_AGENT = Toolkit("banking_knowledge discoverable agent tools")
 DISCOVERABLE_USER = Toolkit("banking_knowledge discoverable user tools")

@@ -30,9 +30,9 @@ from collections.abc import Iterable
 from datetime import date
 from typing import Annotated, Any
 
-from .banking_discoverable import agent_tool
-from .db_banking import TODAY, TODAY_MDY, BankingDB, account_balance, dollars, seed_of, seeded_id
-from .toolkit import ToolError, arg
+from .discoverable import agent_tool
+from .db import TODAY, TODAY_MDY, BankingDB, account_balance, dollars, seed_of, seeded_id
+from ...toolkit import ToolError, arg
 
 Row = dict[str, Any]
 Number = int | float

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from .db import Database, Record, Table
+from ...db import Database, Record, Table
 
 TaskStatus = Literal["pending", "completed"]
 

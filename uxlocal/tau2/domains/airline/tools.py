@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from .db_airline import (
+from .db import (
     AirlineDB,
     AvailableDay,
     Cabin,
@@ -31,9 +31,9 @@ from .db_airline import (
     ReservationFlight,
     User,
 )
-from .domains import DomainSpec
-from .toolkit import ToolArgs, ToolError, Toolkit, arg
-from .tools_common import register_common
+from ...registry import DomainSpec
+from ...toolkit import ToolArgs, ToolError, Toolkit, arg
+from ...tools_common import register_common
 
 AGENT = Toolkit("airline")
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from .db import Database, Record, Table
+from ...db import Database, Record, Table
 
 LineStatus = Literal["Active", "Suspended", "Pending Activation", "Closed"]
 BillStatus = Literal["Draft", "Issued", "Awaiting Payment", "Paid", "Overdue", "Disputed"]

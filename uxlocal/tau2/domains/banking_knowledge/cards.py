@@ -33,8 +33,8 @@ from typing import Annotated, Any
 
 from pydantic import StrictBool, StrictFloat, StrictInt, StrictStr, WithJsonSchema
 
-from .banking_discoverable import agent_tool
-from .db_banking import (
+from .discoverable import agent_tool
+from .db import (
     TODAY_MDY,
     BankingDB,
     BankingTable,
@@ -45,7 +45,7 @@ from .db_banking import (
     seed_of,
     seeded_id,
 )
-from .toolkit import ToolError, arg
+from ...toolkit import ToolError, arg
 
 Number = Annotated[StrictInt | StrictFloat, WithJsonSchema({"type": "number"})]
 """A JSON number as sent: an int stays an int (the pinned grading hashes 50 and 50.0 apart)."""

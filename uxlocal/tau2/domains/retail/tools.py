@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 from typing import Annotated, Literal
 
-from .db_common import Address
-from .db_retail import GiftCard, Order, PaymentMethod, Product, RetailDB, Transaction, User, Variant
-from .domains import DomainSpec
-from .toolkit import ToolError, Toolkit, arg
-from .tools_common import register_common
+from ...db_common import Address
+from .db import GiftCard, Order, PaymentMethod, Product, RetailDB, Transaction, User, Variant
+from ...registry import DomainSpec
+from ...toolkit import ToolError, Toolkit, arg
+from ...tools_common import register_common
 
 AGENT = Toolkit("retail")
 

@@ -17,10 +17,10 @@ from typing import Annotated, Any
 
 from pydantic import ValidationError
 
-from .db_telecom import ApnSettings, ModePreference, Permission, TelecomUserDB, VpnDetails
-from .telecom_device import can_send_mms as _can_send_mms
-from .telecom_device import internet_speed, mobile_data_works, network_search
-from .toolkit import ToolError, Toolkit, arg
+from .db import ApnSettings, ModePreference, Permission, TelecomUserDB, VpnDetails
+from .device import can_send_mms as _can_send_mms
+from .device import internet_speed, mobile_data_works, network_search
+from ...toolkit import ToolError, Toolkit, arg
 
 USER = Toolkit("telecom-user")
 

@@ -12,8 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from .db import Database, Record, Table
-from .db_common import Address, PersonName
+from ...db import Database, Record, Table
+from ...db_common import Address, PersonName
 
 Cabin = Literal["basic_economy", "economy", "business"]
 FlightType = Literal["one_way", "round_trip"]

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .db import Database, Record, Table
+from ...db import Database, Record, Table
 
 AccountStatus = Literal["active", "suspended"]
 LineStatus = Literal["ok", "fault"]

@@ -17,14 +17,14 @@ import hashlib
 import json
 from typing import Annotated, Any
 
-from .banking_discoverable import (
+from .discoverable import (
     DISCOVERABLE_USER,
     ArgumentsJson,
     parse_arguments_json,
     user_tool,
     validated_kwargs,
 )
-from .db_banking import (
+from .db import (
     TODAY_MDY,
     BankingDB,
     account_balance,
@@ -34,7 +34,7 @@ from .db_banking import (
     seed_of,
     seeded_id,
 )
-from .toolkit import ToolError, Toolkit, arg
+from ...toolkit import ToolError, Toolkit, arg
 
 USER = Toolkit("banking_knowledge user")
 

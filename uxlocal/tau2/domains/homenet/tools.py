@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from .db_homenet import (
+from .db import (
     AppliedCredit,
     Customer,
     HomenetDB,
@@ -24,9 +24,9 @@ from .db_homenet import (
     RouterFault,
     Visit,
 )
-from .domains import DomainSpec
-from .toolkit import ToolError, Toolkit, arg
-from .tools_common import register_common
+from ...registry import DomainSpec
+from ...toolkit import ToolError, Toolkit, arg
+from ...tools_common import register_common
 
 AGENT = Toolkit("homenet")
 USER = Toolkit("homenet-user")

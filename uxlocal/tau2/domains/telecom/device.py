@@ -13,7 +13,7 @@ that scores it. The numbers are the spec's, exactly: the assertions compare agai
 
 from __future__ import annotations
 
-from .db_telecom import Line, PaymentRequest, PhoneDevice, Surroundings, TelecomDB, TelecomUserDB
+from .db import Line, PaymentRequest, PhoneDevice, Surroundings, TelecomDB, TelecomUserDB
 
 SPEED_RANGE_MBPS: dict[str, tuple[float, float]] = {
     "2G": (0.1, 0.4),

@@ -27,7 +27,7 @@ import numpy as np
 from uxlocal.errors import InputError
 
 from .retrieval import TOP_K, KnowledgeBase, SearchHit, format_hits, knowledge_base_of
-from .toolkit import arg
+from ...toolkit import arg
 
 EMBEDDING_MODEL_ENV = "UXLOCAL_KB_EMBEDDING_MODEL"
 _configured: Path | None = None

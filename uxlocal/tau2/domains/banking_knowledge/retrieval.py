@@ -36,8 +36,8 @@ import numpy as np
 
 from uxlocal.errors import InputError
 
-from .domains import resolve_components
-from .toolkit import ToolError, Toolkit, arg
+from ...registry import resolve_components
+from ...toolkit import ToolError, Toolkit, arg
 
 BM25_K1 = 1.5
 BM25_B = 0.75

@@ -25,13 +25,9 @@ if TYPE_CHECKING:
     from .tasks import Task
 
 _BUILTIN_MODULES = {
-    "mock": ".tools_mock",
-    "retail": ".tools_retail",
-    "airline": ".tools_airline",
-    "homenet": ".tools_homenet",
-    "telecom": ".tools_telecom",
-    "banking_knowledge": ".tools_banking",
+    name: f".domains.{name}" for name in ("mock", "retail", "airline", "homenet", "telecom", "banking_knowledge")
 }
+"""Built-in domains: each is a package under ``uxlocal/tau2/domains/`` whose ``DOMAIN`` is its spec."""
 
 Tau2Version = Literal["8ebb749", "1.0.1"]
 TAU2_VERSIONS: tuple[Tau2Version, ...] = get_args(Tau2Version)

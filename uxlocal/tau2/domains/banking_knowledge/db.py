@@ -25,8 +25,8 @@ from typing import Any
 
 from uxlocal.errors import InputError
 
-from .db import CopyOnWriteRows, canonical_json, deep_merge
-from .toolkit import ToolError
+from ...db import CopyOnWriteRows, canonical_json, deep_merge
+from ...toolkit import ToolError
 
 TABLES: tuple[str, ...] = (
     "users", "accounts", "debit_cards", "referrals", "credit_card_applications",

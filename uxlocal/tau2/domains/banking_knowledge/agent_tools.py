@@ -19,9 +19,9 @@ so that the reward's replay of the trajectory, which runs only writes, rebuilds 
 
 Two seams for the other banking modules:
 
-- the discoverable tool groups (``tools_banking_cards``: 24 credit-card tools,
-  ``tools_banking_accounts``: 20 bank-account and debit-card tools) register into
-  ``banking_discoverable.DISCOVERABLE_AGENT`` when imported, which this module does;
+- the discoverable tool groups (``cards``: 24 credit-card tools,
+  ``accounts``: 20 bank-account and debit-card tools) register into
+  ``discoverable.DISCOVERABLE_AGENT`` when imported, which this module does;
 - retrieval: ``retrieval.register_retrieval(AGENT)`` adds ``KB_search`` (BM25, the v1.0.0 ``bm25``
   variant; its tool finds ``documents/`` beside the DB file the snapshot came from), and every
   episode's info records the variant (``retrieval_info``).
@@ -33,20 +33,20 @@ import json
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from . import tools_banking_accounts, tools_banking_cards  # noqa: F401  (import registers the 44 tools)
-from .banking_discoverable import (
+from . import accounts, cards  # noqa: F401  (import registers the 44 tools)
+from .discoverable import (
     DISCOVERABLE_AGENT,
     DISCOVERABLE_USER,
     ArgumentsJson,
     parse_arguments_json,
     validated_kwargs,
 )
-from .db_banking import NOW, BankingDB, BankingGrading, seed_of, seeded_id
-from .domains import Domain, DomainSpec
+from .db import NOW, BankingDB, BankingGrading, seed_of, seeded_id
+from ...registry import Domain, DomainSpec
 from .retrieval import DEFAULT_RETRIEVAL_VARIANT, register_retrieval, retrieval_info
-from .tasks import Task
-from .toolkit import ToolError, Toolkit, ToolSpec, arg
-from .tools_banking_user import USER
+from ...tasks import Task
+from ...toolkit import ToolError, Toolkit, ToolSpec, arg
+from .user_tools import USER
 
 AGENT = Toolkit("banking_knowledge")
 

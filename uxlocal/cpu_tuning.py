@@ -34,7 +34,7 @@ LIBRARY_PATTERNS: dict[str, tuple[str, ...]] = {
 }
 """Library kind -> file names to look for, most specific first."""
 PRELOAD_KINDS: tuple[str, ...] = ("tcmalloc", "iomp")
-"""Libraries the CLI preloads on CPU (kept by benchmarks/engine_roofline.py; see the README)."""
+"""Libraries the CLI preloads on CPU (kept by benchmarks/engine_roofline.py; see docs/cpu-engine.md)."""
 THP_ENV = "THP_MEM_ALLOC_ENABLE"
 """PyTorch's switch (c10's CPU allocator) that puts allocations of 2 MiB and more on 2 MiB-aligned
 addresses and asks the kernel for transparent huge pages there (``madvise(MADV_HUGEPAGE)``)."""
@@ -86,7 +86,7 @@ def cli_command(argv: list[str]) -> str | None:
 def set_cli_compile_default(argv: list[str]) -> None:
     """Compile the CPU engine by default for the CLI's long commands (``run``, ``judge``, ...), not ``demo``.
 
-    Measured (README, "The CPU engine against its roof"): compiled decode@32 ~1.4x eager and prefill
+    Measured (docs/performance.md, "The CPU engine against its roof"): compiled decode@32 ~1.4x eager and prefill
     1.2-1.5x, for 10-12 s more per engine load with a warm cache (~37 s the first time). A value the
     user exported wins; tests never pass through here (they run eager unless told).
     """

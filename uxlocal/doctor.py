@@ -64,7 +64,7 @@ def preload_rows() -> list[tuple[str, str, str]]:
     for kind, label in (("tcmalloc", "preload tcmalloc"), ("iomp", "preload intel openmp")):
         path = cpu_tuning.find_library(kind)
         if kind not in cpu_tuning.PRELOAD_KINDS:
-            rows.append((label, "not used", "measured slower or no faster here (README: roofline rows)"))
+            rows.append((label, "not used", "measured slower or no faster here (docs/performance.md: roofline rows)"))
         elif loaded[kind]:
             rows.append((label, "active", path or "via LD_PRELOAD"))
         elif path is None:

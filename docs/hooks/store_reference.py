@@ -152,4 +152,5 @@ def _file_title(path: Path) -> str:
 
 
 def _escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;")
+    """SQL comments as Markdown text: no table breaks, no tags, no emphasis from ``U*(q)``."""
+    return text.replace("|", "\\|").replace("<", "&lt;").replace("*", "\\*")

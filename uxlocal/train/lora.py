@@ -1,0 +1,209 @@
+"""LoRA training on a causal LM: load the base, attach the adapter, run the seeded loop.
+
+Layer contract: torch, transformers and peft only (``uxlocal[train]``); no store, no engine,
+no files (saving is ``adapter.py``). Works on CPU and GPU with the same code.
+
+The loop is plain torch: fp32 master weights under bf16 autocast (about 2x faster on these CPUs,
+shared/notes/lora-cpu.md; the native path on a GPU), AdamW with linear warm-up and decay,
+gradient clipping at 1.0, and batches drawn by a seeded shuffle. The loss is the mean over
+labelled tokens of the batch (token-averaged, not sequence-averaged), so a long example weighs
+by its targets. The seed is set before the adapter is created (LoRA's A matrices start random),
+so the same data, settings and seed give the same adapter on the same machine.
+
+Why not TRL: its trainers want ``datasets`` and render chat templates themselves, while our
+examples must be exactly the tokens the serving path sends; its reward trainer learns a scalar
+head that vLLM could not serve as a label distribution. The loop below is the part we need.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from uxlocal.errors import UxlocalError
+from uxlocal.train.examples import IGNORE, Example, loss_span, pad_batch
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """How an adapter is trained (all of it is part of the adapter's content address)."""
+
+    steps: int = 60
+    """Optimizer steps."""
+    batch_size: int = 4
+    """Sequences per step."""
+    lr: float = 1e-3
+    """Peak learning rate (AdamW)."""
+    warmup: int = 5
+    """Linear warm-up steps, then linear decay to zero."""
+    rank: int = 8
+    """LoRA rank (vLLM serves up to rank 16 by default)."""
+    alpha: int = 16
+    dropout: float = 0.05
+    target_modules: tuple[str, ...] = ("q_proj", "v_proj")
+    max_length: int = 1024
+    """Tokens per training sequence; longer ones are windowed or refused by the caller."""
+    seed: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able form (for the content address and the metadata file)."""
+        data = asdict(self)
+        data["target_modules"] = list(self.target_modules)
+        return data
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """What one optimizer step did (for progress bars and log lines)."""
+
+    step: int
+    """1-based."""
+    steps: int
+    loss: float
+    elapsed_s: float
+
+    @property
+    def eta_s(self) -> float:
+        """Seconds left at the mean pace so far."""
+        return self.elapsed_s / self.step * (self.steps - self.step)
+
+
+OnStep = Callable[[StepReport], None]
+
+
+def device() -> str:
+    """``cuda`` when a GPU is visible, else ``cpu``."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_base(path: str) -> tuple[Any, str]:
+    """The base model in fp32 (master weights) on the best device, and that device.
+
+    On a GPU gradient checkpointing is switched on (a 7B base then fits with long prompts); it
+    recomputes activations and changes no result.
+    """
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM
+    except ImportError as exc:  # pragma: no cover - environment dependent
+        raise UxlocalError(f"training needs torch and transformers: {exc}") from exc
+    where = device()
+    model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(where)
+    if where == "cuda":
+        model.gradient_checkpointing_enable()
+        model.enable_input_require_grads()
+    return model, where
+
+
+def pad_id(model: Any) -> int:
+    """A token id to pad with (never attended to, never labelled)."""
+    eos = model.config.eos_token_id
+    eos = eos[0] if isinstance(eos, list) and eos else eos
+    return int(eos if isinstance(eos, int) else 0)
+
+
+def with_lora(model: Any, settings: TrainSettings) -> Any:
+    """``model`` wrapped with a fresh LoRA adapter, initialized from ``settings.seed``."""
+    try:
+        import torch
+        from peft import LoraConfig, get_peft_model
+    except ImportError as exc:  # pragma: no cover - environment dependent
+        raise UxlocalError("LoRA training needs peft: pip install 'uxlocal[train]'") from exc
+    config = LoraConfig(r=settings.rank, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
+                        target_modules=list(settings.target_modules), task_type="CAUSAL_LM")
+    torch.manual_seed(settings.seed)
+    return get_peft_model(model, config)
+
+
+def token_logits(model: Any, examples: Sequence[Example], pad: int, where: str) -> tuple[Any, Any]:
+    """(logits, labels) of the columns that predict labelled tokens, shifted and flattened.
+
+    Row ``j`` of the logits predicts label ``j``; labels are ``IGNORE`` where there is no loss.
+    """
+    import torch
+
+    batch = {k: v.to(where) for k, v in pad_batch(examples, pad).items()}
+    labels = batch.pop("labels")
+    keep = loss_span(examples)
+    with torch.autocast(device_type=where, dtype=torch.bfloat16):
+        logits = model(**batch, logits_to_keep=keep).logits
+    predicted = logits[:, :-1].float().reshape(-1, logits.shape[-1])
+    return predicted, labels[:, labels.shape[1] - keep + 1:].reshape(-1)
+
+
+def token_loss(model: Any, examples: Sequence[Example], pad: int, where: str) -> tuple[Any, int]:
+    """Sum of target-token losses and the number of target tokens (for exact token averaging)."""
+    import torch
+
+    logits, targets = token_logits(model, examples, pad, where)
+    loss = torch.nn.functional.cross_entropy(logits, targets, ignore_index=IGNORE, reduction="sum")
+    return loss, int((targets != IGNORE).sum())
+
+
+def heldout_loss(model: Any, examples: Sequence[Example], pad: int, *, where: str = "cpu",
+                 batch_size: int = 4) -> float:
+    """Mean loss per target token over ``examples`` (no gradients)."""
+    import torch
+
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for start in range(0, len(examples), batch_size):
+            loss, n = token_loss(model, examples[start:start + batch_size], pad, where)
+            total, count = total + float(loss), count + n
+    return total / max(count, 1)
+
+
+def lr_factor(step: int, settings: TrainSettings) -> float:
+    """Learning-rate multiplier at ``step`` (0-based): linear warm-up, then linear decay to zero."""
+    if step < settings.warmup:
+        return (step + 1) / settings.warmup
+    return max(0.0, (settings.steps - step) / max(1, settings.steps - settings.warmup))
+
+
+def batches(count: int, settings: TrainSettings) -> list[list[int]]:
+    """Example indices of every step: seeded shuffled passes over the data, cut into batches."""
+    rng = random.Random(settings.seed)
+    order: list[int] = []
+    plan = []
+    for _ in range(settings.steps):
+        if len(order) < settings.batch_size:
+            fresh = list(range(count))
+            rng.shuffle(fresh)
+            order += fresh
+        plan.append(order[:settings.batch_size])
+        del order[:settings.batch_size]
+    return plan
+
+
+def train_loop(model: Any, examples: Sequence[Example], settings: TrainSettings, pad: int, where: str, *,
+               on_step: OnStep | None = None) -> list[float]:
+    """Train the adapter's parameters in place; returns the loss of every step."""
+    import torch
+
+    if not examples or not any(e.targets for e in examples):
+        raise UxlocalError("nothing to train on: no example has a labelled token")
+    torch.manual_seed(settings.seed)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=settings.lr)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, settings))
+    losses: list[float] = []
+    started = time.perf_counter()
+    model.train()
+    for step, indices in enumerate(batches(len(examples), settings), start=1):
+        loss_sum, count = token_loss(model, [examples[i] for i in indices], pad, where)
+        loss = loss_sum / max(count, 1)
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        optimizer.step()
+        scheduler.step()
+        losses.append(float(loss.detach()))
+        if on_step is not None:
+            on_step(StepReport(step, settings.steps, losses[-1], time.perf_counter() - started))
+    model.eval()
+    return losses

@@ -207,3 +207,31 @@ def train_loop(model: Any, examples: Sequence[Example], settings: TrainSettings,
             on_step(StepReport(step, settings.steps, losses[-1], time.perf_counter() - started))
     model.eval()
     return losses
+
+
+def completion_logprobs(model: Any, prompt_ids: Sequence[int], completions: Sequence[Sequence[int]],
+                        where: str) -> list[float]:
+    """Log-probability of each completion after one prompt, reading the prompt once.
+
+    The prompt's keys and values are cached; each completion of more than one token is fed on top
+    of the cache, which is then cut back to the prompt. Equal to scoring every ``prompt +
+    completion`` sequence on its own, at the cost of one prompt instead of one per completion.
+    """
+    import torch
+
+    logsoftmax = torch.nn.functional.log_softmax
+    with torch.no_grad(), torch.autocast(device_type=where, dtype=torch.bfloat16):
+        out = model(input_ids=torch.tensor([list(prompt_ids)], device=where), use_cache=True)
+        first = logsoftmax(out.logits[0, -1].float(), dim=-1)
+        cache = out.past_key_values
+        totals = []
+        for ids in completions:
+            total = float(first[ids[0]])
+            if len(ids) > 1:
+                more = model(input_ids=torch.tensor([list(ids[:-1])], device=where), past_key_values=cache,
+                             use_cache=True)
+                steps = logsoftmax(more.logits[0].float(), dim=-1)
+                total += sum(float(steps[j, ids[j + 1]]) for j in range(len(ids) - 1))
+                cache.crop(len(prompt_ids))
+            totals.append(total)
+    return totals

@@ -110,3 +110,13 @@ def test_train_loop_refuses_examples_without_targets(tiny: Path) -> None:
     model, where = lora.load_base(str(tiny))
     with pytest.raises(UxlocalError, match="no example has a labelled token"):
         lora.train_loop(lora.with_lora(model, SETTINGS), [Example([1, 2], [IGNORE, IGNORE])], SETTINGS, 0, where)
+
+
+def test_completion_logprobs_equal_scoring_each_full_sequence(tiny: Path) -> None:
+    model, where = lora.load_base(str(tiny))
+    prompt, completions = [5, 9, 12, 30, 31], [[40], [41, 42, 43], [44, 45]]
+    cached = lora.completion_logprobs(model, prompt, completions, where)
+    for completion, value in zip(completions, cached):
+        loss, _ = lora.token_loss(model, [completion_example(prompt, completion)], lora.pad_id(model), where)
+        assert value == pytest.approx(-float(loss.detach()), abs=2e-2)
+    assert cached[1] < cached[0]  # three tokens of about -6 each cost more than one

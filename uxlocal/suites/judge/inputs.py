@@ -276,6 +276,17 @@ def build_item(row: dict[str, Any], cols: Columns, *, pairwise: bool, human: Hum
                      file, line)
 
 
+def input_sha256(source: str) -> str:
+    """Content hash of a source's rows as read (line numbers and raw text): the data's identity."""
+    import hashlib
+
+    _, rows = read_rows(source)
+    digest = hashlib.sha256()
+    for line, raw, _ in rows:
+        digest.update(f"{line}\t{raw}\n".encode())
+    return digest.hexdigest()
+
+
 def load_items(source: str, cols: Columns, *, pairwise: bool = False, human: HumanParser | None = None,
                skip_bad_rows: bool = False) -> Loaded:
     """Every row of ``source`` as an item; a bad row stops the load unless ``skip_bad_rows``."""

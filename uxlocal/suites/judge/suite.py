@@ -12,7 +12,6 @@ a new run, and the same command on the same data replays from the cache.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -24,7 +23,7 @@ from uxlocal import paths
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
 from uxlocal.suites.judge import episodes
 from uxlocal.suites.judge.config import JudgeConfig
-from uxlocal.suites.judge.inputs import HumanParser, JudgeItem, load_items, read_rows
+from uxlocal.suites.judge.inputs import HumanParser, JudgeItem, input_sha256, load_items
 from uxlocal.suites.judge.prompts import template_sha256
 from uxlocal.suites.judge.rubrics import TIE_LABEL, Rubric, load_rubric
 
@@ -116,12 +115,8 @@ class JudgeSuite(Suite):
         assert isinstance(config, JudgeConfig)
         _require_input(config)
         rubric = load_rubric(config.rubric)
-        _, rows = read_rows(config.input)
-        digest = hashlib.sha256()
-        for line, raw, _ in rows:
-            digest.update(f"{line}\t{raw}\n".encode())
         return {f"rubric/{rubric.name}": rubric.sha256(), "judge/prompts": template_sha256(),
-                "input": digest.hexdigest()}
+                "input": input_sha256(config.input)}
 
     def plan(self, config: SuiteConfig, run: RunConfig) -> SuitePlan:
         """Load the input and make one episode per (unit, judge), conversations kept adjacent."""

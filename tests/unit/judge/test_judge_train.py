@@ -1,0 +1,141 @@
+"""Learning a judge: examples in `uxlocal judge`'s prompt layout, loss on label tokens only, the
+group split, input checks before training, and a tiny training run (issue 30)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from uxlocal.errors import InputError
+from uxlocal.models import ResolvedModel
+from uxlocal.suites.judge import train as jt
+from uxlocal.suites.judge.inputs import Columns, JudgeItem
+from uxlocal.suites.judge.prompts import judge_messages
+from uxlocal.suites.judge.rubrics import load_rubric
+from uxlocal.train.examples import IGNORE
+from uxlocal.train.lora import TrainSettings
+
+from .conftest import chat, write_jsonl
+
+pytest.importorskip("peft")
+from _tiny_model import tiny_model_folder  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> ResolvedModel:
+    folder = tiny_model_folder(tmp_path_factory.mktemp("tiny"))
+    return ResolvedModel(name="tiny", path=str(folder), backend="hf", dtype="float32", max_model_len=4096,
+                         identity="tiny-random-llama")
+
+
+def _rows(n: int = 30, per_group: int = 3) -> list[dict[str, Any]]:
+    return [{"id": f"c{i}", "conversation": chat(i), "thumb": "liked" if i % 2 else "disliked",
+             "grp": f"g{i // per_group}", "score": 1 + i % 5} for i in range(n)]
+
+
+def _spec(path: Path, rubric: str = "ux-liked", human: str | None = "thumb", heldout: float = 0.34,
+          seed: int = 0) -> jt.JudgeTrainSpec:
+    return jt.JudgeTrainSpec(str(path), Columns(human=human, group="grp"), load_rubric(rubric), heldout=heldout,
+                             seed=seed)
+
+
+def _decode(renderer: Any, ids: list[int]) -> str:
+    return str(renderer.tokenizer.decode(ids, skip_special_tokens=False))
+
+
+def test_judge_examples_put_loss_only_on_the_human_label_tokens(tmp_path: Path, tiny: ResolvedModel) -> None:
+    prepared = jt.prepare(_spec(write_jsonl(tmp_path / "a.jsonl", _rows())), tiny)
+    rubric = prepared.spec.rubric
+    for item, example in zip(prepared.split.train, prepared.train):
+        cut = next(i for i, label in enumerate(example.labels) if label != IGNORE)
+        assert all(label == IGNORE for label in example.labels[:cut])
+        assert _decode(prepared.renderer, example.ids[cut:]) == item.human  # the label, nothing after it
+        assert example.labels[cut:] == example.ids[cut:]
+        messages = judge_messages(rubric, rubric.criteria_list()[0], item.conversation)
+        assert example.ids[:cut] == prepared.renderer.render(messages)[1]  # the very prompt `uxlocal judge` sends
+    assert _decode(prepared.renderer, prepared.train[0].ids).count("<|im_start|>assistant\n") == 1
+
+
+def test_judge_examples_teach_both_orders_for_pairwise(tmp_path: Path, tiny: ResolvedModel) -> None:
+    rows = [{"id": f"p{i}", "prompt": f"question {i}", "response_a": f"first {i}", "response_b": f"second {i}",
+             "pref": "A" if i % 3 else "B", "grp": f"g{i // 2}"} for i in range(30)]
+    spec = jt.JudgeTrainSpec(str(write_jsonl(tmp_path / "p.jsonl", rows)), Columns(human="pref", group="grp"),
+                             load_rubric("preference"), heldout=0.34)
+    prepared = jt.prepare(spec, tiny)
+    assert len(prepared.train) == 2 * len(prepared.split.train)
+    item, ab, ba = prepared.split.train[0], prepared.train[0], prepared.train[1]
+    assert [t for t in ab.labels if t != IGNORE] == prepared.renderer.encode(item.human)
+    assert [t for t in ba.labels if t != IGNORE] == prepared.renderer.encode({"A": "B", "B": "A"}[item.human])
+    text_ab, text_ba = _decode(prepared.renderer, ab.ids), _decode(prepared.renderer, ba.ids)
+    assert text_ab.index(item.response_a) < text_ab.index(item.response_b)
+    assert text_ba.index(item.response_b) < text_ba.index(item.response_a)
+
+
+def test_judge_examples_round_likert_scores_to_points(tmp_path: Path, tiny: ResolvedModel) -> None:
+    rows = [{**r, "score": 2.5 if i == 0 else r["score"]} for i, r in enumerate(_rows())]
+    spec = _spec(write_jsonl(tmp_path / "l.jsonl", rows), rubric="helpfulness", human="score")
+    prepared = jt.prepare(spec, tiny)
+    targets = {i.item_id: _decode(prepared.renderer, [t for t in e.labels if t != IGNORE])
+               for i, e in zip(prepared.split.train, prepared.train)}
+    assert all(targets[i.item_id] == str(int(i.human + 0.5)) for i in prepared.split.train)
+
+
+def test_split_by_group_keeps_groups_whole_and_holds_out_enough() -> None:
+    items = [JudgeItem(f"c{i}", tuple(chat(i)), human="liked", group=f"g{i // 4}") for i in range(40)]
+    split = jt.split_by_group(items, 0.2, seed=1)
+    held = {i.group for i in split.heldout}
+    assert held == set(split.heldout_groups) and not held & {i.group for i in split.train}
+    assert 8 <= len(split.heldout) <= 11 and len(split.train) + len(split.heldout) == 40
+    assert jt.split_by_group(items, 0.2, seed=1).heldout_groups == split.heldout_groups
+    assert any(jt.split_by_group(items, 0.2, seed=s).heldout_groups != split.heldout_groups for s in range(2, 6))
+
+
+@pytest.mark.parametrize(("rows", "human", "message"), [
+    # no human column given at all
+    (_rows(), None, r"a\.jsonl: no human column"),
+    # a label the rubric does not have, on the file's third line
+    ([*_rows()[:2], {**_rows()[2], "thumb": "meh"}, *_rows()[3:]], "thumb",
+     r"a\.jsonl:3: thumb: 'meh' is not one of \['liked', 'disliked'\]"),
+    # the human column missing from the first row
+    ([{k: v for k, v in r.items() if k != "thumb"} for r in _rows()], "thumb", r"a\.jsonl:1: thumb: is missing"),
+    # every row liked: one class in the training part
+    ([{**r, "thumb": "liked"} for r in _rows()], "thumb", r"a\.jsonl:\d+: thumb: every training row says 'liked'"),
+    # 12 rows: the held-out part has 3 rows (4 with rounding up by groups)
+    (_rows(12), "thumb", r"a\.jsonl:\d+: grp: the held-out part has \d rows"),
+])
+def test_prepare_stops_with_file_line_column_problem_before_training(
+        tmp_path: Path, tiny: ResolvedModel, rows: list[dict[str, Any]], human: str | None, message: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jt.lora, "load_base", lambda *_: pytest.fail("loaded the model before checking"))
+    with pytest.raises(InputError, match=message):
+        jt.prepare(_spec(write_jsonl(tmp_path / "a.jsonl", rows), human=human), tiny)
+
+
+def test_prepare_refuses_likert_scores_off_the_scale(tmp_path: Path, tiny: ResolvedModel) -> None:
+    rows = [{**r, "score": 9 if i == 4 else r["score"]} for i, r in enumerate(_rows())]
+    with pytest.raises(InputError, match=r"l\.jsonl:5: score: score 9 is off the rubric's scale 1\.\.5"):
+        jt.prepare(_spec(write_jsonl(tmp_path / "l.jsonl", rows), rubric="helpfulness", human="score"), tiny)
+
+
+SETTINGS = TrainSettings(steps=10, batch_size=4, lr=5e-2, warmup=2, rank=4, alpha=8, dropout=0.0, seed=5)
+
+
+def test_train_judge_lowers_loss_writes_metadata_and_repeats_by_seed(tmp_path: Path, tiny: ResolvedModel) -> None:
+    prepared = jt.prepare(_spec(write_jsonl(tmp_path / "a.jsonl", _rows())), tiny)
+    steps: list[int] = []
+    first = jt.train_judge(prepared, tiny, tmp_path / "one", settings=SETTINGS, on_step=lambda r: steps.append(r.step))
+    again = jt.train_judge(prepared, tiny, tmp_path / "two", settings=SETTINGS)
+    assert steps == list(range(1, 11))
+    assert sum(first.losses[-3:]) < 0.7 * sum(first.losses[:3])
+    assert first.adapter["loss"] < first.base["loss"]  # on held-out label tokens
+    assert set(first.base) == {"loss", "accuracy", "kappa", "macro_f1", "auroc", "ece"}
+    assert first.weights_sha256 == again.weights_sha256
+    meta = json.loads((tmp_path / "one" / jt.META_FILE).read_text())
+    assert meta["base_identity"] == "tiny-random-llama"
+    assert meta["rubric_sha256"] == prepared.spec.rubric.sha256() and len(meta["data_sha256"]) == 64
+    assert meta["split"]["heldout_groups"] == prepared.split.heldout_groups and meta["split"]["seed"] == 0
+    assert meta["settings"]["steps"] == 10 and meta["weights_sha256"] == first.weights_sha256
+    assert meta["heldout_adapter"]["loss"] == first.adapter["loss"]

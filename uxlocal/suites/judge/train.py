@@ -1,0 +1,342 @@
+"""Learn a judge from human labels: training examples in ``uxlocal judge``'s own prompt layout.
+
+Layer contract: reads the user's file and a base model folder, writes one adapter folder; no
+store, no engine. Training itself is ``uxlocal.train`` (shared with PALATE's simulators).
+
+One renderer for both: an example's prompt is the ``GenRequest`` that ``episodes.Asker`` builds
+for ``uxlocal judge`` (label mode, the same layout), rendered by the same ``make_renderer`` the
+scheduler uses, so training and serving see the same token ids. The loss falls only on the
+verdict's label tokens, which follow the prompt as the model would generate them: the human
+label (``label`` rubrics), the human score rounded to a point (``likert``), or the preferred
+side (``pairwise``, in both orders, the second with the replies and the answer swapped).
+
+The held-out part is whole groups (``--group-col``; each row its own group without one), drawn
+with ``seed`` until it holds at least ``heldout`` of the rows; it never trains. Every check on
+the input (no human column, a label the rubric lacks, a score off the scale, one class in the
+training part, a held-out part too small to measure, a prompt longer than ``max_length``) runs
+before the model loads and stops with ``file:line: column: problem``.
+
+Held-out statistics read each label's probability by teacher forcing over its token path and
+renormalizing over the rubric's labels (``train.lora.completion_logprobs``), then reuse the
+judge's own verdict arithmetic and agreement statistics, for the base and for the adapter.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from uxlocal.errors import InputError
+from uxlocal.models import ResolvedModel
+from uxlocal.suites.judge import episodes
+from uxlocal.suites.judge.inputs import Columns, JudgeItem, input_sha256, load_items
+from uxlocal.suites.judge.prompts import Layout, template_sha256
+from uxlocal.suites.judge.rubrics import PAIR_LABELS, TIE_LABEL, Rubric
+from uxlocal.suites.judge.suite import human_parser
+from uxlocal.train import lora
+from uxlocal.train.adapter import save_adapter
+from uxlocal.train.examples import Example, completion_example
+
+META_FILE = "judge_adapter.json"
+MIN_HELDOUT = 10
+"""Fewest held-out rows whose agreement we report (with at least two human classes)."""
+JUDGE_SETTINGS = lora.TrainSettings(steps=60, batch_size=8, lr=1e-3, warmup=6, max_length=2048)
+"""Defaults of ``uxlocal judge train`` (see benchmarks/judge_train.py for what they reach)."""
+
+
+@dataclass(frozen=True)
+class JudgeTrainSpec:
+    """What to learn from: the input, its column map, the rubric, and how to split it."""
+
+    source: str
+    columns: Columns
+    rubric: Rubric
+    heldout: float = 0.2
+    """Fraction of rows (whole groups) kept out of training for the agreement statistics."""
+    seed: int = 0
+    """Seeds the split, the adapter's initialization and the batch order."""
+    layout: Layout = "shared"
+
+
+@dataclass
+class Split:
+    """Rows that train and rows that only measure (whole groups each)."""
+
+    train: list[JudgeItem]
+    heldout: list[JudgeItem]
+    heldout_groups: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        """For the adapter's metadata."""
+        return {"train_rows": len(self.train), "heldout_rows": len(self.heldout),
+                "heldout_groups": self.heldout_groups}
+
+
+@dataclass
+class Prepared:
+    """A checked, split and rendered training set (nothing loaded but the tokenizer)."""
+
+    spec: JudgeTrainSpec
+    split: Split
+    train: list[Example]
+    heldout: list[Example]
+    asker: episodes.Asker
+    renderer: Any
+
+
+# ---------------------------------------------------------------- split and targets
+
+
+def _group(item: JudgeItem) -> str:
+    return item.group if item.group is not None else item.item_id
+
+
+def split_by_group(items: Sequence[JudgeItem], fraction: float, seed: int) -> Split:
+    """Whole groups, shuffled with ``seed``, go to the held-out part until it has ``fraction`` of the rows."""
+    sizes: dict[str, int] = {}
+    for item in items:
+        sizes[_group(item)] = sizes.get(_group(item), 0) + 1
+    order = sorted(sizes)
+    random.Random(seed).shuffle(order)
+    held: list[str] = []
+    count = 0
+    for group in order:
+        if count >= fraction * len(items) or count + sizes[group] >= len(items):
+            break
+        held.append(group)
+        count += sizes[group]
+    chosen = set(held)
+    return Split([i for i in items if _group(i) not in chosen], [i for i in items if _group(i) in chosen],
+                 sorted(held))
+
+
+def human_point(rubric: Rubric, score: float) -> str:
+    """A likert human score as the label the judge would answer (rounded half up, as the views do)."""
+    return str(int(math.floor(score + 0.5)))
+
+
+def verdict_targets(rubric: Rubric, item: JudgeItem) -> list[tuple[tuple[str, str] | None, str]]:
+    """(replies shown, label to learn) of each training example of ``item``."""
+    if rubric.kind == "label":
+        return [(None, str(item.human))]
+    if rubric.kind == "likert":
+        return [(None, human_point(rubric, float(item.human)))]
+    assert item.response_a is not None and item.response_b is not None
+    swapped = {"A": "B", "B": "A"}.get(str(item.human), str(item.human))
+    return [((item.response_a, item.response_b), str(item.human)),
+            ((item.response_b, item.response_a), swapped)]
+
+
+# ---------------------------------------------------------------- checks (before any training)
+
+
+def _check_rubric(spec: JudgeTrainSpec) -> None:
+    rubric = spec.rubric
+    if len(rubric.criteria_list()) != 1:
+        raise InputError(rubric.name, None, f"has {len(rubric.criteria_list())} criteria; a judge learns one "
+                         "question from one human column", "train one rubric per criterion")
+    if rubric.unit != "conversation":
+        raise InputError(rubric.name, None, "unit = 'each_assistant_turn' has no human label per turn",
+                         "train with a unit = 'conversation' rubric")
+    if spec.columns.human is None:
+        raise InputError(spec.source, None, "no human column: training needs the label, score or preference "
+                         "each row was given", "pass --human-col COLUMN")
+    if not 0.0 < spec.heldout < 1.0:
+        raise InputError(spec.source, None, f"--heldout {spec.heldout}: must be between 0 and 1")
+
+
+def _check_values(spec: JudgeTrainSpec, items: Sequence[JudgeItem]) -> None:
+    """Every human value must be an answer the judge can give."""
+    rubric, column = spec.rubric, spec.columns.human
+    for item in items:
+        if rubric.kind == "likert":
+            point = human_point(rubric, float(item.human))
+            if point not in rubric.names():
+                raise InputError(item.source_file, item.source_line,
+                                 f"{column}: score {float(item.human):g} is off the rubric's scale 1..{rubric.scale}")
+        if rubric.kind == "pairwise" and item.human == TIE_LABEL and not rubric.allow_tie:
+            raise InputError(item.source_file, item.source_line,
+                             f"{column}: 'tie' but the rubric has no tie label", "set allow_tie = true")
+
+
+def _classes(rubric: Rubric, items: Sequence[JudgeItem]) -> list[str]:
+    return sorted({verdict_targets(rubric, i)[0][1] for i in items})
+
+
+def _check_split(spec: JudgeTrainSpec, split: Split) -> None:
+    rubric, column = spec.rubric, spec.columns.human
+    if not split.train:
+        raise InputError(spec.source, None, "nothing left to train on after the held-out split")
+    train_classes = _classes(rubric, split.train)
+    if rubric.kind != "pairwise" and len(train_classes) < 2:
+        first = split.train[0]
+        raise InputError(first.source_file, first.source_line, f"{column}: every training row says "
+                         f"{train_classes[0]!r}; a judge cannot learn from one class",
+                         "add rows of the other labels or change --seed/--heldout")
+    held_classes = _classes(rubric, split.heldout)
+    if len(split.heldout) < MIN_HELDOUT or (rubric.kind != "pairwise" and len(held_classes) < 2):
+        where = split.heldout[0] if split.heldout else None
+        what = spec.columns.group or spec.columns.id
+        raise InputError(spec.source if where is None else where.source_file, None if where is None else
+                         where.source_line, f"{what}: the held-out part has {len(split.heldout)} rows "
+                         f"(classes {held_classes}); measuring agreement needs at least {MIN_HELDOUT} rows "
+                         "and two classes", "raise --heldout, add rows, or change --seed")
+
+
+# ---------------------------------------------------------------- examples
+
+
+def item_prompts(asker: episodes.Asker, renderer: Any, item: JudgeItem) -> list[tuple[list[int], str]]:
+    """(prompt ids exactly as ``uxlocal judge`` sends them, label to learn) of each example of ``item``."""
+    criterion = asker.rubric.criteria_list()[0]
+    out = []
+    for pair, label in verdict_targets(asker.rubric, item):
+        request = asker.request("judge", criterion, item.conversation, pair=pair)
+        out.append((renderer.render(list(request.messages))[1], label))
+    return out
+
+
+def _render_all(asker: episodes.Asker, renderer: Any, items: Sequence[JudgeItem], max_length: int) -> list[Example]:
+    examples = []
+    for item in items:
+        for ids, label in item_prompts(asker, renderer, item):
+            example = completion_example(ids, renderer.encode(label))
+            if len(example.ids) > max_length:
+                raise InputError(item.source_file, item.source_line, f"the judge prompt is {len(example.ids)} "
+                                 f"tokens, more than max_length {max_length}", "raise --max-length")
+            examples.append(example)
+    return examples
+
+
+def prepare(spec: JudgeTrainSpec, base: ResolvedModel, *, max_length: int = 2048) -> Prepared:
+    """Load, check, split and render; raises ``InputError`` before any model weight is read."""
+    from uxlocal.engine.render import make_renderer
+
+    _check_rubric(spec)
+    loaded = load_items(spec.source, spec.columns, pairwise=spec.rubric.kind == "pairwise",
+                        human=human_parser(spec.rubric))
+    _check_values(spec, loaded.items)
+    split = split_by_group(loaded.items, spec.heldout, spec.seed)
+    _check_split(spec, split)
+    asker = episodes.Asker(spec.rubric, reason=False, layout=spec.layout, reason_max_tokens=16)
+    renderer = make_renderer(base.path)
+    return Prepared(spec, split, _render_all(asker, renderer, split.train, max_length),
+                    _render_all(asker, renderer, split.heldout, max_length), asker, renderer)
+
+
+# ---------------------------------------------------------------- held-out statistics
+
+
+def verdict_probs(model: Any, prepared: Prepared, item: JudgeItem, where: str) -> list[dict[str, float]]:
+    """Every label's probability (renormalized over the rubric's labels) for each order of ``item``."""
+    labels = prepared.spec.rubric.labels()
+    label_ids = [prepared.renderer.encode(label) for label in labels]
+    out = []
+    for ids, _ in item_prompts(prepared.asker, prepared.renderer, item):
+        logps = lora.completion_logprobs(model, ids, label_ids, where)
+        top = max(logps)
+        weights = [math.exp(v - top) for v in logps]
+        out.append({label: w / sum(weights) for label, w in zip(labels, weights)})
+    return out
+
+
+def _pointwise_row(rubric: Rubric, item: JudgeItem, probs: dict[str, float]) -> dict[str, Any]:
+    label, score, confidence = episodes.pointwise_scores(rubric, probs)
+    human_score = float(item.human) if rubric.kind == "likert" else None
+    return {"label": label, "score": score, "confidence": confidence, "positive": rubric.positive_label(),
+            "human_label": str(item.human) if rubric.kind == "label" else human_point(rubric, float(item.human)),
+            "human_score": human_score, "points": int(label) if label.isdigit() else None,
+            "scale": rubric.scale, "grp": item.group}
+
+
+def _pair_row(rubric: Rubric, item: JudgeItem, orders: list[dict[str, float]]) -> dict[str, Any]:
+    first, second = orders[0], episodes.swap_pair(orders[1])
+    probs = episodes.reconcile(rubric, first, second)
+    return {"label": _argmax(rubric, probs), "human_label": str(item.human),
+            "flip": _argmax(rubric, first) != _argmax(rubric, second), "score": probs.get(PAIR_LABELS[0]),
+            "grp": item.group}
+
+
+def _argmax(rubric: Rubric, probs: dict[str, float]) -> str:
+    return max(rubric.labels(), key=lambda k: probs.get(k, 0.0))
+
+
+def heldout_rows(model: Any, prepared: Prepared, where: str) -> list[dict[str, Any]]:
+    """One verdict row per held-out item, shaped like the judge views' rows."""
+    rubric = prepared.spec.rubric
+    rows = []
+    for item in prepared.split.heldout:
+        orders = verdict_probs(model, prepared, item, where)
+        rows.append(_pair_row(rubric, item, orders) if rubric.kind == "pairwise"
+                    else _pointwise_row(rubric, item, orders[0]))
+    return rows
+
+
+def agreement(kind: str, rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The statistics ``uxlocal judge`` reports for this rubric kind, over all ``rows``."""
+    import numpy as np
+
+    from uxlocal.suites.judge.report import LABEL_STATS, PAIR_STATS, SCORE_STATS, agreement_statistics
+
+    names = {"label": LABEL_STATS, "likert": SCORE_STATS, "pairwise": PAIR_STATS}[kind]
+    functions = agreement_statistics(kind, rows)
+    return {name: functions[name](np.arange(len(rows))) for name in names}
+
+
+def measure(model: Any, prepared: Prepared, where: str, pad: int) -> dict[str, Any]:
+    """Held-out loss on the label tokens and the agreement statistics of ``model``."""
+    rows = heldout_rows(model, prepared, where)
+    return {"loss": lora.heldout_loss(model, prepared.heldout, pad, where=where),
+            **agreement(prepared.spec.rubric.kind, rows)}
+
+
+# ---------------------------------------------------------------- training
+
+
+@dataclass
+class JudgeTrainResult:
+    """What training produced and measured."""
+
+    folder: Path
+    weights_sha256: str
+    base: dict[str, Any]
+    """Held-out loss and agreement of the base model (prompted judge)."""
+    adapter: dict[str, Any]
+    """The same for the trained adapter."""
+    seconds: float
+    losses: list[float] = field(default_factory=list)
+
+
+def _meta(prepared: Prepared, base: ResolvedModel, settings: lora.TrainSettings, result: dict[str, Any]) -> dict[str, Any]:
+    spec = prepared.spec
+    return {"kind": "uxlocal-judge-adapter", "base_name": base.name, "base_identity": base.identity,
+            "base_path": base.path, "rubric_name": spec.rubric.name, "rubric_sha256": spec.rubric.sha256(),
+            "prompt_sha256": template_sha256(), "layout": spec.layout, "data_source": spec.source,
+            "data_sha256": input_sha256(spec.source), "columns": asdict(spec.columns),
+            "split": {"heldout": spec.heldout, "seed": spec.seed, **prepared.split.as_dict()},
+            "settings": settings.as_dict(), "train_examples": len(prepared.train),
+            "heldout_examples": len(prepared.heldout), **result,
+            "created_at": dt.datetime.now(dt.timezone.utc).isoformat()}
+
+
+def train_judge(prepared: Prepared, base: ResolvedModel, out: str | Path, *,
+                settings: lora.TrainSettings = JUDGE_SETTINGS, on_step: lora.OnStep | None = None) -> JudgeTrainResult:
+    """Train the adapter on the training part, measure base and adapter on the held-out part, save."""
+    started = time.perf_counter()
+    model, where = lora.load_base(base.path)
+    pad = lora.pad_id(model)
+    before = measure(model, prepared, where, pad)
+    model = lora.with_lora(model, settings)
+    losses = lora.train_loop(model, prepared.train, settings, pad, where, on_step=on_step)
+    after = measure(model, prepared, where, pad)
+    seconds = time.perf_counter() - started
+    measured = {"heldout_base": before, "heldout_adapter": after, "train_loss_first": losses[0],
+                "train_loss_last": losses[-1], "seconds": round(seconds, 1)}
+    sha = save_adapter(model, out, META_FILE, _meta(prepared, base, settings, measured))
+    return JudgeTrainResult(Path(out), sha, before, after, seconds, losses)

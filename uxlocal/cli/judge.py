@@ -20,7 +20,19 @@ _DECLS = {"rubric": ("-r", "--rubric"), "both_orders": ("--both-orders/--one-ord
           "skip_bad_rows": ("--skip-bad-rows/--no-skip-bad-rows",)}
 
 
-@click.command(name="judge", context_settings=CONTEXT)
+class _JudgeCommand(click.Command):
+    """``uxlocal judge INPUT ...`` judges; ``uxlocal judge train INPUT ...`` learns a judge (judge_train.py)."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        if args and args[0] == "train":
+            from .judge_train import judge_train
+
+            return judge_train.make_context(f"{info_name} train", args[1:], parent=parent, **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
+
+
+@click.command(name="judge", cls=_JudgeCommand, context_settings=CONTEXT)
 @click.argument("input_", metavar="INPUT", required=False)
 @config_options(JudgeConfig, _JUDGE_FIELDS, envvar_prefix="UXLOCAL_JUDGE_", decls=_DECLS)
 @run_options
@@ -33,6 +45,8 @@ def judge_cmd(input_: str | None, list_rubrics: bool, **kwargs: Any) -> None:
       uxlocal judge chats.jsonl --rubric ux-liked --model judge=embedded --human-col label
       uxlocal judge pairs.csv --rubric preference --judges embedded,other --db judged.duckdb
       uxlocal judge "duckdb:runs.duckdb::select * from my_chats" --rubric my-rubric.toml -m judge=embedded
+
+    Learn a judge from your labels first: uxlocal judge train --help
     """
     if list_rubrics:
         _list_rubrics()

@@ -232,6 +232,6 @@ def completion_logprobs(model: Any, prompt_ids: Sequence[int], completions: Sequ
                              use_cache=True)
                 steps = logsoftmax(more.logits[0].float(), dim=-1)
                 total += sum(float(steps[j, ids[j + 1]]) for j in range(len(ids) - 1))
-                cache.crop(len(prompt_ids))
+                cache.crop(-(len(ids) - 1))  # back to the prompt alone
             totals.append(total)
     return totals

@@ -139,3 +139,35 @@ def test_train_judge_lowers_loss_writes_metadata_and_repeats_by_seed(tmp_path: P
     assert meta["split"]["heldout_groups"] == prepared.split.heldout_groups and meta["split"]["seed"] == 0
     assert meta["settings"]["steps"] == 10 and meta["weights_sha256"] == first.weights_sha256
     assert meta["heldout_adapter"]["loss"] == first.adapter["loss"]
+
+
+def _cli(args: list[str]) -> Any:
+    from click.testing import CliRunner
+
+    from uxlocal.cli import cli
+
+    return CliRunner().invoke(cli, ["judge", "train", *args])
+
+
+def test_judge_train_cli_exits_2_naming_file_line_and_column_before_training(
+        tmp_path: Path, tiny: ResolvedModel, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jt.lora, "load_base", lambda *_: pytest.fail("loaded the model before checking"))
+    path = write_jsonl(tmp_path / "a.jsonl", [*_rows()[:6], {**_rows()[6], "thumb": "so-so"}, *_rows()[7:]])
+    result = _cli([str(path), "--human-col", "thumb", "--group-col", "grp", "--base", tiny.path,
+                   "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "a.jsonl:7: thumb: 'so-so' is not one of" in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_judge_train_cli_trains_and_prints_base_and_adapter_side_by_side(tmp_path: Path, tiny: ResolvedModel) -> None:
+    path = write_jsonl(tmp_path / "a.jsonl", _rows())
+    result = _cli([str(path), "--human-col", "thumb", "--group-col", "grp", "--base", tiny.path, "--heldout", "0.34",
+                   "--out", str(tmp_path / "out"), "--steps", "3", "--batch-size", "2", "--rank", "2"])
+    assert result.exit_code == 0, result.output
+    assert "step 3/3" in result.output  # log lines when not on a terminal
+    for name in ("accuracy", "kappa", "auroc", "ece", "loss"):
+        assert name in result.output
+    meta = json.loads((tmp_path / "out" / jt.META_FILE).read_text())
+    assert meta["settings"]["steps"] == 3 and meta["settings"]["rank"] == 2 and meta["settings"]["alpha"] == 4
+    assert meta["split"]["heldout_rows"] >= 10 and (tmp_path / "out" / "adapter_model.safetensors").is_file()

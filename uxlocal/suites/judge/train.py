@@ -340,3 +340,15 @@ def train_judge(prepared: Prepared, base: ResolvedModel, out: str | Path, *,
                 "train_loss_last": losses[-1], "seconds": round(seconds, 1)}
     sha = save_adapter(model, out, META_FILE, _meta(prepared, base, settings, measured))
     return JudgeTrainResult(Path(out), sha, before, after, seconds, losses)
+
+
+def comparison_rows(result: JudgeTrainResult) -> list[tuple[str, str | None, str | None, str | None]]:
+    """(statistic, base, adapter, adapter - base) for every held-out statistic, values to 3 decimals."""
+    def fmt(value: float | None, sign: bool = False) -> str | None:
+        return None if value is None else (f"{value:+.3f}" if sign else f"{value:.3f}")
+    rows = []
+    for name, before in result.base.items():
+        after = result.adapter.get(name)
+        diff = None if before is None or after is None else after - before
+        rows.append((name, fmt(before), fmt(after), fmt(diff, sign=True)))
+    return rows

@@ -66,5 +66,5 @@ def judge_train(input_: str, base: str, out: str, heldout: float, seed: int, ste
     click.echo(f"training on {len(prepared.split.train)} rows, {len(prepared.split.heldout)} held out "
                f"(groups: {', '.join(prepared.split.heldout_groups)})", err=True)
     result = jt.train_judge(prepared, model, out, settings=settings, on_step=_progress)
-    print_rows(["held-out statistic", "base", "adapter", "adapter - base"], jt.comparison_rows(result))
+    print_rows(jt.COMPARISON_COLUMNS, jt.comparison_rows(result))
     click.echo(f"adapter {result.folder} (weights sha256 {result.weights_sha256[:12]}), {result.seconds:.0f}s")

@@ -133,6 +133,7 @@ def test_train_judge_lowers_loss_writes_metadata_and_repeats_by_seed(tmp_path: P
     assert first.adapter["loss"] < first.base["loss"]  # on held-out label tokens
     assert set(first.base) == {"loss", "accuracy", "kappa", "macro_f1", "auroc", "ece"}
     assert first.weights_sha256 == again.weights_sha256
+    assert set(first.intervals) == {"accuracy", "kappa", "macro_f1", "auroc", "ece"}
     meta = json.loads((tmp_path / "one" / jt.META_FILE).read_text())
     assert meta["base_identity"] == "tiny-random-llama"
     assert meta["rubric_sha256"] == prepared.spec.rubric.sha256() and len(meta["data_sha256"]) == 64
@@ -166,8 +167,24 @@ def test_judge_train_cli_trains_and_prints_base_and_adapter_side_by_side(tmp_pat
                    "--out", str(tmp_path / "out"), "--steps", "3", "--batch-size", "2", "--rank", "2"])
     assert result.exit_code == 0, result.output
     assert "step 3/3" in result.output  # log lines when not on a terminal
-    for name in ("accuracy", "kappa", "auroc", "ece", "loss"):
+    for name in ("accuracy", "kappa", "auroc", "ece", "loss", "95% interval"):
         assert name in result.output
     meta = json.loads((tmp_path / "out" / jt.META_FILE).read_text())
     assert meta["settings"]["steps"] == 3 and meta["settings"]["rank"] == 2 and meta["settings"]["alpha"] == 4
     assert meta["split"]["heldout_rows"] >= 10 and (tmp_path / "out" / "adapter_model.safetensors").is_file()
+
+
+def _label_rows(labels: list[str], humans: list[str], scores: list[float]) -> list[dict[str, Any]]:
+    return [{"label": lab, "human_label": h, "score": s, "confidence": max(s, 1 - s), "positive": "liked", "grp": None}
+            for lab, h, s in zip(labels, humans, scores)]
+
+
+def test_difference_intervals_pair_the_arms_on_the_same_items() -> None:
+    humans = ["liked", "disliked"] * 20
+    base = _label_rows(["liked"] * 40, humans, [0.6] * 40)  # always liked: accuracy 0.5, AUROC 0.5
+    adapter = _label_rows(humans, humans, [0.9 if h == "liked" else 0.1 for h in humans])  # always right
+    intervals = jt.difference_intervals("label", base, adapter, n_resamples=200)
+    low, high = intervals["accuracy"]
+    assert low is not None and high is not None and 0.3 <= low <= 0.5 <= high <= 0.7
+    assert intervals["auroc"] == (0.5, 0.5)  # paired: every resample has AUROC 1.0 vs 0.5
+    assert jt.difference_intervals("label", base, base, n_resamples=50)["accuracy"] == (0.0, 0.0)

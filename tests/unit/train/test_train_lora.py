@@ -57,7 +57,7 @@ def test_token_loss_of_a_padded_batch_equals_the_sum_of_single_examples(tiny: Pa
     batch_loss, count = lora.token_loss(model, examples, pad, where)
     singles = [lora.token_loss(model, [e], pad, where) for e in examples]
     assert count == sum(n for _, n in singles) == 8
-    assert float(batch_loss.detach()) == pytest.approx(sum(float(s) for s, _ in singles), rel=2e-2)
+    assert float(batch_loss.detach()) == pytest.approx(sum(float(s.detach()) for s, _ in singles), rel=2e-2)
 
 
 def test_lr_factor_warms_up_then_decays_to_zero() -> None:

@@ -289,11 +289,32 @@ def agreement(kind: str, rows: list[dict[str, Any]]) -> dict[str, float | None]:
     return {name: functions[name](np.arange(len(rows))) for name in names}
 
 
-def measure(model: Any, prepared: Prepared, where: str, pad: int) -> dict[str, Any]:
-    """Held-out loss on the label tokens and the agreement statistics of ``model``."""
+def measure(model: Any, prepared: Prepared, where: str, pad: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Held-out loss on the label tokens and the agreement statistics of ``model``, and its verdict rows."""
     rows = heldout_rows(model, prepared, where)
     return {"loss": lora.heldout_loss(model, prepared.heldout, pad, where=where),
-            **agreement(prepared.spec.rubric.kind, rows)}
+            **agreement(prepared.spec.rubric.kind, rows)}, rows
+
+
+def difference_intervals(kind: str, base_rows: list[dict[str, Any]], adapter_rows: list[dict[str, Any]], *,
+                         n_resamples: int = 1000, seed: int = 0) -> dict[str, tuple[float | None, float | None]]:
+    """95% paired bootstrap interval of (adapter - base) for every agreement statistic.
+
+    Both arms are resampled with the same item indices. Items, not groups, are drawn: the
+    held-out part is a few whole groups by design, too few clusters for a cluster bootstrap.
+    """
+    from uxlocal import stats
+    from uxlocal.suites.judge.report import agreement_statistics
+
+    before, after = agreement_statistics(kind, base_rows), agreement_statistics(kind, adapter_rows)
+    out = {}
+    for name in agreement(kind, base_rows):
+        def diff(idx: Any, name: str = name) -> float | None:
+            a, b = after[name](idx), before[name](idx)
+            return None if a is None or b is None else a - b
+        interval = stats.bootstrap(diff, len(base_rows), n_resamples=n_resamples, seed=seed)
+        out[name] = (interval.low, interval.high)
+    return out
 
 
 # ---------------------------------------------------------------- training
@@ -309,6 +330,8 @@ class JudgeTrainResult:
     """Held-out loss and agreement of the base model (prompted judge)."""
     adapter: dict[str, Any]
     """The same for the trained adapter."""
+    intervals: dict[str, tuple[float | None, float | None]]
+    """95% paired bootstrap interval of adapter - base, per agreement statistic."""
     seconds: float
     losses: list[float] = field(default_factory=list)
 
@@ -331,24 +354,30 @@ def train_judge(prepared: Prepared, base: ResolvedModel, out: str | Path, *,
     started = time.perf_counter()
     model, where = lora.load_base(base.path)
     pad = lora.pad_id(model)
-    before = measure(model, prepared, where, pad)
+    before, base_rows = measure(model, prepared, where, pad)
     model = lora.with_lora(model, settings)
     losses = lora.train_loop(model, prepared.train, settings, pad, where, on_step=on_step)
-    after = measure(model, prepared, where, pad)
+    after, adapter_rows = measure(model, prepared, where, pad)
+    intervals = difference_intervals(prepared.spec.rubric.kind, base_rows, adapter_rows, seed=settings.seed)
     seconds = time.perf_counter() - started
-    measured = {"heldout_base": before, "heldout_adapter": after, "train_loss_first": losses[0],
-                "train_loss_last": losses[-1], "seconds": round(seconds, 1)}
+    measured = {"heldout_base": before, "heldout_adapter": after, "heldout_difference_95": intervals,
+                "train_loss_first": losses[0], "train_loss_last": losses[-1], "seconds": round(seconds, 1)}
     sha = save_adapter(model, out, META_FILE, _meta(prepared, base, settings, measured))
-    return JudgeTrainResult(Path(out), sha, before, after, seconds, losses)
+    return JudgeTrainResult(Path(out), sha, before, after, intervals, seconds, losses)
 
 
-def comparison_rows(result: JudgeTrainResult) -> list[tuple[str, str | None, str | None, str | None]]:
-    """(statistic, base, adapter, adapter - base) for every held-out statistic, values to 3 decimals."""
+COMPARISON_COLUMNS = ["held-out statistic", "base", "adapter", "adapter - base", "95% interval"]
+
+
+def comparison_rows(result: JudgeTrainResult) -> list[tuple[str | None, ...]]:
+    """One row per held-out statistic (``COMPARISON_COLUMNS``), values to 3 decimals."""
     def fmt(value: float | None, sign: bool = False) -> str | None:
         return None if value is None else (f"{value:+.3f}" if sign else f"{value:.3f}")
-    rows = []
+    rows: list[tuple[str | None, ...]] = []
     for name, before in result.base.items():
         after = result.adapter.get(name)
         diff = None if before is None or after is None else after - before
-        rows.append((name, fmt(before), fmt(after), fmt(diff, sign=True)))
+        low, high = result.intervals.get(name, (None, None))
+        interval = None if low is None or high is None else f"[{low:+.3f}, {high:+.3f}]"
+        rows.append((name, fmt(before), fmt(after), fmt(diff, sign=True), interval))
     return rows

@@ -40,9 +40,10 @@ def _progress(report: StepReport) -> None:
 @click.option("--batch-size", type=int, default=8, show_default=True, help="Sequences per step.")
 @click.option("--lr", type=float, default=1e-3, show_default=True, help="Peak learning rate.")
 @click.option("--rank", type=int, default=8, show_default=True, help="LoRA rank (alpha = 2 x rank).")
+@click.option("--top-layers", type=int, default=0, show_default=True, help="Adapt only the top N layers (0 = all).")
 @click.option("--max-length", type=int, default=2048, show_default=True, help="Longest judge prompt (tokens).")
 def judge_train(input_: str, base: str, out: str, heldout: float, seed: int, steps: int, batch_size: int,
-                lr: float, rank: int, max_length: int, **columns: Any) -> None:
+                lr: float, rank: int, top_layers: int, max_length: int, **columns: Any) -> None:
     """Learn a judge from your users' labels; compare it with the base.
 
     \b
@@ -60,7 +61,7 @@ def judge_train(input_: str, base: str, out: str, heldout: float, seed: int, ste
     spec = jt.JudgeTrainSpec(input_, config.columns(), load_rubric(config.rubric), heldout=heldout, seed=seed,
                              layout=config.layout)
     settings = replace(jt.JUDGE_SETTINGS, steps=steps, batch_size=batch_size, lr=lr, rank=rank, alpha=2 * rank,
-                       warmup=max(1, steps // 10), max_length=max_length, seed=seed)
+                       warmup=max(1, steps // 10), max_length=max_length, seed=seed, top_layers=top_layers)
     model = resolve(base)
     prepared = jt.prepare(spec, model, max_length=max_length)
     click.echo(f"training on {len(prepared.split.train)} rows, {len(prepared.split.heldout)} held out "

@@ -50,11 +50,20 @@ class TrainSettings:
     max_length: int = 1024
     """Tokens per training sequence; longer ones are windowed or refused by the caller."""
     seed: int = 0
+    top_layers: int = 0
+    """Adapt only the top N decoder layers (0 = all). Backpropagation then stops at the lowest
+    adapted layer, so a step costs less; the loss of a judge sits on the last tokens anyway."""
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-able form (for the content address and the metadata file)."""
+        """JSON-able form (for the content address and the metadata file).
+
+        Fields added after the first release are left out while at their default, so adapters
+        trained before them keep their content address.
+        """
         data = asdict(self)
         data["target_modules"] = list(self.target_modules)
+        if not self.top_layers:
+            del data["top_layers"]
         return data
 
 
@@ -135,8 +144,13 @@ def with_lora(model: Any, settings: TrainSettings) -> Any:
         from peft import LoraConfig, get_peft_model
     except ImportError as exc:  # pragma: no cover - environment dependent
         raise UxlocalError("LoRA training needs peft: pip install 'uxlocal[train]'") from exc
+    layers = None
+    if settings.top_layers:
+        count = int(model.config.num_hidden_layers)
+        layers = list(range(max(0, count - settings.top_layers), count))
     config = LoraConfig(r=settings.rank, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
-                        target_modules=list(settings.target_modules), task_type="CAUSAL_LM")
+                        target_modules=list(settings.target_modules), layers_to_transform=layers,
+                        task_type="CAUSAL_LM")
     torch.manual_seed(settings.seed)
     return get_peft_model(model, config)
 

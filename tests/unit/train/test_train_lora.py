@@ -90,7 +90,7 @@ def test_train_loop_lowers_the_loss_and_moves_the_adapter(tiny: Path, tmp_path: 
     assert len(losses) == SETTINGS.steps
     assert sum(losses[-3:]) < 0.7 * sum(losses[:3])
     lora_b = [p for name, p in model.named_parameters() if "lora_B" in name]
-    assert lora_b and any(float(p.abs().sum()) > 0 for p in lora_b)  # B starts at zero
+    assert lora_b and any(float(p.detach().abs().sum()) > 0 for p in lora_b)  # B starts at zero
     meta = json.loads((tmp_path / "a" / "meta.json").read_text())
     assert meta == {"note": "test", "weights_sha256": sha} and weights_sha256(tmp_path / "a") == sha
 
@@ -120,3 +120,12 @@ def test_completion_logprobs_equal_scoring_each_full_sequence(tiny: Path) -> Non
         loss, _ = lora.token_loss(model, [completion_example(prompt, completion)], lora.pad_id(model), where)
         assert value == pytest.approx(-float(loss.detach()), abs=2e-2)
     assert cached[1] < cached[0]  # three tokens of about -6 each cost more than one
+
+
+def test_top_layers_adapts_only_the_last_layers_and_keeps_old_addresses(tiny: Path) -> None:
+    model, _ = lora.load_base(str(tiny))
+    wrapped = lora.with_lora(model, lora.TrainSettings(top_layers=1))
+    adapted = {name.split(".layers.")[1].split(".")[0] for name, p in wrapped.named_parameters() if p.requires_grad}
+    assert adapted == {"1"}  # the tiny model has layers 0 and 1
+    assert "top_layers" not in lora.TrainSettings().as_dict()  # PALATE adapters trained before it keep their key
+    assert lora.TrainSettings(top_layers=2).as_dict()["top_layers"] == 2

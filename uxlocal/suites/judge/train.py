@@ -333,6 +333,9 @@ class JudgeTrainResult:
     intervals: dict[str, tuple[float | None, float | None]]
     """95% paired bootstrap interval of adapter - base, per agreement statistic."""
     seconds: float
+    """Wall time of everything: load, both measurements, training, saving."""
+    train_s: float = 0.0
+    """Wall time of the training loop alone."""
     losses: list[float] = field(default_factory=list)
 
 
@@ -356,14 +359,16 @@ def train_judge(prepared: Prepared, base: ResolvedModel, out: str | Path, *,
     pad = lora.pad_id(model)
     before, base_rows = measure(model, prepared, where, pad)
     model = lora.with_lora(model, settings)
+    loop_started = time.perf_counter()
     losses = lora.train_loop(model, prepared.train, settings, pad, where, on_step=on_step)
+    train_s = time.perf_counter() - loop_started
     after, adapter_rows = measure(model, prepared, where, pad)
     intervals = difference_intervals(prepared.spec.rubric.kind, base_rows, adapter_rows, seed=settings.seed)
     seconds = time.perf_counter() - started
     measured = {"heldout_base": before, "heldout_adapter": after, "heldout_difference_95": intervals,
-                "train_loss_first": losses[0], "train_loss_last": losses[-1], "seconds": round(seconds, 1)}
+                "train_loss_first": losses[0], "train_loss_last": losses[-1], "seconds": round(seconds, 1), "train_s": round(train_s, 1)}
     sha = save_adapter(model, out, META_FILE, _meta(prepared, base, settings, measured))
-    return JudgeTrainResult(Path(out), sha, before, after, intervals, seconds, losses)
+    return JudgeTrainResult(Path(out), sha, before, after, intervals, seconds, train_s, losses)
 
 
 COMPARISON_COLUMNS = ["held-out statistic", "base", "adapter", "adapter - base", "95% interval"]

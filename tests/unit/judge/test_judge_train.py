@@ -188,3 +188,27 @@ def test_difference_intervals_pair_the_arms_on_the_same_items() -> None:
     assert low is not None and high is not None and 0.3 <= low <= 0.5 <= high <= 0.7
     assert intervals["auroc"] == (0.5, 0.5)  # paired: every resample has AUROC 1.0 vs 0.5
     assert jt.difference_intervals("label", base, base, n_resamples=50)["accuracy"] == (0.0, 0.0)
+
+
+def test_training_prompts_are_the_token_ids_uxlocal_judge_sends(tmp_path: Path, tiny: ResolvedModel) -> None:
+    from uxlocal.config import RunConfig
+    from uxlocal.engine.fake import FakeEngine
+    from uxlocal.engine.pool import ModelPool
+    from uxlocal.engine.render import make_renderer
+    from uxlocal.runner import run_suite
+
+    path = write_jsonl(tmp_path / "a.jsonl", _rows())
+    sent: list[tuple[int, ...]] = []
+
+    def judge(prep: Any) -> dict[str, Any]:
+        sent.append(tuple(prep.prompt_ids))
+        return {"text": "liked", "label_probs": {"liked": 0.7, "disliked": 0.2, "unclear": 0.1}}
+
+    pool = ModelPool.from_engines({"judge": FakeEngine(judge)}, renderer=make_renderer(tiny.path))
+    config = RunConfig(suite="judge", suite_config={"input": str(path), "rubric": "ux-liked", "human_col": "thumb",
+                                                    "group_col": "grp", "bootstrap": 0},
+                       db=str(tmp_path / "j.duckdb"), progress=False)
+    run_suite(config, pool=pool)
+    prepared = jt.prepare(_spec(path), tiny)
+    trained = {tuple(e.ids[:len(e.ids) - e.targets]) for e in prepared.train + prepared.heldout}
+    assert len(sent) == 30 and trained == set(sent)

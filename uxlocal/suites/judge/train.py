@@ -116,7 +116,7 @@ def split_by_group(items: Sequence[JudgeItem], fraction: float, seed: int) -> Sp
                  sorted(held))
 
 
-def human_point(rubric: Rubric, score: float) -> str:
+def human_point(score: float) -> str:
     """A likert human score as the label the judge would answer (rounded half up, as the views do)."""
     return str(int(math.floor(score + 0.5)))
 
@@ -126,7 +126,7 @@ def verdict_targets(rubric: Rubric, item: JudgeItem) -> list[tuple[tuple[str, st
     if rubric.kind == "label":
         return [(None, str(item.human))]
     if rubric.kind == "likert":
-        return [(None, human_point(rubric, float(item.human)))]
+        return [(None, human_point(float(item.human)))]
     assert item.response_a is not None and item.response_b is not None
     swapped = {"A": "B", "B": "A"}.get(str(item.human), str(item.human))
     return [((item.response_a, item.response_b), str(item.human)),
@@ -156,7 +156,7 @@ def _check_values(spec: JudgeTrainSpec, items: Sequence[JudgeItem]) -> None:
     rubric, column = spec.rubric, spec.columns.human
     for item in items:
         if rubric.kind == "likert":
-            point = human_point(rubric, float(item.human))
+            point = human_point(float(item.human))
             if point not in rubric.names():
                 raise InputError(item.source_file, item.source_line,
                                  f"{column}: score {float(item.human):g} is off the rubric's scale 1..{rubric.scale}")
@@ -250,7 +250,7 @@ def _pointwise_row(rubric: Rubric, item: JudgeItem, probs: dict[str, float]) -> 
     label, score, confidence = episodes.pointwise_scores(rubric, probs)
     human_score = float(item.human) if rubric.kind == "likert" else None
     return {"label": label, "score": score, "confidence": confidence, "positive": rubric.positive_label(),
-            "human_label": str(item.human) if rubric.kind == "label" else human_point(rubric, float(item.human)),
+            "human_label": str(item.human) if rubric.kind == "label" else human_point(float(item.human)),
             "human_score": human_score, "points": int(label) if label.isdigit() else None,
             "scale": rubric.scale, "grp": item.group}
 

@@ -37,7 +37,7 @@ from typing import Any
 from uxlocal.config import RunConfig
 from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
 from uxlocal.engine.pool import ModelPool
-from uxlocal.models import resolve
+from uxlocal.engine.resolve import resolve
 from uxlocal.runner import run_suite
 
 

@@ -75,7 +75,7 @@ def _context_tokens(model: str, domain: Path) -> tuple[list[tuple[str, Any]], st
     from transformers import AutoTokenizer
 
     from uxlocal.engine.base import Sampling
-    from uxlocal.models import resolve
+    from uxlocal.engine.resolve import resolve
     from uxlocal.tau2 import Message, ToolCall
     from uxlocal.tau2.episode.agent import GREETING, AgentSeat
     from uxlocal.tau2.domains.banking_knowledge.retrieval import format_hits, load_knowledge_base, search, variant_policy

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import parser, report, wait_quiet  # noqa: E402
 
 from uxlocal.engine.pool import ModelPool  # noqa: E402
-from uxlocal.models import resolve  # noqa: E402
+from uxlocal.engine.resolve import resolve  # noqa: E402
 
 SCHEMA = {"type": "object", "additionalProperties": False, "required": ["summary", "sentiment", "score"],
           "properties": {"summary": {"type": "string", "maxLength": 300},

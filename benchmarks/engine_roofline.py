@@ -122,7 +122,7 @@ def serve_worker(spec: dict[str, Any]) -> None:
     """
     from uxlocal.engine.stack_room import call_with_stack_room
     from uxlocal.engine.vllm import VllmEngine
-    from uxlocal.models import resolve
+    from uxlocal.engine.resolve import resolve
 
     model = resolve(spec["model"])
     model = model.model_copy(update={"engine_args": {**model.engine_args, **spec["engine_args"]}})
@@ -173,7 +173,7 @@ def _time(fn: Any) -> float:
 
 def model_shape(model_name: str) -> dict[str, float]:
     """Parameter count, per-token KV bytes and FLOP terms of the model, from its config.json (bf16)."""
-    from uxlocal.models import resolve
+    from uxlocal.engine.resolve import resolve
 
     cfg = json.loads((Path(resolve(model_name).path) / "config.json").read_text())
     hidden, layers, inter = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["intermediate_size"]

@@ -30,7 +30,7 @@ from uxlocal.engine.base import GenRequest, Sampling  # noqa: E402
 from uxlocal.engine.local_server import LocalServer  # noqa: E402
 from uxlocal.engine.pool import ModelPool  # noqa: E402
 from uxlocal.grammar import Choice  # noqa: E402
-from uxlocal.models import resolve  # noqa: E402
+from uxlocal.engine.resolve import resolve  # noqa: E402
 from uxlocal.rollout import EpisodeContext, EpisodeSpec, RunStats, Scheduler  # noqa: E402
 
 TOPICS = ["a broken bike chain", "planning a picnic", "learning Spanish", "a noisy neighbour", "saving money",

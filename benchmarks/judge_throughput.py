@@ -31,7 +31,7 @@ from _common import parser, report, wait_quiet  # noqa: E402
 
 from uxlocal.config import RunConfig  # noqa: E402
 from uxlocal.engine.pool import ModelPool  # noqa: E402
-from uxlocal.models import resolve  # noqa: E402
+from uxlocal.engine.resolve import resolve  # noqa: E402
 from uxlocal.rollout import Scheduler  # noqa: E402
 from uxlocal.suites.judge.suite import JudgeConfig, JudgeSuite  # noqa: E402
 

@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import parser, report, timed, wait_quiet  # noqa: E402
 
-from uxlocal.models import ResolvedModel, resolve  # noqa: E402
+from uxlocal.models import ResolvedModel
+from uxlocal.engine.resolve import resolve  # noqa: E402
 
 
 def random_adapters(base: ResolvedModel, count: int, folder: Path, rank: int = 8) -> dict[str, str]:

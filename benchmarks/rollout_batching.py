@@ -21,7 +21,7 @@ from _common import parser, report, timed, wait_quiet  # noqa: E402
 
 from uxlocal.engine.base import GenRequest, Sampling  # noqa: E402
 from uxlocal.engine.pool import ModelPool  # noqa: E402
-from uxlocal.models import resolve  # noqa: E402
+from uxlocal.engine.resolve import resolve  # noqa: E402
 from uxlocal.rollout import EpisodeContext, EpisodeSpec, Scheduler  # noqa: E402
 
 TOPICS = ["a broken bike chain", "planning a picnic", "learning Spanish", "a noisy neighbour", "saving money",

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import parser, report, wait_quiet  # noqa: E402
 
 from uxlocal.engine.base import GenRequest, PreparedRequest, Sampling  # noqa: E402
-from uxlocal.models import resolve  # noqa: E402
+from uxlocal.engine.resolve import resolve  # noqa: E402
 
 
 def _batch(renderer: Any, tag: str, n: int, max_tokens: int) -> list[PreparedRequest]:

@@ -33,7 +33,7 @@ from _common import parser, report, wait_quiet  # noqa: E402
 from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, Sampling, request_hash  # noqa: E402
 from uxlocal.engine.pool import ModelPool  # noqa: E402
 from uxlocal.grammar import Choice  # noqa: E402
-from uxlocal.models import resolve  # noqa: E402
+from uxlocal.engine.resolve import resolve  # noqa: E402
 from uxlocal.rollout import Scheduler  # noqa: E402
 from uxlocal.store.db import connect  # noqa: E402
 from uxlocal.store.writer import StoreWriter  # noqa: E402

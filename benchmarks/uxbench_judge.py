@@ -26,7 +26,7 @@ from _common import parser, report, timed, wait_quiet  # noqa: E402
 from uxlocal.engine.base import GenRequest, Sampling  # noqa: E402
 from uxlocal.engine.pool import ModelPool  # noqa: E402
 from uxlocal.grammar import Choice  # noqa: E402
-from uxlocal.models import resolve  # noqa: E402
+from uxlocal.engine.resolve import resolve  # noqa: E402
 from uxlocal.rollout import EpisodeContext, EpisodeSpec, Scheduler  # noqa: E402
 from uxlocal.suites.uxbench.data import SAMPLE_DIR, JudgeItem, load_judge  # noqa: E402
 from uxlocal.suites.uxbench.prompts import judge_messages, labels_for  # noqa: E402

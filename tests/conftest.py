@@ -44,7 +44,7 @@ def _vllm_available() -> str | None:
 def embedded_model() -> Any:
     """The embedded SmolLM2 model, converted once into the shared cache."""
     os.environ.setdefault("UXLOCAL_MODEL_CACHE", _REAL_MODEL_CACHE)
-    from uxlocal.models import resolve
+    from uxlocal.engine.resolve import resolve
 
     try:
         return resolve("embedded")

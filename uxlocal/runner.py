@@ -18,8 +18,9 @@ from pydantic import ValidationError
 
 from uxlocal.config import RunConfig
 from uxlocal.engine.pool import ModelPool
+from uxlocal.engine.resolve import resolve
 from uxlocal.errors import InputError, format_validation_error
-from uxlocal.models import ResolvedModel, resolve
+from uxlocal.models import ResolvedModel
 from uxlocal.report.model import ReportTable
 from uxlocal.rollout import EpisodeSpec, RunStats, Scheduler, utcnow
 from uxlocal.store.db import connect

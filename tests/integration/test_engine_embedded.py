@@ -133,7 +133,7 @@ def test_selftest_suite_runs_end_to_end_on_vllm(vllm_pool: ModelPool, tmp_path: 
 
 @pytest.mark.parametrize("grammar", ["xgrammar", "outlines"])  # both grammar engines on the HF fallback
 def test_hf_backend_parses_choice_and_json(embedded_model: Any, grammar: str) -> None:
-    from uxlocal.models import resolve
+    from uxlocal.engine.resolve import resolve
 
     model = resolve("embedded@hf")
     pool = ModelPool.from_models({"judge": model}, grammar=grammar)

@@ -14,9 +14,8 @@ from _openai_fake import FakeOpenAI
 from click.testing import CliRunner
 
 from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, Sampling
-from uxlocal.engine.http import (EndpointError, HttpEngine, HttpOptions, MessagesRenderer, TokenTable,
-                                 settle_in_proportion)
-from uxlocal.engine.labelprobs import start_walk
+from uxlocal.engine.http import EndpointError, HttpEngine, HttpOptions, MessagesRenderer
+from uxlocal.engine.labelprobs import TokenTable, settle_in_proportion, start_walk
 from uxlocal.errors import InputError, UxlocalError
 from uxlocal.grammar import Choice, JsonSchema, Regex
 from uxlocal.engine.resolve import resolve

@@ -31,7 +31,8 @@ from uxlocal.engine.local_server import LocalServer  # noqa: E402
 from uxlocal.engine.pool import ModelPool  # noqa: E402
 from uxlocal.grammar import Choice  # noqa: E402
 from uxlocal.engine.resolve import resolve  # noqa: E402
-from uxlocal.rollout import EpisodeContext, EpisodeSpec, RunStats, Scheduler  # noqa: E402
+from uxlocal.episode import EpisodeContext, EpisodeSpec  # noqa: E402
+from uxlocal.rollout import RunStats, Scheduler  # noqa: E402
 
 TOPICS = ["a broken bike chain", "planning a picnic", "learning Spanish", "a noisy neighbour", "saving money",
           "a job interview", "baking bread", "a slow laptop"]

@@ -22,7 +22,8 @@ from _common import parser, report, timed, wait_quiet  # noqa: E402
 from uxlocal.engine.base import GenRequest, Sampling  # noqa: E402
 from uxlocal.engine.pool import ModelPool  # noqa: E402
 from uxlocal.engine.resolve import resolve  # noqa: E402
-from uxlocal.rollout import EpisodeContext, EpisodeSpec, Scheduler  # noqa: E402
+from uxlocal.episode import EpisodeContext, EpisodeSpec  # noqa: E402
+from uxlocal.rollout import Scheduler  # noqa: E402
 
 TOPICS = ["a broken bike chain", "planning a picnic", "learning Spanish", "a noisy neighbour", "saving money",
           "a job interview", "baking bread", "a slow laptop"]

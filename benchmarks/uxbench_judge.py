@@ -27,7 +27,8 @@ from uxlocal.engine.base import GenRequest, Sampling  # noqa: E402
 from uxlocal.engine.pool import ModelPool  # noqa: E402
 from uxlocal.grammar import Choice  # noqa: E402
 from uxlocal.engine.resolve import resolve  # noqa: E402
-from uxlocal.rollout import EpisodeContext, EpisodeSpec, Scheduler  # noqa: E402
+from uxlocal.episode import EpisodeContext, EpisodeSpec  # noqa: E402
+from uxlocal.rollout import Scheduler  # noqa: E402
 from uxlocal.suites.uxbench.data import SAMPLE_DIR, JudgeItem, load_judge  # noqa: E402
 from uxlocal.suites.uxbench.prompts import judge_messages, labels_for  # noqa: E402
 

@@ -22,7 +22,8 @@ from uxlocal.engine.resolve import resolve
 from uxlocal.errors import InputError, format_validation_error
 from uxlocal.models import ResolvedModel
 from uxlocal.report.model import ReportTable
-from uxlocal.rollout import EpisodeSpec, RunStats, Scheduler, utcnow
+from uxlocal.episode import EpisodeSpec, utcnow
+from uxlocal.rollout import RunStats, Scheduler
 from uxlocal.store.db import connect
 from uxlocal.store.writer import StoreWriter
 from uxlocal.suites.base import Suite, SuitePlan, get_suite

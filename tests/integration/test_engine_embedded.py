@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field
 from uxlocal.engine.base import GenRequest, Sampling
 from uxlocal.engine.pool import ModelPool
 from uxlocal.grammar import Choice, JsonSchema
-from uxlocal.rollout import EpisodeContext, EpisodeSpec, Scheduler
+from uxlocal.episode import EpisodeContext, EpisodeSpec
+from uxlocal.rollout import Scheduler
 from uxlocal.store.db import connect
 from uxlocal.store.writer import StoreWriter
 

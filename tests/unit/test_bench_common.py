@@ -47,3 +47,13 @@ def test_wait_process_idle_gives_up_after_max_wait() -> None:
         assert 0.3 <= waited < 1.5
     finally:
         spinning.kill()
+
+
+def test_run_all_checks_each_scripts_arguments_with_its_own_parser() -> None:
+    from benchmarks import run_all
+
+    run_all.check_args(["store_ingest"], {"store_ingest": ["--turns", "10"]})  # a flag the script has
+    with pytest.raises(SystemExit):
+        run_all.check_args(["store_ingest"], {"store_ingest": ["--bogus", "1"]})
+    with pytest.raises(SystemExit, match="unknown benchmark"):
+        run_all.parse_extra(["nosuch=--x 1"])

@@ -63,6 +63,15 @@ def _suite_of(module: str) -> str | None:
     return None
 
 
+def _from_module(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module a ``from ... import`` names (relative imports resolved against ``package``)."""
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+        base = ".".join(anchor + ([base] if base else []))
+    return base
+
+
 def _imported_modules(path: Path, module: str) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = module.rsplit(".", 1)[0] if path.name != "__init__.py" else module
@@ -71,11 +80,7 @@ def _imported_modules(path: Path, module: str) -> set[str]:
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(anchor + ([base] if base else []))
-            names.add(base)
+            names.add(_from_module(node, package))
     return names
 
 
@@ -130,10 +135,7 @@ def _runtime_imports(source: str, module: str, known: set[str], *, is_package: b
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(anchor + ([base] if base else []))
+            base = _from_module(node, package)
             submodules = {f"{base}.{alias.name}" for alias in node.names} & known
             found |= submodules
             if len(submodules) < len(node.names):

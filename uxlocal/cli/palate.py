@@ -91,7 +91,7 @@ def palate_train_simulator(user_ids: str, base: str, users_dir: str | None, step
     Example:
       uxlocal palate train-simulator --user u2 --base embedded --steps 60
     """
-    from uxlocal.models import resolve
+    from uxlocal.engine.resolve import resolve
     from uxlocal.suites.palate.training import TrainSettings, perplexity, train_simulator
     from uxlocal.suites.palate.users import load_users
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from uxlocal.config import RunConfig, SuiteConfig
-from uxlocal.rollout import EpisodeSpec
+from uxlocal.episode import EpisodeSpec
 
 if TYPE_CHECKING:
     from uxlocal.models import ResolvedModel

@@ -27,7 +27,7 @@ from typing import Any
 
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
 from uxlocal.grammar import Choice, JsonSchema
-from uxlocal.rollout import EpisodeContext, Outcome, Program
+from uxlocal.episode import EpisodeContext, Outcome, Program
 from uxlocal.suites.judge.inputs import JudgeItem
 from uxlocal.suites.judge.prompts import Layout, judge_messages
 from uxlocal.suites.judge.rubrics import TIE_LABEL, Criterion, Rubric

@@ -20,7 +20,7 @@ from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.errors import InputError
 from uxlocal.models import ResolvedModel
 from uxlocal.report.model import ReportTable
-from uxlocal.rollout import EpisodeSpec
+from uxlocal.episode import EpisodeSpec
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
 from uxlocal.suites.palate.adapters import adapters_fingerprint, attach_adapters, find_adapter
 from uxlocal.suites.palate.cardfiles import load_cards

@@ -14,7 +14,7 @@ from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import Sampling
 from uxlocal.errors import InputError
 from uxlocal.report.model import ReportTable
-from uxlocal.rollout import EpisodeSpec
+from uxlocal.episode import EpisodeSpec
 from uxlocal.store.db import query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
 from uxlocal.tau2 import Domain, Environment, Task, load_tasks

@@ -40,7 +40,7 @@ from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import Sampling
 from uxlocal.errors import InputError
 from uxlocal.report.model import ReportTable
-from uxlocal.rollout import EpisodeContext, EpisodeSpec, Outcome
+from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
 from uxlocal.store.db import connect, query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
 from uxlocal.suites.userproxy.ufs.criteria import Blueprint

@@ -20,7 +20,7 @@ from uxlocal.config import RunConfig
 from uxlocal.engine.pool import ModelPool
 from uxlocal.errors import InputError, format_validation_error
 from uxlocal.models import ResolvedModel, resolve
-from uxlocal.report.model import ReportTable
+from uxlocal.reportkit.model import ReportTable
 from uxlocal.rollout import EpisodeSpec, RunStats, Scheduler, utcnow
 from uxlocal.store.db import connect
 from uxlocal.store.writer import StoreWriter

@@ -143,7 +143,7 @@ def open_store(db: str | Path, *, read_only: bool = False) -> Iterator[Any]:
 
 def print_result(result: Any) -> None:
     """Print a finished run: the summary line, notes, and the suite's tables."""
-    from uxlocal.report.tables import render_tables
+    from uxlocal.reportkit.tables import render_tables
 
     stats = result.stats
     state = "resumed" if result.resumed else "new"
@@ -158,7 +158,7 @@ def print_result(result: Any) -> None:
 
 def print_rows(cols: list[str], rows: list[tuple[Any, ...]], fmt: str = "table") -> None:
     """Print rows as a terminal table, CSV or JSON."""
-    from uxlocal.report.tables import ReportTable, render_tables
+    from uxlocal.reportkit.tables import ReportTable, render_tables
 
     if fmt == "json":
         click.echo(json.dumps([dict(zip(cols, row)) for row in rows], default=str, ensure_ascii=False, indent=1))

@@ -54,7 +54,7 @@ def _list_rubrics() -> None:
 
 def _print_judged(result: Any) -> None:
     """The judge's summary line (requests, cache, items already judged), notes and tables."""
-    from uxlocal.report.tables import render_tables
+    from uxlocal.reportkit.tables import render_tables
 
     stats = result.stats
     click.echo(f"\nrun {result.run_id} ({'resumed' if result.resumed else 'new'}): {stats.requests} judge requests, "

@@ -211,7 +211,7 @@ def ufs_frontier(db: str, axis: str, plot_path: Path | None) -> None:
     Example:
       uxlocal ufs frontier --db runs.duckdb --plot frontier.svg
     """
-    from uxlocal.report.tables import ReportTable, render_tables
+    from uxlocal.reportkit.tables import ReportTable, render_tables
     from uxlocal.suites.userproxy.ufs.frontier import frontier_table
     from uxlocal.suites.userproxy.ufs.plot import write_frontier_plot
     from uxlocal.suites.userproxy.ufs.report import store_frontier

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import ROLES, GenRequest, Sampling
 from uxlocal.grammar import Choice, JsonSchema
-from uxlocal.report.model import ReportTable
+from uxlocal.reportkit.model import ReportTable
 from uxlocal.rollout import EpisodeContext, EpisodeSpec, Outcome, Program
 from uxlocal.store.db import query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite

@@ -19,7 +19,7 @@ from typing import Any
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.errors import InputError
 from uxlocal.rollout import EpisodeSpec
-from uxlocal.report.model import ReportTable
+from uxlocal.reportkit.model import ReportTable
 from uxlocal import paths
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
 from uxlocal.suites.judge import episodes

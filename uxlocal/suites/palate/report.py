@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from uxlocal.report.model import ReportTable
+from uxlocal.reportkit.model import ReportTable
 from uxlocal.store.db import query
 from uxlocal.suites.palate.agreement import agreement_table, realism_table
 

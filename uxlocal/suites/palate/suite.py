@@ -19,7 +19,7 @@ from typing import Any
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.errors import InputError
 from uxlocal.models import ResolvedModel
-from uxlocal.report.model import ReportTable
+from uxlocal.reportkit.model import ReportTable
 from uxlocal.rollout import EpisodeSpec
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
 from uxlocal.suites.palate.adapters import adapters_fingerprint, attach_adapters, find_adapter

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import Sampling
 from uxlocal.errors import InputError
-from uxlocal.report.model import ReportTable
+from uxlocal.reportkit.model import ReportTable
 from uxlocal.rollout import EpisodeSpec
 from uxlocal.store.db import query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite

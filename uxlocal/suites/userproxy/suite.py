@@ -39,7 +39,7 @@ from pydantic import Field
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import Sampling
 from uxlocal.errors import InputError
-from uxlocal.report.model import ReportTable
+from uxlocal.reportkit.model import ReportTable
 from uxlocal.rollout import EpisodeContext, EpisodeSpec, Outcome
 from uxlocal.store.db import connect, query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite

@@ -23,7 +23,7 @@ from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
 from uxlocal.errors import InputError
 from uxlocal.grammar import Choice, JsonSchema
-from uxlocal.report.model import ReportTable
+from uxlocal.reportkit.model import ReportTable
 from uxlocal.rollout import EpisodeContext, EpisodeSpec, Outcome, Program
 from uxlocal.store.db import json_value, query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite

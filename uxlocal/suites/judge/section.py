@@ -2,7 +2,7 @@
 
 Registered through ``JudgeSuite.report_section``; the tables are the suite's own
 (``JudgeSuite.report``: counts, throughput, agreement with intervals). Every figure reads a view
-of ``db/views/judge.sql``, so a plot and the table beside it come from the same rows:
+of ``suites/judge/views.sql``, so a plot and the table beside it come from the same rows:
 
 - reliability diagram: ``judge_reliability`` (the bins behind the table's ECE), binary labels;
 - confusion matrix: ``judge_confusion`` for label rubrics (likert goes to the scatter);

@@ -10,7 +10,7 @@ Registered through ``UserProxySuite.report_section``. The tables are ``ufs/repor
 ``ufs_tables``, the same ones ``uxlocal run userproxy`` prints; the frontier is drawn by
 ``ufs/plot.py``, the same drawing ``uxlocal ufs frontier --plot`` writes.
 
-Views read (``db/views/userproxy.sql``): ``ufs_episodes``, ``ufs_verdicts``, ``ufs_summary``,
+Views read (``suites/userproxy/views.sql``): ``ufs_episodes``, ``ufs_verdicts``, ``ufs_summary``,
 ``ufs_domain``, ``ufs_family_failures``, ``ufs_frontier``.
 """
 

@@ -6,7 +6,7 @@ import click
 
 from uxlocal.errors import InputError
 
-from .common import CONTEXT, print_rows
+from uxlocal.clikit import CONTEXT, print_rows
 
 
 @click.group(name="models", context_settings=CONTEXT)

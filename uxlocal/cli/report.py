@@ -8,7 +8,7 @@ import click
 
 from uxlocal.errors import UxlocalError
 
-from .common import CONTEXT, read_store_option
+from uxlocal.clikit import CONTEXT, read_store_option
 
 
 @click.command(name="report", context_settings=CONTEXT)

@@ -8,7 +8,7 @@ import click
 
 from uxlocal.errors import InputError
 
-from .common import CONTEXT, open_store, print_rows, read_store_option
+from uxlocal.clikit import CONTEXT, open_store, print_rows, read_store_option
 
 
 @click.command(name="query", context_settings=CONTEXT)

@@ -76,6 +76,11 @@ class Suite:
     """Module that registers the suite's report section and figures (``register_section``,
     ``register_figure`` from ``uxlocal.reportkit.registry``) on import; the report imports it, a run never does.
     Empty: the report shows the suite's ``report`` tables under a default section."""
+    commands: ClassVar[str] = ""
+    """Module whose ``register_commands(cli: click.Group)`` adds the suite's own commands to the root
+    ``uxlocal`` group (``uxlocal palate``, ``uxlocal judge``); built from ``uxlocal.clikit``, run
+    through ``clikit.run_suite_from_command``. The CLI imports it on first need, a run never does.
+    Empty: the suite has ``uxlocal run <name>`` only."""
 
     def role_specs(self, config: SuiteConfig, specs: dict[str, str]) -> dict[str, str]:
         """Role -> model spec bindings the suite's options imply, merged with ``--model``'s.

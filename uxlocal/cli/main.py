@@ -40,7 +40,7 @@ class RootGroup(click.Group):
         return super().get_command(ctx, cmd_name)
 
     def add_suite_commands(self) -> None:
-        """Run each suite's ``register_commands`` hook once; a suite may not replace a command."""
+        """Run each suite's ``register_commands`` hook; a suite may not replace another command."""
         if self.suite_commands_added:
             return
         self.suite_commands_added = True
@@ -52,6 +52,8 @@ class RootGroup(click.Group):
             staging = click.Group()
             importlib.import_module(suite.commands).register_commands(staging)
             for name, command in staging.commands.items():
+                if self.commands.get(name) is command:  # added by an earlier pass
+                    continue
                 if name in self.commands:
                     raise UxlocalError(f"suite {suite.name!r} ({suite.commands}) adds a command {name!r}, "
                                        "which uxlocal already has; rename it")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import click
 
-from uxlocal.errors import InputError
-
 from uxlocal.clikit import CONTEXT, print_rows
+from uxlocal.errors import InputError
 
 
 @click.group(name="models", context_settings=CONTEXT)

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import click
 
-from uxlocal.errors import UxlocalError
-
 from uxlocal.clikit import CONTEXT, read_store_option
+from uxlocal.errors import UxlocalError
 
 
 @click.command(name="report", context_settings=CONTEXT)

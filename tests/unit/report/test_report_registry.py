@@ -14,7 +14,7 @@ from uxlocal.report import build
 from uxlocal.reportkit import registry
 from uxlocal.suites import base
 
-REPORT_DIR = Path(registry.__file__).parent
+REPORT_DIR = Path(build.__file__).parent
 
 
 @pytest.fixture

@@ -2,9 +2,11 @@
 
 A suite package declares ``name = "module:SuiteClass"`` under
 ``[project.entry-points."uxlocal.suites"]`` in its ``pyproject.toml``; ``uxlocal`` declares its own
-suites there the same way. This module only *finds* them, without importing suite code, so the
-store (which loads each suite's ``views.sql``) can use it from below the suites;
-``uxlocal.suites.base`` loads the classes.
+suites there the same way. The suite's package may hold ``views.sql`` (its metric views) and
+``cli.py`` (its commands, added by ``register_commands(cli)``) beside the suite module. This module
+only *finds* them, without importing suite code, so the store can load every suite's views from
+below the suites and ``uxlocal --help`` need not import the suites; ``uxlocal.suites.base`` loads
+the classes.
 
 A source checkout whose installed metadata predates the group (an editable install made before a
 suite was added) would see no built-ins; then the group is read from the checkout's
@@ -20,6 +22,7 @@ from pathlib import Path
 
 GROUP = "uxlocal.suites"
 VIEWS_FILE = "views.sql"
+COMMANDS_FILE = "cli.py"
 _PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
 
@@ -41,11 +44,10 @@ def checkout_entry_points(pyproject: Path = _PYPROJECT) -> list[EntryPoint]:
     return [EntryPoint(name=name, value=value, group=GROUP) for name, value in declared.items()]
 
 
-def suite_folder(ep: EntryPoint) -> Path | None:
-    """The package folder holding the entry point's module (None: a top-level module, or absent).
-
-    ``find_spec`` imports the parent packages (their ``__init__``) but not the suite module.
-    """
+def suite_package(ep: EntryPoint) -> tuple[str, Path] | None:
+    """(name, folder) of the package holding the entry point's module; None for a top-level
+    module or one that is absent. ``find_spec`` imports the parent packages (their ``__init__``),
+    not the suite module."""
     try:
         spec = importlib.util.find_spec(ep.module)
     except ModuleNotFoundError:
@@ -53,15 +55,29 @@ def suite_folder(ep: EntryPoint) -> Path | None:
     if spec is None or spec.origin is None:
         return None
     if spec.submodule_search_locations:
-        return Path(spec.origin).parent
-    return Path(spec.origin).parent if "." in ep.module else None
+        return ep.module, Path(spec.origin).parent
+    package = ep.module.rpartition(".")[0]
+    return (package, Path(spec.origin).parent) if package else None
 
 
 def suite_view_files() -> list[Path]:
-    """Each registered suite's ``views.sql`` (beside its module, in its package), by suite name."""
+    """Each registered suite's ``views.sql`` (in its package, beside its module), by suite name."""
     files: dict[Path, None] = {}  # two suites of one package share its file
     for ep in suite_entry_points():
-        folder = suite_folder(ep)
-        if folder is not None and (folder / VIEWS_FILE).is_file():
-            files[folder / VIEWS_FILE] = None
+        found = suite_package(ep)
+        if found is not None and (found[1] / VIEWS_FILE).is_file():
+            files[found[1] / VIEWS_FILE] = None
     return list(files)
+
+
+def suite_command_modules() -> list[str]:
+    """Each registered suite's ``<package>.cli`` module (when its package has a ``cli.py``), by suite name.
+
+    The CLI imports these for their ``register_commands(cli)`` hook; the suites themselves stay unimported.
+    """
+    modules: dict[str, None] = {}
+    for ep in suite_entry_points():
+        found = suite_package(ep)
+        if found is not None and (found[1] / COMMANDS_FILE).is_file():
+            modules[f"{found[0]}.{COMMANDS_FILE.removesuffix('.py')}"] = None
+    return list(modules)

@@ -53,6 +53,7 @@ def plugin(installed: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     registry._SECTIONS.pop("tiny", None)
     cli.commands.clear()
     cli.commands.update(before)
+    cli.suite_commands_added = False  # the next listing adds the built-in suites' commands again
     for name in [m for m in sys.modules if m.startswith("uxlocal_tiny")]:
         del sys.modules[name]
 
@@ -140,18 +141,22 @@ def test_a_bad_entry_point_is_an_error_naming_it(value: str, message: str) -> No
 
 
 def test_a_suite_command_may_not_replace_a_core_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
     import click
 
-    from uxlocal.cli.main import RootGroup
-
-    class Clash(base.Suite):
-        name = "clash"
-        commands = "clash_commands"
-
+    main = importlib.import_module("uxlocal.cli.main")  # the package's ``main`` attribute is the function
     module = type(sys)("clash_commands")
     module.register_commands = lambda group: group.add_command(click.Command("query"))  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "clash_commands", module)
-    monkeypatch.setattr(base, "suites", lambda: {"clash": Clash})
-    root = RootGroup(commands={"query": click.Command("query")})
-    with pytest.raises(Exception, match="adds a command 'query', which uxlocal already has"):
+    monkeypatch.setattr(main, "suite_command_modules", lambda: ["clash_commands"])
+    root = main.RootGroup(commands={"query": click.Command("query")})
+    with pytest.raises(Exception, match="clash_commands adds a command 'query', which uxlocal already has"):
         root.add_suite_commands()
+
+
+def test_command_modules_are_found_beside_each_suite_without_importing_it() -> None:
+    from uxlocal.plugins import suite_command_modules
+
+    assert suite_command_modules() == ["uxlocal.suites.judge.cli", "uxlocal.suites.palate.cli",
+                                       "uxlocal.suites.tau2.cli", "uxlocal.suites.userproxy.cli"]

@@ -1,8 +1,9 @@
 """The root ``uxlocal`` group and the entry point: the core commands, then each suite's own.
 
-A suite adds its commands through one hook, ``register_commands(cli)`` in the module its
-``Suite.commands`` names (simonw/llm's hook, found here through the suite registry). They are
-added on first need: ``uxlocal query`` never imports a suite, ``uxlocal --help`` imports them all.
+A suite adds its commands through one hook, ``register_commands(cli)`` in the ``cli.py`` of its
+package (simonw/llm's hook; ``uxlocal.plugins`` finds the modules through the ``uxlocal.suites``
+entry points without importing the suites). They are added on first need: ``uxlocal query``
+imports none of them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import click
 
 from uxlocal.clikit import CONTEXT, RUNNER_KEY
 from uxlocal.errors import UxlocalError
+from uxlocal.plugins import suite_command_modules
 
 from .common import run_configured
 from .models import doctor, models_group
@@ -44,19 +46,14 @@ class RootGroup(click.Group):
         if self.suite_commands_added:
             return
         self.suite_commands_added = True
-        from uxlocal.suites.base import suites
-
-        for suite in suites().values():
-            if not suite.commands:
-                continue
+        for module in suite_command_modules():
             staging = click.Group()
-            importlib.import_module(suite.commands).register_commands(staging)
+            importlib.import_module(module).register_commands(staging)
             for name, command in staging.commands.items():
                 if self.commands.get(name) is command:  # added by an earlier pass
                     continue
                 if name in self.commands:
-                    raise UxlocalError(f"suite {suite.name!r} ({suite.commands}) adds a command {name!r}, "
-                                       "which uxlocal already has; rename it")
+                    raise UxlocalError(f"{module} adds a command {name!r}, which uxlocal already has; rename it")
                 self.add_command(command, name)
 
 

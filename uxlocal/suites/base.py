@@ -4,7 +4,8 @@ A suite turns data into episodes (``plan``), and turns the store into result tab
 by reading its SQL views. The CLI builds ``uxlocal run <suite>`` from this registry and never
 branches on a suite's name. Suites join through the ``uxlocal.suites`` entry point group
 (``uxlocal.plugins``): the built-ins exactly as a third-party package does. A suite's package may
-also hold its commands (``Suite.commands``), its ``views.sql`` and its report section.
+also hold its commands (``cli.py`` with ``register_commands(cli)``), its ``views.sql`` and its
+report section (``Suite.report_section``); ``uxlocal.plugins`` finds the first two.
 """
 
 from __future__ import annotations
@@ -76,11 +77,6 @@ class Suite:
     """Module that registers the suite's report section and figures (``register_section``,
     ``register_figure`` from ``uxlocal.reportkit.registry``) on import; the report imports it, a run never does.
     Empty: the report shows the suite's ``report`` tables under a default section."""
-    commands: ClassVar[str] = ""
-    """Module whose ``register_commands(cli: click.Group)`` adds the suite's own commands to the root
-    ``uxlocal`` group (``uxlocal palate``, ``uxlocal judge``); built from ``uxlocal.clikit``, run
-    through ``clikit.run_suite_from_command``. The CLI imports it on first need, a run never does.
-    Empty: the suite has ``uxlocal run <name>`` only."""
 
     def role_specs(self, config: SuiteConfig, specs: dict[str, str]) -> dict[str, str]:
         """Role -> model spec bindings the suite's options imply, merged with ``--model``'s.

@@ -37,7 +37,6 @@ class TinySuite(Suite):
     config_cls = TinyConfig
     roles = ("judge",)
     report_section = "uxlocal_tiny.section"
-    commands = "uxlocal_tiny.cli"
 
     def plan(self, config: SuiteConfig, run: RunConfig) -> SuitePlan:
         """One episode per sentence."""

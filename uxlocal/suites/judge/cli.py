@@ -65,5 +65,5 @@ def _print_judged(result: Any) -> None:
 
 
 def register_commands(cli: click.Group) -> None:
-    """The suite's hook (``Suite.commands``): add its commands to the root ``uxlocal`` group."""
+    """Hook the CLI finds in the suite's package: add the suite's commands to the root ``uxlocal`` group."""
     cli.add_command(judge_cmd)

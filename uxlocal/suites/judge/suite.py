@@ -94,7 +94,6 @@ class JudgeSuite(Suite):
     roles = ("judge",)
     example = "--input data.jsonl --rubric ux-liked --model judge=embedded"
     report_section = "uxlocal.suites.judge.section"
-    commands = "uxlocal.suites.judge.cli"
 
     def role_specs(self, config: SuiteConfig, specs: dict[str, str]) -> dict[str, str]:
         """``--judges a,b`` binds judge=a, judge2=b; explicit ``--model`` bindings win."""

@@ -190,5 +190,5 @@ def palate_freeze_panel(out: Path, cards: str | None, keep: str | None, name: st
 
 
 def register_commands(cli: click.Group) -> None:
-    """The suite's hook (``Suite.commands``): add its commands to the root ``uxlocal`` group."""
+    """Hook the CLI finds in the suite's package: add the suite's commands to the root ``uxlocal`` group."""
     cli.add_command(palate_group)

@@ -68,7 +68,6 @@ class Palate(Suite):
 
     name = "palate"
     report_section = "uxlocal.suites.palate.section"
-    commands = "uxlocal.suites.palate.cli"
     help = (
         "Role-play agents through per-user simulators over a frozen card panel: three separate axes, "
         "rubric agreement with held-out ratings, simulator realism."

@@ -63,5 +63,5 @@ def tau2_replay(domains: tuple[str, ...], tau2_data: Path | None, agents: tuple[
 
 
 def register_commands(cli: click.Group) -> None:
-    """The suite's hook (``Suite.commands``): add its commands to the root ``uxlocal`` group."""
+    """Hook the CLI finds in the suite's package: add the suite's commands to the root ``uxlocal`` group."""
     cli.add_command(tau2_group)

@@ -65,7 +65,6 @@ class Tau2Suite(Suite):
 
     name = "tau2"
     report_section = "uxlocal.suites.tau2.section"
-    commands = "uxlocal.suites.tau2.cli"
     help = "Run tau2-bench tasks offline: local agent, user-proxy and NL-judge models."
     config_cls = Tau2Config
     roles = (AGENT_ROLE, USER_ROLE, JUDGE_ROLE)

@@ -231,6 +231,6 @@ def ufs_frontier(db: str, axis: str, plot_path: Path | None) -> None:
 
 
 def register_commands(cli: click.Group) -> None:
-    """The suite's hook (``Suite.commands``): add its commands to the root ``uxlocal`` group."""
+    """Hook the CLI finds in the suite's package: add the suite's commands to the root ``uxlocal`` group."""
     cli.add_command(ingest_group)
     cli.add_command(ufs_group)

@@ -167,7 +167,6 @@ class UserProxySuite(Suite):
 
     name = "userproxy"
     report_section = "uxlocal.suites.userproxy.section"
-    commands = "uxlocal.suites.userproxy.cli"
     help = ("Compare user proxies on the same tau2 episodes: agent reward, UFS, violations, cost, frontier. "
             "Needs --proxies P1,P2 and --criteria-set, --criteria-file or --criteria-template.")
     config_cls = UserProxyConfig

@@ -68,7 +68,8 @@ def test_views_load_on_blank_store_and_read_only_reopen(tmp_path: Path) -> None:
 def test_every_view_file_has_metric_headers() -> None:
     files = view_files()
     # the core file plus one views.sql beside each built-in suite (issue 31: suites own their views)
-    assert {f.parent.name for f in files} >= {"views", "judge", "palate", "selftest", "tau2", "userproxy", "uxbench"}
+    folders = {f.parent.name for f in files}
+    assert folders >= {"views", "judge", "palate", "selftest", "tau2", "userproxy", "uxbench"}
     for file in files:
         text = file.read_text()
         views = text.count("CREATE OR REPLACE VIEW")

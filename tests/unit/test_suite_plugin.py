@@ -66,8 +66,10 @@ def judge_says_true_sentences(monkeypatch: pytest.MonkeyPatch) -> None:
         asked = prepared.request.messages[0]["content"]
         return "yes" if any(s in asked for s in TRUE_SENTENCES) else "no"
 
-    monkeypatch.setitem(pool._BACKENDS, "fake", (lambda model: PlainRenderer(),
-                                                 lambda model, renderer, options: FakeEngine(answer, identity=model.identity)))
+    def engine(model: Any, renderer: Any, options: Any) -> FakeEngine:
+        return FakeEngine(answer, identity=model.identity)
+
+    monkeypatch.setitem(pool._BACKENDS, "fake", (lambda model: PlainRenderer(), engine))
 
 
 def invoke(*args: str) -> tuple[int, str]:
@@ -82,7 +84,8 @@ def test_plugin_suite_runs_and_its_view_and_section_reach_query_and_report(tmp_p
     assert code == 0, out
     assert "3 episodes done" in out
 
-    code, out = invoke("query", "--db", db, "--format", "csv", "SELECT sentences, yes, yes_rate FROM tiny_summary")
+    sql = "SELECT sentences, yes, yes_rate FROM tiny_summary"
+    code, out = invoke("query", "--db", db, "--format", "csv", sql)
     assert code == 0, out
     assert out.splitlines()[1:] == ["3,2,0.667"]
 
@@ -120,13 +123,14 @@ def test_checkout_entry_points_read_the_pyproject_table(tmp_path: Path) -> None:
 
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text('[project.entry-points."uxlocal.suites"]\nmine = "pkg.mod:Mine"\n', encoding="utf-8")
-    assert [(ep.name, ep.module, ep.attr) for ep in checkout_entry_points(pyproject)] == [("mine", "pkg.mod", "Mine")]
+    found = [(ep.name, ep.module, ep.attr) for ep in checkout_entry_points(pyproject)]
+    assert found == [("mine", "pkg.mod", "Mine")]
     assert checkout_entry_points(tmp_path / "absent.toml") == []
 
 
 @pytest.mark.parametrize("value, message", [
     ("uxlocal.errors:InputError", "not a subclass of uxlocal.suites.base.Suite"),  # names something else
-    ("uxlocal.suites.selftest.suite:Selftest", "the entry point's name must match"),  # name differs from the class's
+    ("uxlocal.suites.selftest.suite:Selftest", "the entry point's name must match"),  # class has another name
 ])
 def test_a_bad_entry_point_is_an_error_naming_it(value: str, message: str) -> None:
     from importlib.metadata import EntryPoint
@@ -147,7 +151,10 @@ def test_a_suite_command_may_not_replace_a_core_command(monkeypatch: pytest.Monk
 
     main = importlib.import_module("uxlocal.cli.main")  # the package's ``main`` attribute is the function
     module = type(sys)("clash_commands")
-    module.register_commands = lambda group: group.add_command(click.Command("query"))  # type: ignore[attr-defined]
+    def register_commands(group: click.Group) -> None:
+        group.add_command(click.Command("query"))
+
+    module.register_commands = register_commands  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "clash_commands", module)
     monkeypatch.setattr(main, "suite_command_modules", lambda: ["clash_commands"])
     root = main.RootGroup(commands={"query": click.Command("query")})

@@ -53,7 +53,8 @@ class RootGroup(click.Group):
                 if self.commands.get(name) is command:  # added by an earlier pass
                     continue
                 if name in self.commands:
-                    raise UxlocalError(f"{module} adds a command {name!r}, which uxlocal already has; rename it")
+                    raise UxlocalError(f"{module} adds a command {name!r}, which uxlocal already has; "
+                                       "rename it")
                 self.add_command(command, name)
 
 

@@ -65,7 +65,8 @@ def view_files() -> list[Path]:
     return [*core, *suite_view_files()]
 
 
-def load_views(con: duckdb.DuckDBPyConnection, *, temporary: bool = False, files: list[Path] | None = None) -> None:
+def load_views(con: duckdb.DuckDBPyConnection, *, temporary: bool = False,
+               files: list[Path] | None = None) -> None:
     """Run every view file (``view_files()`` unless ``files``); ``temporary`` for read-only stores."""
     for file in view_files() if files is None else files:
         sql = file.read_text(encoding="utf-8")

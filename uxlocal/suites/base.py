@@ -30,7 +30,8 @@ def __getattr__(name: str) -> Any:
 
         from uxlocal.reportkit.model import ReportTable
 
-        warnings.warn("import ReportTable from uxlocal.reportkit.model (uxlocal.suites.base's alias goes in 0.2)",
+        warnings.warn("import ReportTable from uxlocal.reportkit.model "
+                      "(uxlocal.suites.base's alias goes in 0.2)",
                       DeprecationWarning, stacklevel=2)
         return ReportTable
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -75,7 +76,8 @@ class Suite:
     """Options for the ``--help`` example after ``uxlocal run <name>`` (default: one ``--model`` per role)."""
     report_section: ClassVar[str] = ""
     """Module that registers the suite's report section and figures (``register_section``,
-    ``register_figure`` from ``uxlocal.reportkit.registry``) on import; the report imports it, a run never does.
+    ``register_figure`` from ``uxlocal.reportkit.registry``) on import; the report imports it, a
+    run never does.
     Empty: the report shows the suite's ``report`` tables under a default section."""
 
     def role_specs(self, config: SuiteConfig, specs: dict[str, str]) -> dict[str, str]:

@@ -15,7 +15,8 @@ register_section("tiny", title="Tiny: is the sentence true?", order=80)
 @register_figure("tiny")
 def yes_rate_bar(con: Any, run_ids: Sequence[str]) -> list[Figure]:
     """Share of sentences called true, one bar per run."""
-    rows = rows_of(con, f"SELECT run_id, yes_rate FROM tiny_summary WHERE run_id IN {in_list(run_ids)}", run_ids)
+    sql = f"SELECT run_id, yes_rate FROM tiny_summary WHERE run_id IN {in_list(run_ids)}"
+    rows = rows_of(con, sql, run_ids)
     if not rows:
         raise NoData("no finished tiny episodes")
     bars = "".join(f'<rect x="0" y="{12 * i}" width="{100 * r["yes_rate"]:.0f}" height="10"/>'

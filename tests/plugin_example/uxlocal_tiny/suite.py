@@ -43,7 +43,8 @@ class TinySuite(Suite):
         assert isinstance(config, TinyConfig)
         episodes = [EpisodeSpec(f"tiny-{i}", lambda ctx, s=s: _program(ctx, s, config.question),
                                 item_id=f"tiny-{i}", task="tiny") for i, s in enumerate(SENTENCES)]
-        items = [{"item_id": f"tiny-{i}", "task": "tiny", "data": {"sentence": s}} for i, s in enumerate(SENTENCES)]
+        items = [{"item_id": f"tiny-{i}", "task": "tiny", "data": {"sentence": s}}
+                 for i, s in enumerate(SENTENCES)]
         return SuitePlan(episodes, items)
 
     def report(self, con: Any, run_id: str) -> list[ReportTable]:

@@ -20,7 +20,13 @@ from typing import Any
 
 from uxlocal.reportkit.rows import NoData, in_list, rows_of
 from uxlocal.reportkit.model import Figure
-from uxlocal.reportkit.plots import ReliabilityBin, grouped_hbars_svg, heatmap_svg, reliability_svg, scatter_svg
+from uxlocal.reportkit.plots import (
+    ReliabilityBin,
+    grouped_hbars_svg,
+    heatmap_svg,
+    reliability_svg,
+    scatter_svg,
+)
 from uxlocal.reportkit.registry import register_figure, register_section
 
 register_section("judge", title="Judge scoring of your own data", order=50)

@@ -3,6 +3,7 @@ command, its view and its report section (issue 31, item 1).
 
 The example package (``tests/plugin_example``) is installed with pip into a temporary folder put
 on ``sys.path``, as a third party's would be; the judge is the scripted fake engine.
+``test_the_hand_written_install_is_what_pip_writes`` keeps the offline fallback honest.
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ TRUE_SENTENCES = ("Water is wet.", "Two plus two is four.")
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example installed by pip (no network, no dependencies) into a fresh target folder."""
+    """The example installed by pip (no network, no dependencies) into a fresh target folder.
+
+    Where pip cannot build it offline (no setuptools in the venv), the same layout is written by
+    hand: the package plus a ``*.dist-info`` whose ``entry_points.txt`` comes from its pyproject.
+    """
     work = tmp_path_factory.mktemp("plugin")
     source, target = work / "src", work / "site"
     shutil.copytree(EXAMPLE, source)
@@ -38,8 +43,22 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
                            "--no-build-isolation", "--target", str(target), str(source)],
                           capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
-        pytest.skip(f"pip could not build the example here: {done.stderr.strip().splitlines()[-1:]}")
+        _install_by_hand(source, target)
     return target
+
+
+def _install_by_hand(source: Path, target: Path) -> None:
+    import tomllib
+
+    project = tomllib.loads((source / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    shutil.copytree(source / "uxlocal_tiny", target / "uxlocal_tiny")
+    info = target / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\n"
+                                   f"Version: {project['version']}\n", encoding="utf-8")
+    lines = [f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in table.items())
+             for group, table in project["entry-points"].items()]
+    (info / "entry_points.txt").write_text("\n".join(lines), encoding="utf-8")
 
 
 @pytest.fixture
@@ -167,3 +186,18 @@ def test_command_modules_are_found_beside_each_suite_without_importing_it() -> N
 
     assert suite_command_modules() == ["uxlocal.suites.judge.cli", "uxlocal.suites.palate.cli",
                                        "uxlocal.suites.tau2.cli", "uxlocal.suites.userproxy.cli"]
+
+
+def test_the_hand_written_install_is_what_pip_writes(installed: Path, tmp_path: Path) -> None:
+    from importlib.metadata import distributions
+
+    by_hand = tmp_path / "site"
+    _install_by_hand(EXAMPLE, by_hand)
+
+    def suites_of(folder: Path) -> set[tuple[str, str]]:
+        return {(ep.name, ep.value) for dist in distributions(path=[str(folder)])
+                for ep in dist.entry_points if ep.group == "uxlocal.suites"}
+
+    assert suites_of(by_hand) == suites_of(installed) == {("tiny", "uxlocal_tiny.suite:TinySuite")}
+    assert sorted(p.name for p in (by_hand / "uxlocal_tiny").iterdir() if p.suffix in (".py", ".sql")) == \
+        sorted(p.name for p in (installed / "uxlocal_tiny").iterdir() if p.suffix in (".py", ".sql"))

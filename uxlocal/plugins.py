@@ -8,9 +8,9 @@ only *finds* them, without importing suite code, so the store can load every sui
 below the suites and ``uxlocal --help`` need not import the suites; ``uxlocal.suites.base`` loads
 the classes.
 
-A source checkout whose installed metadata predates the group (an editable install made before a
-suite was added) would see no built-ins; then the group is read from the checkout's
-``pyproject.toml`` instead, so both paths declare the built-ins in one place.
+A source checkout whose installed metadata predates a built-in (an editable install made before
+the suite was added) would not see it; so a checkout's own ``pyproject.toml`` adds the names the
+metadata lacks. Either way the built-ins are declared in one place and load as entry points.
 """
 
 from __future__ import annotations
@@ -27,20 +27,22 @@ _PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
 
 def suite_entry_points() -> list[EntryPoint]:
-    """Every suite entry point, sorted by name; the checkout's own when the installed metadata lacks them."""
+    """Every suite entry point, sorted by name; a checkout's own fill in what the installed metadata lacks."""
     found = {ep.name: ep for ep in entry_points(group=GROUP)}
-    if not any(ep.value.startswith("uxlocal.") for ep in found.values()):
-        for ep in checkout_entry_points():
-            found.setdefault(ep.name, ep)
+    for ep in checkout_entry_points():
+        found.setdefault(ep.name, ep)
     return sorted(found.values(), key=lambda ep: ep.name)
 
 
 def checkout_entry_points(pyproject: Path = _PYPROJECT) -> list[EntryPoint]:
-    """The group as a source checkout's ``pyproject.toml`` declares it ([] outside a checkout)."""
+    """The group as uxlocal's source checkout declares it ([] outside a checkout: an installed
+    package has no ``pyproject.toml`` beside it, or another project's)."""
     if not pyproject.is_file():
         return []
-    table = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    declared = table.get("project", {}).get("entry-points", {}).get(GROUP, {})
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
+    if project.get("name") != "uxlocal":
+        return []
+    declared = project.get("entry-points", {}).get(GROUP, {})
     return [EntryPoint(name=name, value=value, group=GROUP) for name, value in declared.items()]
 
 

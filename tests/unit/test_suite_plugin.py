@@ -141,10 +141,13 @@ def test_checkout_entry_points_read_the_pyproject_table(tmp_path: Path) -> None:
     from uxlocal.plugins import checkout_entry_points
 
     pyproject = tmp_path / "pyproject.toml"
-    pyproject.write_text('[project.entry-points."uxlocal.suites"]\nmine = "pkg.mod:Mine"\n', encoding="utf-8")
+    table = '[project.entry-points."uxlocal.suites"]\nmine = "pkg.mod:Mine"\n'
+    pyproject.write_text('[project]\nname = "uxlocal"\n' + table, encoding="utf-8")
     found = [(ep.name, ep.module, ep.attr) for ep in checkout_entry_points(pyproject)]
     assert found == [("mine", "pkg.mod", "Mine")]
     assert checkout_entry_points(tmp_path / "absent.toml") == []
+    pyproject.write_text('[project]\nname = "someone-else"\n' + table, encoding="utf-8")
+    assert checkout_entry_points(pyproject) == []  # a stray pyproject beside an installed package
 
 
 @pytest.mark.parametrize("value, message", [

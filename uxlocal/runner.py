@@ -22,7 +22,7 @@ from uxlocal.engine.resolve import resolve
 from uxlocal.episode import EpisodeSpec, utcnow
 from uxlocal.errors import InputError, format_validation_error
 from uxlocal.models import ResolvedModel
-from uxlocal.report.model import ReportTable
+from uxlocal.reportkit.model import ReportTable
 from uxlocal.rollout import RunStats, Scheduler
 from uxlocal.store.db import connect
 from uxlocal.store.runs import NewRun, begin_run, end_run, finished_episodes

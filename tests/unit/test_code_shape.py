@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import click
+import pytest
 
 import uxlocal
 from uxlocal.cli import cli
@@ -242,3 +243,57 @@ def test_every_benchmark_is_a_module_with_add_cli_args_and_main() -> None:
         script.add_cli_args(parser)  # options build without conflicts
         assert f"python -m benchmarks.{name}" in (script.__doc__ or ""), f"{name}: the docstring's command"
     assert set(run_all.SCRIPTS) <= set(names)
+
+
+def _modules_under(folder: str) -> list[tuple[str, set[str]]]:
+    """(module, modules it imports) for every file under ``uxlocal/<folder>`` (or the one module)."""
+    root = PACKAGE / folder
+    paths = sorted(root.rglob("*.py")) if root.is_dir() else [root.with_suffix(".py")]
+    found = []
+    for path in paths:
+        module = "uxlocal." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
+        found.append((module.removesuffix(".__init__"), _imported_modules(path, module)))
+    return found
+
+
+def _reaching(folder: str, forbidden: tuple[str, ...]) -> list[str]:
+    return [f"{module} -> {name}" for module, names in _modules_under(folder) for name in sorted(names)
+            if any(name == f or name.startswith(f + ".") for f in forbidden)]
+
+
+# issue 31: what a layer may not import, so no arrow runs back up; one row per layer
+@pytest.mark.parametrize("folder, forbidden", [
+    ("reportkit", ("uxlocal.suites", "uxlocal.report", "uxlocal.runner", "uxlocal.cli")),  # below the suites
+    ("clikit", ("uxlocal.suites", "uxlocal.report", "uxlocal.runner", "uxlocal.cli")),  # below the suites
+    ("plugins", ("uxlocal.suites", "uxlocal.store", "uxlocal.report", "uxlocal.cli")),  # finds, not imports
+    ("store", ("uxlocal.suites", "uxlocal.report", "uxlocal.runner", "uxlocal.cli")),  # views come as files
+    ("suites", ("uxlocal.report", "uxlocal.runner", "uxlocal.cli", "uxlocal.demo")),  # suites use reportkit
+])
+def test_layer_never_imports_a_layer_above_it(folder: str, forbidden: tuple[str, ...]) -> None:
+    assert _reaching(folder, forbidden) == []
+
+
+def test_layer_check_sees_an_import_up() -> None:
+    assert _reaching("cli", ("uxlocal.suites",)) != []
+
+
+def test_only_the_command_modules_import_click() -> None:
+    allowed = ("uxlocal.cli", "uxlocal.clikit", "uxlocal.errors")
+    importers = [module for module, names in _modules_under("") if "click" in names
+                 and not module.startswith(allowed) and not module.endswith(".cli")]
+    assert importers == []
+
+
+def test_core_commands_load_no_suite_and_help_loads_every_suites_commands(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    probe = ("import sys, click\nfrom uxlocal.cli import cli\nctx = click.Context(cli)\n"
+             "cli.get_command(ctx, 'query')\n"
+             "print(any(m.startswith('uxlocal.suites.') and m != 'uxlocal.suites.base'\n"
+             "          for m in sys.modules))\n"
+             "print(' '.join(sorted(set(cli.list_commands(ctx)) - {'query'})))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                         cwd=PACKAGE.parent, check=True).stdout.splitlines()
+    assert out[0] == "False"
+    assert {"palate", "judge", "tau2", "ingest", "ufs"} <= set(out[1].split())

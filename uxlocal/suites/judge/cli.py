@@ -10,10 +10,9 @@ from typing import Any
 
 import click
 
+from uxlocal.clikit import CONTEXT, config_options, run_suite_from_command, run_options, split_run_options
 from uxlocal.errors import InputError
 from uxlocal.suites.judge.config import JudgeConfig
-
-from .common import CONTEXT, config_options, run_configured, run_options, split_run_options
 
 _JUDGE_FIELDS = tuple(name for name in JudgeConfig.model_fields if name != "input")
 _DECLS = {"rubric": ("-r", "--rubric"), "both_orders": ("--both-orders/--one-order",),
@@ -40,7 +39,7 @@ def judge_cmd(input_: str | None, list_rubrics: bool, **kwargs: Any) -> None:
     if not input_:
         raise InputError(None, None, "no INPUT given", "uxlocal judge FILE.jsonl --rubric ux-liked -m judge=embedded")
     common = split_run_options(kwargs)
-    run_configured("judge", {"input": input_, **kwargs}, common, show=_print_judged)
+    run_suite_from_command("judge", {"input": input_, **kwargs}, common, show=_print_judged)
 
 
 def _list_rubrics() -> None:
@@ -54,7 +53,7 @@ def _list_rubrics() -> None:
 
 def _print_judged(result: Any) -> None:
     """The judge's summary line (requests, cache, items already judged), notes and tables."""
-    from uxlocal.report.tables import render_tables
+    from uxlocal.reportkit.tables import render_tables
 
     stats = result.stats
     click.echo(f"\nrun {result.run_id} ({'resumed' if result.resumed else 'new'}): {stats.requests} judge requests, "
@@ -63,3 +62,8 @@ def _print_judged(result: Any) -> None:
     for note in result.notes:
         click.echo(f"note: {note}")
     render_tables(result.tables)
+
+
+def register_commands(cli: click.Group) -> None:
+    """Hook the CLI finds in the suite's package: add the suite's commands to the root ``uxlocal`` group."""
+    cli.add_command(judge_cmd)

@@ -6,10 +6,9 @@ from pathlib import Path
 
 import click
 
+from uxlocal.clikit import CONTEXT
 from uxlocal.errors import InputError
 from uxlocal.tau2.registry import DEFAULT_TAU2_VERSION, TAU2_VERSIONS
-
-from .common import CONTEXT
 
 
 @click.group(name="tau2", context_settings=CONTEXT)
@@ -61,3 +60,8 @@ def tau2_replay(domains: tuple[str, ...], tau2_data: Path | None, agents: tuple[
             click.echo("\n".join(summary.lines()))
         if len(names) > 1:
             click.echo(total_line(summaries))
+
+
+def register_commands(cli: click.Group) -> None:
+    """Hook the CLI finds in the suite's package: add the suite's commands to the root ``uxlocal`` group."""
+    cli.add_command(tau2_group)

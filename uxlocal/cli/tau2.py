@@ -72,3 +72,26 @@ def tau2_replay(domains: tuple[str, ...], tau2_data: Path | None, tau2_tools: Pa
             click.echo("\n".join(summary.lines()))
         if len(names) > 1:
             click.echo(total_line(summaries))
+
+
+@tau2_group.command(name="conformance")
+@click.option("--domain", "domains", default="all", show_default=True,
+              help="Comma-separated domains (mock, airline, retail, telecom, banking_knowledge) or all.")
+@click.option("--recording", type=click.Path(path_type=Path), default=Path("../shared/conformance/tau2"),
+              show_default=True, envvar="UXLOCAL_TAU2_RECORDING", help="The recorded suite's folder.")
+@click.option("--tau2-data", type=click.Path(path_type=Path), default=Path("../shared/data/tau2"),
+              show_default=True, envvar="UXLOCAL_TAU2_DATA", help="A tau2 data folder.")
+@click.option("--show", type=int, default=0, show_default=True, envvar="UXLOCAL_TAU2_SHOW",
+              help="Print the first N mismatches of each kind.")
+def tau2_conformance(domains: str, recording: Path, tau2_data: Path, show: int) -> None:
+    """Replay tau2's recorded suite and print the agreement table.
+
+    \b
+    Example:
+      uxlocal tau2 conformance --domain mock,retail --show 3
+    """
+    from uxlocal.tau2.conformance.__main__ import main
+
+    argv = ["--recording", str(recording), "--data", str(tau2_data), "--domains", domains, "--show", str(show)]
+    if main(argv) != 0:
+        raise click.ClickException(f"no recorded suite for {domains} in {recording}")

@@ -179,13 +179,13 @@ def render_content(value: object) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, BaseModel):
-        return json.dumps(value.model_dump(mode="json"))
+        return json.dumps(value.model_dump(mode="json", warnings=False))
     return json.dumps(_plain(value))
 
 
 def _plain(value: object) -> object:
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
+        return value.model_dump(mode="json", warnings=False)
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

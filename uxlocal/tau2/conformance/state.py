@@ -30,7 +30,7 @@ Canon = tuple[Any, str]
 def canonical(value: Any) -> Any:
     """Plain JSON in the recording's canonical form (see the module docstring)."""
     if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json")
+        value = value.model_dump(mode="json", warnings=False)
     if isinstance(value, Mapping):
         return {str(k): canonical(v) for k, v in value.items() if v is not None}
     if isinstance(value, list | tuple):
@@ -163,7 +163,7 @@ def _fields(db: object) -> Iterator[tuple[str, Any]]:
 
 def _plain(value: Any) -> Any:
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
+        return value.model_dump(mode="json", warnings=False)
     return value
 
 

@@ -94,7 +94,10 @@ class ToolSpec:
         except ValidationError:
             return self._run_raw(db, arguments)
         kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
-        return self.func(db, **kwargs)
+        try:
+            return self.func(db, **kwargs)
+        except ValidationError as err:  # a record built from the caller's values refused them
+            raise ToolError(str(err)) from err
 
     def _run_raw(self, db: object, arguments: Mapping[str, Any]) -> object:
         defaults = {name: info.get_default(call_default_factory=True)

@@ -171,6 +171,11 @@ def _direct(db: AirlineDB, date: Any, origin: Any = None, destination: Any = Non
     return found
 
 
+def _next_day_unpadded(date: str) -> str:
+    """The next day as tau2 writes it: May 2024, day not zero-padded ('2024-05-6')."""
+    return f"2024-05-{int(date[-2:]) + 1}"
+
+
 # --- read tools -------------------------------------------------------------------------------
 
 
@@ -217,7 +222,7 @@ def search_onestop_flight(
     for first in _direct(db, date, origin):
         first["date"] = date
         arrival = first["scheduled_arrival_time_est"]
-        second_date = f"2024-05-{int(date[-2:]) + 1}" if "+1" in arrival else date
+        second_date = _next_day_unpadded(date) if "+1" in arrival else date
         for second in _direct(db, second_date, first["destination"], destination, leave_after=arrival):
             second["date"] = second_date
             pairs.append([first, second])

@@ -104,8 +104,10 @@ def _db(snapshot: BankingSnapshot, root: Path | None = None, task_id: str | None
 
 
 def call(db: BankingDB, name: str, **arguments: Any) -> Any:
-    """Run one of our tools as ``call_discoverable_agent_tool`` would, with validated arguments."""
-    return _spec(name).run(db, arguments)
+    """Run one of our tools with validated arguments (pydantic's ``ValidationError`` when they are not)."""
+    spec = _spec(name)
+    parsed = spec.args_model.model_validate(arguments)
+    return spec.func(db, **{field: getattr(parsed, field) for field in type(parsed).model_fields})
 
 
 def refused(db: BankingDB, name: str, match: str, **arguments: Any) -> None:

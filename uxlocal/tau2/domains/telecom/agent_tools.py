@@ -17,6 +17,7 @@ from ...registry import DomainSpec
 from ...toolkit import ToolError, Toolkit, arg
 from ...tools_common import register_common
 from . import phone_helpers  # noqa: F401 - registers the user side's hidden helpers
+from .arg_types import LooseStr, Number, StrictInt
 from .db import Bill, Customer, Line, LineItem, Plan, TelecomDB
 from .device import customer_by_phone, sync
 from .phone_db import TelecomUserDB
@@ -35,8 +36,8 @@ NEXT_MONTH = (datetime.date(2025, 3, 1), datetime.date(2025, 3, 31))
 NEW_BILL_PREFIX = "B9"
 """Bills a refuel creates are ``B9001``, ``B9002``…: deterministic, and clear of the file's ids."""
 
-CustomerId = Annotated[str, arg("ID of the customer.")]
-LineId = Annotated[str, arg("ID of the line.")]
+CustomerId = Annotated[LooseStr, arg("ID of the customer.")]
+LineId = Annotated[LooseStr, arg("ID of the line.")]
 
 
 def _customer(db: TelecomDB, customer_id: str) -> Customer:
@@ -73,7 +74,7 @@ def _own_line(db: TelecomDB, customer_id: str, line_id: str) -> Line:
 
 
 @AGENT.tool("read", "Find a customer by phone number.")
-def get_customer_by_phone(db: TelecomDB, phone_number: Annotated[str, arg("The phone number.")]) -> str:
+def get_customer_by_phone(db: TelecomDB, phone_number: Annotated[LooseStr, arg("The phone number.")]) -> str:
     """Customers in file order; each is found by its own number or one of its lines' numbers."""
     customer = customer_by_phone(db, phone_number)
     if customer is None:
@@ -91,7 +92,7 @@ def get_customer_by_id(db: TelecomDB, customer_id: CustomerId) -> str:
 def get_customer_by_name(
     db: TelecomDB,
     full_name: Annotated[str, arg("The customer's full name.")],
-    dob: Annotated[str, arg("Date of birth, YYYY-MM-DD.")],
+    dob: Annotated[LooseStr, arg("Date of birth, YYYY-MM-DD.")],
 ) -> str:
     """Name case-insensitively, birth date exactly; a list, possibly empty."""
     wanted = full_name.lower()
@@ -111,7 +112,7 @@ def get_details_by_id(db: TelecomDB, id: Annotated[str, arg("A record id.")]) ->
 
 @AGENT.tool("write", "Suspend an active line.")
 def suspend_line(
-    db: TelecomDB, customer_id: CustomerId, line_id: LineId, reason: Annotated[str, arg("Why.")]
+    db: TelecomDB, customer_id: CustomerId, line_id: LineId, reason: Annotated[LooseStr, arg("Why.")]
 ) -> str:
     """Only an Active line can be suspended; the suspension starts today."""
     if _own_line(db, customer_id, line_id).status != "Active":
@@ -135,7 +136,7 @@ def resume_line(db: TelecomDB, customer_id: CustomerId, line_id: LineId) -> str:
 
 @AGENT.tool("read", "List a customer's bills, newest first.")
 def get_bills_for_customer(
-    db: TelecomDB, customer_id: CustomerId, limit: Annotated[int, arg("Most bills to return.")] = 12
+    db: TelecomDB, customer_id: CustomerId, limit: Annotated[StrictInt, arg("Most bills to return.")] = 12
 ) -> str:
     """Newest issue date first (ties keep the account's order); ``limit`` slices as Python does."""
     bills = [_bill(db, bill_id) for bill_id in _customer(db, customer_id).bill_ids]
@@ -145,7 +146,7 @@ def get_bills_for_customer(
 
 @AGENT.tool("write", "Ask the customer to pay one of their bills.")
 def send_payment_request(
-    db: TelecomDB, customer_id: CustomerId, bill_id: Annotated[str, arg("ID of the bill.")]
+    db: TelecomDB, customer_id: CustomerId, bill_id: Annotated[LooseStr, arg("ID of the bill.")]
 ) -> str:
     """One request at a time: refused while any of the customer's bills awaits payment."""
     customer = _customer(db, customer_id)
@@ -201,7 +202,7 @@ register_common(AGENT, with_calculate=False)
 
 @AGENT.tool("write", "Add extra data to a line; it is charged on the customer's draft bill.")
 def refuel_data(
-    db: TelecomDB, customer_id: CustomerId, line_id: LineId, gb_amount: Annotated[float, arg("Gigabytes.")]
+    db: TelecomDB, customer_id: CustomerId, line_id: LineId, gb_amount: Annotated[Number, arg("Gigabytes.")]
 ) -> str:
     """The charge is amount x the plan's refuel price, on the Draft bill (created when missing)."""
     line = _own_line(db, customer_id, line_id)

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ...db import Database, Record
+from ...db import Database, Record, Snapshot
 
 SimStatus = Literal["active", "missing", "locked_pin", "locked_puk"]
 Technology = Literal["none", "2G", "3G", "4G", "5G"]
@@ -152,8 +152,16 @@ class TelecomUserData(BaseModel):
 
 
 class TelecomUserDB(Database):
-    """User-side DB of the telecom domain: one phone, copied whole per episode (it is small)."""
+    """User-side DB of the telecom domain: one phone, copied whole per episode (it is small).
+
+    ``vpn_profile`` is the server ``connect_vpn`` connects to; it belongs to the episode, is not
+    part of the DB's state, and is what ``break_vpn`` degrades.
+    """
 
     ROOT = TelecomUserData
     device: PhoneDevice
     surroundings: Surroundings
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        super().__init__(snapshot)
+        self.vpn_profile = default_vpn()

@@ -19,13 +19,14 @@ from typing import Annotated, Any
 from pydantic import ValidationError
 
 from ...toolkit import ToolError, Toolkit, arg
+from .arg_types import LooseStr
 from .device import can_send_mms as _can_send_mms
 from .device import internet_speed, network_search, sim_status
-from .phone_db import APNSettings, NetworkModePreference, TelecomUserDB, default_vpn
+from .phone_db import APNSettings, NetworkModePreference, TelecomUserDB
 
 USER = Toolkit("telecom-user")
 
-AppName = Annotated[str, arg("The app's name as installed, e.g. 'messaging' or 'browser'.")]
+AppName = Annotated[LooseStr, arg("The app's name as installed, e.g. 'messaging' or 'browser'.")]
 
 _SIGNAL_ICON = {
     "none": "📵 No Signal",
@@ -325,12 +326,17 @@ def connect_vpn(db: TelecomUserDB) -> str:
 
 
 def connect(db: TelecomUserDB) -> bool:
-    """Connect to a fresh copy of the default profile; False when already connected."""
+    """Connect to this episode's VPN profile; False when already connected.
+
+    The device holds the profile itself, not a copy: once ``break_vpn`` has degraded it, a
+    reconnect in the same episode meets the same poor server (as upstream's does), while the next
+    episode starts from a new profile (upstream's leaks into every later episode of the process).
+    """
     d = db.device
     if d.vpn_connected:
         return False
     d.vpn_connected = True
-    d.vpn_details = default_vpn()
+    d.vpn_details = db.vpn_profile
     return True
 
 

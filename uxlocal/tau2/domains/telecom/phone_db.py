@@ -24,18 +24,18 @@ ConnectionStatus = Literal["connected", "searching", "no_service", "emergency_on
 Performance = Literal["unknown", "poor", "fair", "good", "excellent"]
 
 
+# Which technologies the radio may attach to; only the first can reach 5G. (No docstring: pydantic
+# would show it in the tool schema's $defs, where upstream's enum has no description.)
 class NetworkModePreference(str, Enum):
-    """Which technologies the radio may attach to; only the first can reach 5G."""
-
     FOUR_G_5G_PREFERRED = "4g_5g_preferred"
     FOUR_G_ONLY = "4g_only"
     THREE_G_ONLY = "3g_only"
     TWO_G_ONLY = "2g_only"
 
 
+# The data APNs the phone knows; ``broken`` is the one setup uses to cut service. (No docstring,
+# for the same reason.)
 class APNNames(str, Enum):
-    """The data APNs the phone knows; ``broken`` is the one setup uses to cut service."""
-
     INTERNET = "internet"
     BROKEN = "broken"
 

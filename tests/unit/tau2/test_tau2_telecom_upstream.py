@@ -57,7 +57,9 @@ def test_reseated_sim_keeps_its_pin_lock(telecom: Domain, tasks: dict[str, Task]
     assert phone.device.network_connection_status == "no_service"
 
 
-def test_set_apn_settings_replaces_the_profile_and_searches_again(telecom: Domain, tasks: dict[str, Task]) -> None:
+def test_set_apn_settings_replaces_the_profile_and_searches_again(
+    telecom: Domain, tasks: dict[str, Task]
+) -> None:
     env, phone = _env(telecom, tasks, BROKEN_APN)
     _text(env, "toggle_airplane_mode")
     _text(env, "reseat_sim_card")
@@ -83,10 +85,13 @@ def test_a_user_seat_transfer_meets_the_agents_gold_transfer(telecom: Domain, ta
     assert info.reward == 1.0
 
 
-def test_the_phone_does_not_show_the_data_cap_or_whether_data_flows(telecom: Domain, tasks: dict[str, Task]) -> None:
+def test_the_phone_does_not_show_the_data_cap_or_whether_data_flows(
+    telecom: Domain, tasks: dict[str, Task]
+) -> None:
     env, phone = _env(telecom, tasks, EXCEEDED_ABROAD)
     _text(env, "toggle_roaming")
-    assert phone.surroundings.mobile_data_usage_exceeded and not mobile_data_works(phone.device, phone.surroundings)
+    assert phone.surroundings.mobile_data_usage_exceeded
+    assert not mobile_data_works(phone.device, phone.surroundings)
     assert _text(env, "check_data_restriction_status") == "Data Saver mode is OFF."
     assert "📱 Data Enabled" in _text(env, "check_status_bar")  # the switch, not whether data flows
     assert _text(env, "run_speed_test") == "Speed test failed: No Connection."
@@ -106,12 +111,16 @@ def test_records_print_as_tau2_prints_them(telecom: Domain, tasks: dict[str, Tas
     usage = json.loads(_text(env, "get_data_usage", "assistant", customer_id="C1001", line_id="L1002"))
     assert usage == {"line_id": "L1002", "data_used_gb": "15.1", "data_limit_gb": "15.0",
                      "data_refueling_gb": "0.0", "cycle_end_date": "2025-02-28"}
-    refuel = json.loads(_text(env, "refuel_data", "assistant", customer_id="C1001", line_id="L1002", gb_amount=2))
+    refuel = json.loads(
+        _text(env, "refuel_data", "assistant", customer_id="C1001", line_id="L1002", gb_amount=2)
+    )
     assert refuel["message"] == "Successfully added 2 GB of data for line L1002 for $4.00"
     assert (refuel["new_data_refueling_gb"], refuel["charge"]) == ("2.0", "4.0")
 
 
-def test_loose_and_strict_arguments_follow_upstreams_outcomes(telecom: Domain, tasks: dict[str, Task]) -> None:
+def test_loose_and_strict_arguments_follow_upstreams_outcomes(
+    telecom: Domain, tasks: dict[str, Task]
+) -> None:
     env, _ = _env(telecom, tasks, EXCEEDED_ABROAD)
     assert _text(env, "get_customer_by_name", "assistant", full_name="John Smith", dob=123) == "[]"
     assert _text(env, "check_app_permissions", app_name=123) == "App '123' not found on this phone."

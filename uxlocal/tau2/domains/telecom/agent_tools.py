@@ -96,7 +96,8 @@ def get_customer_by_name(
 ) -> str:
     """Name case-insensitively, birth date exactly; a list, possibly empty."""
     wanted = full_name.lower()
-    return as_text([c for c in db.customers.values() if c.full_name.lower() == wanted and c.date_of_birth == dob])
+    found = [c for c in db.customers.values() if c.full_name.lower() == wanted and c.date_of_birth == dob]
+    return as_text(found)
 
 
 @AGENT.tool("read", "Show any record by its id.")
@@ -284,7 +285,9 @@ def suspend_line_for_overdue_bill(
 
 
 @AGENT.helper("Whether a line's extra data totals the expected amount (to 1e-6 GB).")
-def assert_data_refueling_amount(db: TelecomDB, customer_id: str, line_id: str, expected_amount: float) -> bool:
+def assert_data_refueling_amount(
+    db: TelecomDB, customer_id: str, line_id: str, expected_amount: float
+) -> bool:
     """Env assertion: refuels must add up to exactly the amount the task allows."""
     return abs(_own_line(db, customer_id, line_id).data_refueling_gb - expected_amount) < 1e-6
 

@@ -83,7 +83,9 @@ def default_vpn() -> VpnDetails:
 
 def _default_apps() -> dict[str, AppStatus]:
     return {
-        "messaging": AppStatus(app_name="messaging", permissions=AppPermissions(sms=True, storage=True, phone=True)),
+        "messaging": AppStatus(
+            app_name="messaging", permissions=AppPermissions(sms=True, storage=True, phone=True)
+        ),
         "browser": AppStatus(app_name="browser", permissions=AppPermissions(network=True, storage=True)),
     }
 

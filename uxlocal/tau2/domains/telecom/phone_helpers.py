@@ -9,6 +9,8 @@ class-level default shared by every later episode in the process; we never share
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ...toolkit import ToolError
 from .device import can_send_mms, internet_speed, mobile_data_works
 from .phone_db import TelecomUserDB
@@ -45,52 +47,28 @@ def _turn(db: TelecomUserDB, field: str, on: bool) -> None:
             return
 
 
-@USER.helper("Turn airplane mode on (setup only).")
-def turn_airplane_mode_on(db: TelecomUserDB) -> None:
-    """Drops Wi-Fi's connection and the VPN; no service."""
-    _turn(db, "airplane_mode", True)
+def _register_turn(name: str, field: str, on: bool) -> None:
+    """Register ``turn_<name>_on`` / ``_off``: set one switch as a task's setup does (see ``_turn``)."""
+
+    def helper(db: TelecomUserDB) -> None:
+        _turn(db, field, on)
+
+    helper.__name__ = f"turn_{name}_{'on' if on else 'off'}"
+    USER.helper(f"Turn {name.replace('_', ' ')} {'on' if on else 'off'} (setup only).")(helper)
 
 
-@USER.helper("Turn airplane mode off (setup only).")
-def turn_airplane_mode_off(db: TelecomUserDB) -> None:
-    """Searches for a network."""
-    _turn(db, "airplane_mode", False)
+_SWITCHES = {"airplane_mode": "airplane_mode", "data": "data_enabled", "roaming": "roaming_enabled",
+             "data_saver_mode": "data_saver_mode"}  # fmt: skip
+for _name, _field in _SWITCHES.items():
+    for _on in (True, False):
+        if (_name, _on) != ("data", True):  # turn_data_on is the odd one out, below
+            _register_turn(_name, _field, _on)
 
 
 @USER.helper("Turn mobile data on (setup only).")
 def turn_data_on(db: TelecomUserDB) -> None:
-    """Sets the switch only; the radio is not searched again."""
+    """Sets the switch only; unlike every other ``turn_*``, no toggle and so no network search."""
     db.device.data_enabled = True
-
-
-@USER.helper("Turn mobile data off (setup only).")
-def turn_data_off(db: TelecomUserDB) -> None:
-    """Toggles, so a network search runs."""
-    _turn(db, "data_enabled", False)
-
-
-@USER.helper("Turn data roaming on (setup only).")
-def turn_roaming_on(db: TelecomUserDB) -> None:
-    """The phone's setting; the line's roaming is the agent's."""
-    _turn(db, "roaming_enabled", True)
-
-
-@USER.helper("Turn data roaming off (setup only).")
-def turn_roaming_off(db: TelecomUserDB) -> None:
-    """The phone's setting; the line's roaming is the agent's."""
-    _turn(db, "roaming_enabled", False)
-
-
-@USER.helper("Turn data saver on (setup only).")
-def turn_data_saver_mode_on(db: TelecomUserDB) -> None:
-    """Throttles the speed to a fifth."""
-    _turn(db, "data_saver_mode", True)
-
-
-@USER.helper("Turn data saver off (setup only).")
-def turn_data_saver_mode_off(db: TelecomUserDB) -> None:
-    """Full speed again."""
-    _turn(db, "data_saver_mode", False)
 
 
 @USER.helper("Take the SIM card out (setup only).")
@@ -153,34 +131,32 @@ def simulate_network_search(db: TelecomUserDB) -> None:
 # --- assertions -----------------------------------------------------------------------------
 
 
-@USER.helper("Whether airplane mode is as expected.")
-def assert_airplane_mode_status(db: TelecomUserDB, expected_status: bool) -> bool:
-    """Env assertion used by generated precondition checks."""
-    return db.device.airplane_mode == expected_status
+_READINGS: dict[str, tuple[str, Callable[[TelecomUserDB], object]]] = {
+    "assert_airplane_mode_status": ("airplane mode", lambda db: db.device.airplane_mode),
+    "assert_service_status": ("the connection status", lambda db: db.device.network_connection_status),
+    "assert_mobile_data_status": (
+        "whether mobile data works", lambda db: mobile_data_works(db.device, db.surroundings)
+    ),
+    "assert_mobile_roaming_status": ("the phone's roaming switch", lambda db: db.device.roaming_enabled),
+    "assert_mobile_data_saver_mode_status": ("data saver", lambda db: db.device.data_saver_mode),
+    "assert_can_send_mms": ("whether MMS can be sent", lambda db: can_send_mms(db.device, db.surroundings)),
+    "assert_mobile_data_usage_exceeded": (
+        "the usage-exceeded mirror", lambda db: db.surroundings.mobile_data_usage_exceeded
+    ),
+}
+"""Env assertions that compare one reading of the phone with ``expected_status``."""
 
 
-@USER.helper("Whether the phone's connection status is the expected one.")
-def assert_service_status(db: TelecomUserDB, expected_status: str) -> bool:
-    """Env assertion: 'connected' or 'no_service'."""
-    return db.device.network_connection_status == expected_status
+def _register_reading(name: str, what: str, read: Callable[[TelecomUserDB], object]) -> None:
+    def assertion(db: TelecomUserDB, expected_status: bool | str) -> bool:
+        return read(db) == expected_status
+
+    assertion.__name__ = name
+    USER.helper(f"Whether {what} is as expected.")(assertion)
 
 
-@USER.helper("Whether mobile data works (or not, as expected).")
-def assert_mobile_data_status(db: TelecomUserDB, expected_status: bool) -> bool:
-    """Env assertion on the derived mobile-data rule."""
-    return mobile_data_works(db.device, db.surroundings) == expected_status
-
-
-@USER.helper("Whether the phone's data roaming setting is as expected.")
-def assert_mobile_roaming_status(db: TelecomUserDB, expected_status: bool) -> bool:
-    """The phone's switch, not the line's."""
-    return db.device.roaming_enabled == expected_status
-
-
-@USER.helper("Whether data saver is as expected.")
-def assert_mobile_data_saver_mode_status(db: TelecomUserDB, expected_status: bool) -> bool:
-    """The phone's switch."""
-    return db.device.data_saver_mode == expected_status
+for _assertion, (_what, _read) in _READINGS.items():
+    _register_reading(_assertion, _what, _read)
 
 
 @USER.helper("Whether the speed test reaches a speed (Mbps) and, when given, a label.")
@@ -196,15 +172,3 @@ def assert_internet_speed(db: TelecomUserDB, expected_speed: float, expected_des
 def assert_internet_not_excellent(db: TelecomUserDB) -> bool:
     """No connection also passes."""
     return internet_speed(db.device, db.surroundings)[1].lower() != "excellent"
-
-
-@USER.helper("Whether the phone can send MMS (or not, as expected).")
-def assert_can_send_mms(db: TelecomUserDB, expected_status: bool) -> bool:
-    """Env assertion on the derived MMS rule."""
-    return can_send_mms(db.device, db.surroundings) == expected_status
-
-
-@USER.helper("Whether the line's data use is over its allowance, as the phone last heard.")
-def assert_mobile_data_usage_exceeded(db: TelecomUserDB, expected_status: bool) -> bool:
-    """Reads the mirror sync keeps."""
-    return db.surroundings.mobile_data_usage_exceeded == expected_status

@@ -134,7 +134,8 @@ def set_network_mode_preference(db: TelecomUserDB, mode: NetworkModePreference |
         valid = NetworkModePreference(mode)
     except ValueError:
         choices = ", ".join(m.value for m in NetworkModePreference)
-        return did(db, f"Failed to set network mode: '{mode}' is not a valid option. Please use one of: {choices}")
+        why = f"'{mode}' is not a valid option. Please use one of: {choices}"
+        return did(db, f"Failed to set network mode: {why}")
     db.device.network_mode_preference = valid
     search(db)
     return did(db, f"Preferred Network Mode set to: {valid.value}")
@@ -312,7 +313,8 @@ def _details_text(details: dict[str, Any]) -> str:
     """The VPN details as a Python dict prints them, the performance shown as its enum member."""
     parts = []
     for key, value in details.items():
-        shown = f"<PerformanceLevel.{value.upper()}: '{value}'>" if key == "server_performance" else repr(value)
+        enum_member = f"<PerformanceLevel.{str(value).upper()}: '{value}'>"
+        shown = enum_member if key == "server_performance" else repr(value)
         parts.append(f"{key!r}: {shown}")
     return "{" + ", ".join(parts) + "}"
 
@@ -416,7 +418,8 @@ def set_permission(db: TelecomUserDB, app_name: str, permission: str, allowed: b
     tracked = list(app.permissions.model_dump())
     if permission not in tracked:
         if allowed:
-            return False, f"Permission '{permission}' not tracked for app '{app_name}', available permissions: {tracked}"
+            listing = f"available permissions: {tracked}"
+            return False, f"Permission '{permission}' not tracked for app '{app_name}', {listing}"
         return False, f"Permission '{permission}' not tracked for app '{app_name}'."
     setattr(app.permissions, permission, allowed)
     return True, f"Permission '{permission}' {'granted to' if allowed else 'removed from'} app '{app_name}'."

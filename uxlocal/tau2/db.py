@@ -218,6 +218,14 @@ class CopyOnWriteRows(Generic[Row]):
         """Whether this episode edited or added anything here."""
         return bool(self._own)
 
+    def shared_rows(self) -> Mapping[str, Row]:
+        """The snapshot's rows, shared by every episode and never changed (read-only)."""
+        return self._base
+
+    def own_rows(self) -> Mapping[str, Row]:
+        """The rows this episode copied, replaced or added, which override the shared ones."""
+        return self._own
+
 
 class Table(CopyOnWriteRows[R]):
     """One keyed collection of a DB (``orders``, ``flights`` …) with copy-on-write records."""
@@ -296,6 +304,10 @@ class Database:
                 digest.update(canonical_json(_dump_value(getattr(self, name))).encode())
         digest.update(b"}")
         return digest.hexdigest()
+
+    def field_names(self) -> list[str]:
+        """Names of the DB's top-level fields: its tables, then its other fields."""
+        return [*self._tables, *self._snapshot.plain]
 
     def dump(self) -> dict[str, Any]:
         """Return the whole DB as plain data (slow; for tests, debugging and exports)."""

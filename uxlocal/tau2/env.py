@@ -125,7 +125,7 @@ class Environment:
 
     def tool_schemas(self, requestor: Requestor = "assistant") -> list[dict[str, Any]]:
         """OpenAI function schemas for a seat: ``"assistant"`` (candidate) or ``"user"`` (simulator)."""
-        return [spec.openai_schema() for spec in self.tool_specs(requestor)]
+        return [self.domain.tool_schema(requestor, spec) for spec in self.tool_specs(requestor)]
 
     def tool_kind(self, name: str, requestor: Requestor = "assistant") -> ToolKind | None:
         """``read``/``write``/``generic`` for a seat's tool, or ``None`` if it has no such tool."""

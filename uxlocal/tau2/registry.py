@@ -110,9 +110,10 @@ class DomainSpec:
     tool_errors_count: bool = True
     """Whether a tool's error result counts toward ``max_errors``. Banking's tools answer refusals
     as text upstream, so its errors never end an episode; our own bugs (internal errors) still count."""
-    action_match_as_upstream: bool = False
-    """ACTION as upstream scores it: a call from either seat matches, and a gold action without
-    ``compare_args`` is compared on the predicted call's own keys. Off: same seat, gold's keys."""
+    action_match_as_upstream: bool = True
+    """ACTION as upstream scores it (every domain): a call from either seat matches, and a gold
+    action without ``compare_args`` is compared on the predicted call's own keys. Off: same seat,
+    gold's keys (stricter than tau2; for a domain of our own that wants it)."""
     episode_info: Mapping[str, Any] = field(default_factory=dict)
     """Facts every episode of the domain records in its info (banking: the retrieval variant)."""
 

@@ -35,7 +35,7 @@ from ...registry import DomainSpec
 from ...toolkit import ToolArgs, ToolError, Toolkit, arg
 from ...tools_common import register_common
 
-AGENT = Toolkit("airline")
+AGENT = Toolkit("airline", qualifier="AirlineTools")
 
 NOW = "2024-05-15T15:00:00"
 """The fixed current time of the airline domain (the policy says so too)."""

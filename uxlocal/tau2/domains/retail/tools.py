@@ -21,7 +21,7 @@ from ...registry import DomainSpec
 from ...toolkit import ToolError, Toolkit, arg
 from ...tools_common import register_common
 
-AGENT = Toolkit("retail")
+AGENT = Toolkit("retail", qualifier="RetailTools")
 
 CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 

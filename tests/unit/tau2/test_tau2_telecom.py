@@ -90,7 +90,7 @@ def test_telecom_user_tools_are_offered_to_the_user_only(telecom: Domain) -> Non
     assert "refuel_data" in agent_names and not user_names & agent_names
     assert not {"turn_airplane_mode_on", "assert_service_status", "set_user_info"} & user_names
     result = env.call("toggle_airplane_mode", {}, "assistant")
-    assert not result.ok and "unknown tool" in (result.error or "")
+    assert not result.ok and result.content == "Error: Tool 'toggle_airplane_mode' not found."  # tau2's words
 
 
 # --- device rules (spec §A.2) -----------------------------------------------------------------
@@ -310,7 +310,7 @@ def test_invalid_user_tool_calls_are_error_results_counted_toward_max_errors(
                                      ("user", "set_network_mode_preference", True),
                                      ("user", "set_apn_settings", False), ("user", "toggle_data", False)]
     # an unknown mode is refused in the answer, not as an error (upstream's phone); an unknown APN name is an error
-    assert "unknown tool 'fly_to_the_moon'" in rows[1][3] and "'6g' is not a valid option" in rows[2][4]
+    assert "Tool 'fly_to_the_moon' not found." in rows[1][3] and "'6g' is not a valid option" in rows[2][4]
     assert "Input should be 'internet' or 'broken'" in rows[3][3]
     episode = run.episode()
     assert episode["termination"] == "too_many_errors" and episode["info"]["errors"] == 3

@@ -138,3 +138,14 @@ def test_a_degraded_vpn_stays_in_its_episode(telecom: Domain, tasks: dict[str, T
     _text(other, "connect_vpn")
     assert other_phone.device.vpn_details is not None
     assert other_phone.device.vpn_details.server_performance == "excellent"  # upstream: "poor" (bug 1)
+
+
+def test_a_malformed_setting_breaks_the_phone_as_upstreams(telecom: Domain, tasks: dict[str, Task]) -> None:
+    env, phone = _env(telecom, tasks, LOCKED)
+    bad = env.call("set_network_mode_preference", {"mode": 123}, "user")
+    assert not bad.ok and bad.content == "Error: 'int' object has no attribute 'value'"
+    assert phone.device.__dict__["network_mode_preference"] == 123  # stored first, as upstream does (bug 3)
+    assert not env.call("check_network_mode_preference", {}, "user").ok
+    broken = env.call("set_apn_settings", {"apn_settings": "internet"}, "user")
+    assert broken.content == "Error: 'str' object has no attribute 'apn_name'"
+    assert env.call("reseat_sim_card", {}, "user").content == "Error: 'str' object has no attribute 'apn_name'"

@@ -24,7 +24,7 @@ from .phone_db import TelecomUserDB
 from .render import as_text
 from .user_tools import USER
 
-AGENT = Toolkit("telecom")
+AGENT = Toolkit("telecom", qualifier="TelecomTools")
 
 TODAY = datetime.date(2025, 2, 25)
 CYCLE_END = datetime.date(2025, 2, 28)
@@ -102,13 +102,17 @@ def get_customer_by_name(
 
 @AGENT.tool("read", "Show any record by its id.")
 def get_details_by_id(db: TelecomDB, id: Annotated[str, arg("A record id.")]) -> str:
-    """Dispatch on the id's first letter (upper case only), so one tool reads every kind of record."""
+    """Dispatch on the id's first letter (upper case only), so one tool reads every kind of record.
+
+    ``startswith`` as upstream's: an id that is not text fails on it, with its words.
+    """
     tables = {"L": (db.lines, "Line"), "D": (db.devices, "Device"), "B": (db.bills, "Bill"),
               "C": (db.customers, "Customer"), "P": (db.plans, "Plan")}  # fmt: skip
-    found = tables.get(id[:1])
-    if found is None:
+    prefix = next((p for p in tables if id.startswith(p)), None)
+    if prefix is None:
         raise ToolError(f"Unknown ID format or type: {id}")
-    return as_text(_record(found[0], found[1], id))
+    table, kind = tables[prefix]
+    return as_text(_record(table, kind, id))
 
 
 @AGENT.tool("write", "Suspend an active line.")

@@ -53,7 +53,12 @@ def sim_status(device: PhoneDevice) -> SimStatus:
 
 
 def network_search(device: PhoneDevice, surroundings: Surroundings) -> None:
-    """Re-attach the radio: the technology follows the preference, the signal the surroundings."""
+    """Re-attach the radio: the technology follows the preference, the signal the surroundings.
+
+    The rules apply one after another, in upstream's order, so a phone whose APN setting was
+    broken by a malformed call (upstream's bug 3, see ``user_tools.store_unchecked``) fails at
+    the same point, with the same partial state, as upstream's does.
+    """
     if sim_status(device) == "active":
         preference = device.network_mode_preference
         if preference == NetworkModePreference.FOUR_G_5G_PREFERRED:
@@ -63,15 +68,20 @@ def network_search(device: PhoneDevice, surroundings: Surroundings) -> None:
         device.network_connection_status = "connected"
         device.network_technology_connected = technology  # type: ignore[assignment]
         device.network_signal_strength = surroundings.signal_strength.get(technology, "none")
-    if (
-        sim_status(device) != "active"
-        or device.airplane_mode
-        or device.active_apn_settings.apn_name == APNNames.BROKEN
-        or not surroundings.line_active
-    ):
-        device.network_connection_status = "no_service"
-        device.network_technology_connected = "none"
-        device.network_signal_strength = "none"
+    else:
+        _no_service(device)
+    if device.airplane_mode:
+        _no_service(device)
+    if device.active_apn_settings.apn_name == APNNames.BROKEN:
+        _no_service(device)
+    if not surroundings.line_active:
+        _no_service(device)
+
+
+def _no_service(device: PhoneDevice) -> None:
+    device.network_connection_status = "no_service"
+    device.network_technology_connected = "none"
+    device.network_signal_strength = "none"
 
 
 def mobile_data_works(device: PhoneDevice, surroundings: Surroundings) -> bool:

@@ -22,9 +22,9 @@ from ...toolkit import ToolError, Toolkit, arg
 from .arg_types import LooseStr
 from .device import can_send_mms as _can_send_mms
 from .device import internet_speed, network_search, sim_status
-from .phone_db import APNSettings, NetworkModePreference, TelecomUserDB
+from .phone_db import APNSettings, NetworkModePreference, PhoneDevice, TelecomUserDB
 
-USER = Toolkit("telecom-user")
+USER = Toolkit("telecom-user", qualifier="TelecomUserTools")
 
 AppName = Annotated[LooseStr, arg("The app's name as installed, e.g. 'messaging' or 'browser'.")]
 
@@ -87,6 +87,17 @@ def status_bar(db: TelecomUserDB) -> str:
     return " | ".join(icons)
 
 
+def store_unchecked(device: PhoneDevice, field: str, value: object) -> None:
+    """Put a value of the wrong type into a phone setting, bypassing validation: upstream's bug 3.
+
+    Upstream's setters store what the model sent before using it, so ``mode=123`` or
+    ``apn_settings="internet"`` stays in the phone, later calls that read the setting fail (the
+    recorded suite has both), and the state the reward compares holds the bad value. A model
+    can see that, so the phone does the same; only these two setters do it.
+    """
+    device.__dict__[field] = value
+
+
 def did(db: TelecomUserDB, what: str) -> str:
     """A write tool's answer: what happened, then the status bar."""
     return f"{what}\nStatus Bar: {status_bar(db)}"
@@ -129,7 +140,14 @@ def check_network_mode_preference(db: TelecomUserDB) -> str:
 
 @USER.tool("write", "Set the preferred network type; the phone then searches for a network.")
 def set_network_mode_preference(db: TelecomUserDB, mode: NetworkModePreference | str) -> str:
-    """An unknown mode is refused in the answer text (not as an error), and nothing changes."""
+    """An unknown mode is refused in the answer text (not as an error), and nothing changes.
+
+    A mode that is not text breaks the phone as it breaks upstream's (see ``store_unchecked``).
+    """
+    if not isinstance(mode, str):
+        store_unchecked(db.device, "network_mode_preference", mode)
+        search(db)  # an unknown preference falls back to 4G
+        raise ToolError(f"'{type(mode).__name__}' object has no attribute 'value'")
     try:
         valid = NetworkModePreference(mode)
     except ValueError:
@@ -239,7 +257,14 @@ def check_apn_settings(db: TelecomUserDB) -> str:
 
 @USER.tool("write", "Replace the APN settings; omitted fields take their defaults.")
 def set_apn_settings(db: TelecomUserDB, apn_settings: APNSettings | dict[str, Any]) -> str:
-    """The whole profile is replaced (not merged), only known APN names pass, then a search runs."""
+    """The whole profile is replaced (not merged), only known APN names pass, then a search runs.
+
+    Settings that are neither a mapping nor a profile break the phone as they break upstream's
+    (see ``store_unchecked``).
+    """
+    if not isinstance(apn_settings, dict | APNSettings):
+        store_unchecked(db.device, "active_apn_settings", apn_settings)
+        raise ToolError(f"'{type(apn_settings).__name__}' object has no attribute 'apn_name'")
     if isinstance(apn_settings, dict):
         try:
             apn_settings = APNSettings(**apn_settings)
@@ -410,11 +435,11 @@ def grant_app_permission(
 
 def set_permission(db: TelecomUserDB, app_name: str, permission: str, allowed: bool) -> tuple[bool, str]:
     """Grant or remove one tracked permission; (False, why) for an unknown app or permission."""
+    permission = permission.lower()  # first, as upstream: a permission that is not text fails here
     app = db.device.app_statuses.get(app_name)
     if app is None:
         verb = "grant" if allowed else "remove"
         return False, f"App '{app_name}' not found. Cannot {verb} permission."
-    permission = permission.lower()
     tracked = list(app.permissions.model_dump())
     if permission not in tracked:
         if allowed:

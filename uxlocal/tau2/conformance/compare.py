@@ -31,6 +31,9 @@ COMPONENTS = ("reward", "reward_basis", "reward_breakdown", "db_match", "env_ass
               "action_checks", "communicate_checks", "nl_assertions")
 """The reward-info fields the recording keeps per scored case (``reward_record``)."""
 
+TEXT_KEPT = 20_000
+"""Characters of each side kept with a text mismatch (enough to find where long outputs differ)."""
+
 
 @dataclass
 class DomainReport:
@@ -170,12 +173,12 @@ def _compare_call(report: DomainReport, where: dict[str, Any], recorded: dict[st
         report.error_same += 1
     else:
         report.note("error", f"{tool} upstream={'error' if recorded['error'] else 'ok'}",
-                    {**where, "upstream": recorded["content"][:300], "ours": text[:300]}, keep)
+                    {**where, "upstream": recorded["content"][:TEXT_KEPT], "ours": text[:TEXT_KEPT]}, keep)
     if recorded["content"] == text:
         report.text_same += 1
     else:
         report.note("text", f"{tool} {'error' if recorded['error'] else 'ok'}",
-                    {**where, "upstream": recorded["content"][:300], "ours": text[:300]}, keep)
+                    {**where, "upstream": recorded["content"][:TEXT_KEPT], "ours": text[:TEXT_KEPT]}, keep)
     theirs = {e[0]: serialise(e[1:]) for e in recorded.get("state_delta") or []}
     mine = {e[0]: serialise(e[1:]) for e in delta}
     if theirs == mine:

@@ -73,7 +73,7 @@ def _own_line(db: TelecomDB, customer_id: str, line_id: str) -> Line:
     return _line(db, line_id)
 
 
-@AGENT.tool("read", "Find a customer by phone number.")
+@AGENT.tool("read", "Find the customer whose own number, or one of whose lines, is this phone number.")
 def get_customer_by_phone(db: TelecomDB, phone_number: Annotated[LooseStr, arg("The phone number.")]) -> str:
     """Customers in file order; each is found by its own number or one of its lines' numbers."""
     customer = customer_by_phone(db, phone_number)
@@ -82,7 +82,7 @@ def get_customer_by_phone(db: TelecomDB, phone_number: Annotated[LooseStr, arg("
     return as_text(customer)
 
 
-@AGENT.tool("read", "Find a customer by id.")
+@AGENT.tool("read", "Return a customer's account by id: contact details, lines, bills, payment methods.")
 def get_customer_by_id(db: TelecomDB, customer_id: CustomerId) -> str:
     """Plain lookup by id (case matters)."""
     return as_text(_customer(db, customer_id))
@@ -100,7 +100,7 @@ def get_customer_by_name(
     return as_text(found)
 
 
-@AGENT.tool("read", "Show any record by its id.")
+@AGENT.tool("read", "Show a record by id: a line (L…), device (D…), bill (B…), customer (C…) or plan (P…).")
 def get_details_by_id(db: TelecomDB, id: Annotated[str, arg("A record id.")]) -> str:
     """Dispatch on the id's first letter (upper case only), so one tool reads every kind of record.
 
@@ -115,7 +115,7 @@ def get_details_by_id(db: TelecomDB, id: Annotated[str, arg("A record id.")]) ->
     return as_text(_record(table, kind, id))
 
 
-@AGENT.tool("write", "Suspend an active line.")
+@AGENT.tool("write", "Suspend an active line; a monthly holding fee applies while it is suspended.")
 def suspend_line(
     db: TelecomDB, customer_id: CustomerId, line_id: LineId, reason: Annotated[LooseStr, arg("Why.")]
 ) -> str:
@@ -128,7 +128,7 @@ def suspend_line(
     return as_text({"message": "Line suspended successfully. $5/month holding fee will apply.", "line": line})
 
 
-@AGENT.tool("write", "Resume a suspended line.")
+@AGENT.tool("write", "Resume a suspended (or pending) line so it has service again.")
 def resume_line(db: TelecomDB, customer_id: CustomerId, line_id: LineId) -> str:
     """Deliberately checks neither the contract end nor unpaid bills: the policy is the agent's job."""
     if _own_line(db, customer_id, line_id).status not in ("Suspended", "Pending Activation"):
@@ -149,7 +149,7 @@ def get_bills_for_customer(
     return as_text(bills[:limit])
 
 
-@AGENT.tool("write", "Ask the customer to pay one of their bills.")
+@AGENT.tool("write", "Ask the customer to pay one of their bills; refused while another bill awaits payment.")
 def send_payment_request(
     db: TelecomDB, customer_id: CustomerId, bill_id: Annotated[LooseStr, arg("ID of the bill.")]
 ) -> str:
@@ -168,7 +168,7 @@ def _awaiting(db: TelecomDB, customer: Customer) -> list[Bill]:
     return [b for b in (_bill(db, i) for i in customer.bill_ids) if b.status == "Awaiting Payment"]
 
 
-@AGENT.tool("read", "Show a line's data use this billing cycle.")
+@AGENT.tool("read", "Show a line's data use this cycle: used, allowance, extra data bought, cycle end.")
 def get_data_usage(db: TelecomDB, customer_id: CustomerId, line_id: LineId) -> str:
     """Everything the agent needs to decide whether a refuel fixes a data problem."""
     line = _own_line(db, customer_id, line_id)
@@ -190,13 +190,13 @@ def _set_roaming(db: TelecomDB, customer_id: str, line_id: str, enabled: bool) -
     return f"Roaming {word} successfully"
 
 
-@AGENT.tool("write", "Allow roaming on a line.")
+@AGENT.tool("write", "Allow international roaming on a line.")
 def enable_roaming(db: TelecomDB, customer_id: CustomerId, line_id: LineId) -> str:
     """Idempotent: enabling twice succeeds and changes nothing."""
     return _set_roaming(db, customer_id, line_id, True)
 
 
-@AGENT.tool("write", "Stop roaming on a line.")
+@AGENT.tool("write", "Stop international roaming on a line.")
 def disable_roaming(db: TelecomDB, customer_id: CustomerId, line_id: LineId) -> str:
     """Idempotent, like ``enable_roaming``."""
     return _set_roaming(db, customer_id, line_id, False)

@@ -106,13 +106,13 @@ def did(db: TelecomUserDB, what: str) -> str:
 # --- read tools -----------------------------------------------------------------------------
 
 
-@USER.tool("read", "Look at the phone's status bar.")
+@USER.tool("read", "Look at the status bar: signal, network type, mobile data, Wi-Fi, VPN, battery.")
 def check_status_bar(db: TelecomUserDB) -> str:
     """What the user sees first when asked whether the phone has service."""
     return f"Status Bar: {status_bar(db)}"
 
 
-@USER.tool("read", "Open the network settings.")
+@USER.tool("read", "Open the network settings: airplane mode, SIM, signal, data and roaming switches, Wi-Fi.")
 def check_network_status(db: TelecomUserDB) -> str:
     """The radio's state and the switches; whether data actually flows is not shown."""
     d = db.device
@@ -132,7 +132,7 @@ def check_network_status(db: TelecomUserDB) -> str:
     return "\n".join(lines)
 
 
-@USER.tool("read", "See which network types the phone prefers.")
+@USER.tool("read", "See which network types the phone prefers (e.g. 4G/5G preferred, 3G only).")
 def check_network_mode_preference(db: TelecomUserDB) -> str:
     """The preference decides the technology at the next network search."""
     return f"Network Mode Preference: {db.device.network_mode_preference.value}"
@@ -192,13 +192,13 @@ def toggle_airplane(db: TelecomUserDB) -> bool:
     return d.airplane_mode
 
 
-@USER.tool("read", "Check the SIM card.")
+@USER.tool("read", "Check whether the SIM card is active, missing, or locked by a PIN or PUK code.")
 def check_sim_status(db: TelecomUserDB) -> str:
     """Missing, active, or locked by PIN/PUK."""
     return _SIM_TEXT[sim_status(db.device)]
 
 
-@USER.tool("write", "Take the SIM card out and put it back in.")
+@USER.tool("write", "Take the SIM card out and put it back in; helps when the phone does not detect it.")
 def reseat_sim_card(db: TelecomUserDB) -> str:
     """Fixes a SIM that was out of its slot; a PIN or PUK lock stays (the issue's reproducer)."""
     db.device.sim_card_missing = False
@@ -283,7 +283,7 @@ def reset_apn_settings(db: TelecomUserDB) -> str:
     return did(db, "APN settings will reset at reboot.")
 
 
-@USER.tool("read", "Check Wi-Fi.")
+@USER.tool("read", "Check Wi-Fi: on or off, and the network it is connected to.")
 def check_wifi_status(db: TelecomUserDB) -> str:
     """On or off, and the network it is connected to."""
     d = db.device
@@ -308,7 +308,7 @@ def toggle_wifi(db: TelecomUserDB) -> str:
     return did(db, f"Wi-Fi is now {_on(d.wifi_enabled)}.")
 
 
-@USER.tool("read", "Check Wi-Fi calling.")
+@USER.tool("read", "Check whether Wi-Fi calling is on.")
 def check_wifi_calling_status(db: TelecomUserDB) -> str:
     """On or off only; the MMS-over-Wi-Fi option is not shown."""
     return f"Wi-Fi Calling is currently turned {_on(db.device.wifi_calling_enabled)}."
@@ -321,7 +321,7 @@ def toggle_wifi_calling(db: TelecomUserDB) -> str:
     return did(db, f"Wi-Fi Calling is now {_on(on)}.")
 
 
-@USER.tool("read", "Check the VPN.")
+@USER.tool("read", "Check the VPN: off, on but not connected, or connected (with its details).")
 def check_vpn_status(db: TelecomUserDB) -> str:
     """Connected (with the server's details), set on but not connected, or off."""
     d = db.device
@@ -344,7 +344,7 @@ def _details_text(details: dict[str, Any]) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
-@USER.tool("write", "Connect the VPN.")
+@USER.tool("write", "Connect to the phone's VPN.")
 def connect_vpn(db: TelecomUserDB) -> str:
     """Connects to the default profile; the setting switch is left as it is."""
     if not connect(db):
@@ -398,7 +398,7 @@ def _granted(db: TelecomUserDB, app_name: str) -> list[str] | None:
     return [name for name, allowed in app.permissions.model_dump().items() if allowed]
 
 
-@USER.tool("read", "Show one app's status.")
+@USER.tool("read", "Show one app's status and the permissions it has.")
 def check_app_status(db: TelecomUserDB, app_name: AppName) -> str:
     """The app's granted permissions as a list; names match exactly (case matters)."""
     granted = _granted(db, app_name)
@@ -424,7 +424,7 @@ def check_app_permissions(db: TelecomUserDB, app_name: AppName) -> str:
     return f"App '{app_name}' has permission for: {', '.join(granted)}."
 
 
-@USER.tool("write", "Give an app one permission.")
+@USER.tool("write", "Give an app one permission (sms, storage, phone or network), in lower case.")
 def grant_app_permission(
     db: TelecomUserDB, app_name: AppName, permission: Annotated[str, arg("The permission, lower case.")]
 ) -> str:
@@ -458,7 +458,7 @@ def can_send_mms(db: TelecomUserDB) -> str:
     return "Your messaging app cannot send MMS messages."
 
 
-@USER.tool("write", "Restart the phone.")
+@USER.tool("write", "Restart the phone; a pending APN reset applies and the phone looks for a network.")
 def reboot_device(db: TelecomUserDB) -> str:
     """A pending APN reset applies, then the network search runs."""
     d = db.device
@@ -481,7 +481,7 @@ def check_payment_request(db: TelecomUserDB) -> str:
     return f"You have a payment request for bill {request.bill_id} of {request.amount_due} USD."
 
 
-@USER.tool("write", "Pay the bill of the agent's payment request.")
+@USER.tool("write", "Pay the bill the agent sent you a payment request for.")
 def make_payment(db: TelecomUserDB) -> str:
     """Marks the request paid; the carrier's bill becomes Paid at the next sync."""
     request = db.surroundings.payment_request

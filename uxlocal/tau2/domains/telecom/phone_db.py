@@ -11,7 +11,7 @@ named as upstream names them: the schema's ``$defs`` and pydantic's error text c
 from __future__ import annotations
 
 from enum import Enum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -115,6 +115,12 @@ class PhoneDevice(Record):
     vpn_connected: bool = False
     vpn_details: VpnDetails | None = None
     app_statuses: dict[str, AppStatus] = Field(default_factory=_default_apps)
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        """Dump without pydantic's type warnings: a setting a malformed call stored unchecked
+        (``user_tools.store_unchecked``, upstream's bug 3) is dumped as it is, on purpose."""
+        kwargs.setdefault("warnings", False)
+        return super().model_dump(**kwargs)
 
 
 class PaymentRequest(Record):

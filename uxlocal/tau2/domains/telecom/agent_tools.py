@@ -334,5 +334,4 @@ DOMAIN = DomainSpec(
     user_db_file="user_db.toml",
     policy_sections=(("main_policy", "main_policy.md"), ("tech_support_policy", "tech_support_manual.md")),
     sync=_sync,
-    action_match_as_upstream=True,
 )

@@ -249,7 +249,7 @@ class Table(CopyOnWriteRows[R]):
         entries = (
             (
                 k,
-                canonical_json(self._own[k].model_dump()).encode()
+                canonical_json(self._own[k].model_dump(warnings=False)).encode()
                 if k in self._own
                 else self._snapshot.record_bytes(self._name, k),
             )
@@ -312,7 +312,7 @@ class Database:
     def dump(self) -> dict[str, Any]:
         """Return the whole DB as plain data (slow; for tests, debugging and exports)."""
         out: dict[str, Any] = {
-            name: {k: r.model_dump() for k, r in table.items()} for name, table in self._tables.items()
+            name: {k: r.model_dump(warnings=False) for k, r in table.items()} for name, table in self._tables.items()
         }
         out.update({name: _dump_value(getattr(self, name)) for name in self._snapshot.plain})
         return out

@@ -94,7 +94,10 @@ class ToolSpec:
         except ValidationError:
             return self._run_raw(db, arguments)
         kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
-        return self.func(db, **kwargs)
+        try:
+            return self.func(db, **kwargs)
+        except ValidationError as err:  # a record built from the caller's values refused them
+            raise ToolError(str(err)) from err
 
     def _run_raw(self, db: object, arguments: Mapping[str, Any]) -> object:
         defaults = {name: info.get_default(call_default_factory=True)
@@ -179,13 +182,13 @@ def render_content(value: object) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, BaseModel):
-        return json.dumps(value.model_dump(mode="json"))
+        return json.dumps(value.model_dump(mode="json", warnings=False))
     return json.dumps(_plain(value))
 
 
 def _plain(value: object) -> object:
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
+        return value.model_dump(mode="json", warnings=False)
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

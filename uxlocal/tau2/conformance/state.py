@@ -30,7 +30,7 @@ Canon = tuple[Any, str]
 def canonical(value: Any) -> Any:
     """Plain JSON in the recording's canonical form (see the module docstring)."""
     if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json")
+        value = value.model_dump(mode="json", warnings=False)
     if isinstance(value, Mapping):
         return {str(k): canonical(v) for k, v in value.items() if v is not None}
     if isinstance(value, list | tuple):
@@ -78,15 +78,26 @@ class StateCanon:
     def __init__(self) -> None:
         self._shared: dict[int, tuple[object, Any, str]] = {}
         self._tables: dict[tuple[int, str], tuple[object, dict[str, Any], list[tuple[str, str]], str]] = {}
+        self._last_table: dict[tuple[int, str], tuple[tuple[tuple[str, str], ...], Canon]] = {}
+        self._last_db: dict[str, tuple[tuple[tuple[str, str], ...], Canon]] = {}
+        self._last_state: tuple[str, str, str] | None = None
 
     def state(self, db: object, user_db: object | None) -> tuple[dict[str, Any], str]:
-        """``({"db": …, "user_db": …}, hash)`` for two live DBs (``user_db`` may be ``None``)."""
-        agent_obj, agent_text = self.db(db)
-        user_obj, user_text = self.db(user_db) if user_db is not None else (None, "null")
-        text = '{"db":' + agent_text + ',"user_db":' + user_text + "}"
-        return {"db": agent_obj, "user_db": user_obj}, sha16(text)
+        """``({"db": …, "user_db": …}, hash)`` for two live DBs (``user_db`` may be ``None``).
 
-    def db(self, db: object) -> Canon:
+        Most calls change nothing: an unchanged table or DB gives back the very text it gave last
+        time, and an unchanged state its hash, without joining or hashing megabytes again.
+        """
+        agent_obj, agent_text = self.db(db, "db")
+        user_obj, user_text = self.db(user_db, "user_db") if user_db is not None else (None, "null")
+        last = self._last_state
+        if last is not None and last[0] is agent_text and last[1] is user_text:
+            return {"db": agent_obj, "user_db": user_obj}, last[2]
+        digest = sha16('{"db":' + agent_text + ',"user_db":' + user_text + "}")
+        self._last_state = (agent_text, user_text, digest)
+        return {"db": agent_obj, "user_db": user_obj}, digest
+
+    def db(self, db: object, slot: str = "db") -> Canon:
         """One DB's canonical form: tables row by row, anything else from its dump."""
         parts: list[tuple[str, str]] = []
         obj: dict[str, Any] = {}
@@ -104,7 +115,13 @@ class StateCanon:
                 canon = (plain, serialise(plain))
             obj[name] = canon[0]
             parts.append((name, canon[1]))
-        return obj, _joined(parts)
+        signature = tuple(parts)
+        last = self._last_db.get(slot)
+        if last is not None and last[0] == signature:
+            return obj, last[1][1]
+        result = (obj, _joined(parts))
+        self._last_db[slot] = (signature, result)
+        return result
 
     def _table(self, name: str, rows: CopyOnWriteRows[Any]) -> Canon:
         base = rows.shared_rows()
@@ -118,9 +135,15 @@ class StateCanon:
         if not own:
             return cached[1], cached[3]
         mine = {k: self._fresh(row) for k, row in own.items()}
+        signature = tuple((k, c[1]) for k, c in mine.items())
+        last = self._last_table.get((id(base), name))
+        if last is not None and last[0] == signature:
+            return last[1]
         obj = {**cached[1], **{k: c[0] for k, c in mine.items()}}
         parts = [(k, s) for k, s in cached[2] if k not in mine] + [(k, c[1]) for k, c in mine.items()]
-        return obj, _joined(parts)
+        result = (obj, _joined(parts))
+        self._last_table[(id(base), name)] = (signature, result)
+        return result
 
     def _row(self, row: object) -> Canon:
         hit = self._shared.get(id(row))
@@ -163,7 +186,7 @@ def _fields(db: object) -> Iterator[tuple[str, Any]]:
 
 def _plain(value: Any) -> Any:
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
+        return value.model_dump(mode="json", warnings=False)
     return value
 
 

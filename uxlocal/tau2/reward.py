@@ -208,6 +208,11 @@ def gold_hashes(domain: Domain, task: Task) -> tuple[str, str | None, tuple[str,
     if cached is not None:
         return cached
     env = Environment.for_task(domain, task)
+    # tau2 plays the gold actions without its DB coupling (telecom's sync runs after setup, not
+    # after each gold call), so the phone's mirror of the line is compared as setup left it; the
+    # DB check matches upstream's only with the same rule. No domain scores DB with a sync, so
+    # no reward changes: only the reported ``db_match`` does.
+    env.sync_enabled = False
     errors: list[str] = []
     for action in (task.evaluation_criteria.actions or []) if task.evaluation_criteria else []:
         if env.tool_kind(action.name, action.requestor) != "write":

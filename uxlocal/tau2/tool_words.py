@@ -168,7 +168,18 @@ def _strip(node: Any, defs: Mapping[str, Any]) -> Any:
             out[key] = {name: _strip(sub, defs) for name, sub in value.items()}
         else:
             out[key] = _strip(value, defs)
-    return out
+    return _unwrap_nullable(out)
+
+
+def _unwrap_nullable(node: dict[str, Any]) -> dict[str, Any]:
+    """``anyOf [X, null]`` as ``X``: our prompt schemas write an optional field so (``schemas.py``),
+    pydantic's (upstream's) keep the ``anyOf``; a validator treats both alike (telecom's nested
+    ``APNSettings`` is where they meet)."""
+    options = node.get("anyOf")
+    if not isinstance(options, list) or len(options) != 2 or {"type": "null"} not in options:
+        return node
+    (kept,) = [o for o in options if o != {"type": "null"}] or [{}]
+    return {**kept, **{k: v for k, v in node.items() if k != "anyOf"}}
 
 
 def check_structure(ours: Mapping[str, Any], theirs: Mapping[str, Any], where: str) -> None:

@@ -129,6 +129,9 @@ class Environment:
 
     def tool_kind(self, name: str, requestor: Requestor = "assistant") -> ToolKind | None:
         """``read``/``write``/``generic`` for a seat's tool, or ``None`` if it has no such tool."""
+        if self.domain.spec.upstream_calls:
+            found = self._callable(name, requestor)
+            return found.kind if found is not None else None
         spec = next((s for s in self.tool_specs(requestor) if s.name == name), None)
         return spec.kind if spec else None
 
@@ -152,6 +155,8 @@ class Environment:
             coupling(self.agent_db, self.user_db)
 
     def _call(self, name: str, arguments: Mapping[str, Any] | str | None, requestor: Requestor) -> ToolResult:
+        if self.domain.spec.upstream_calls:
+            return self._call_as_upstream(name, arguments, requestor)
         try:
             spec, db = self._offered(name, requestor)
             parsed = _parse_arguments(arguments)
@@ -166,6 +171,28 @@ class Environment:
             return ToolResult.failure(str(err))
         except Exception as err:  # noqa: BLE001 - the contract is "never raises"; flagged as internal
             return ToolResult.failure(f"internal error in {name}: {type(err).__name__}: {err}", internal=True)
+
+    def _call_as_upstream(
+        self, name: str, arguments: Mapping[str, Any] | str | None, requestor: Requestor
+    ) -> ToolResult:
+        """Run a tool on the arguments as sent; its exception, if any, is the answer (``DomainSpec.upstream_calls``)."""
+        spec, db = self._callable(name, requestor), self._db(requestor)
+        if spec is None or db is None:
+            return ToolResult.failure(f"Tool '{name}' not found.")
+        try:
+            value = spec.func(db, **_parse_arguments(arguments))
+        except Exception as err:  # noqa: BLE001 - upstream answers every exception as the call's error
+            return ToolResult.failure(str(err))
+        return ToolResult(ok=True, content=render_content(value))
+
+    def _callable(self, name: str, requestor: str) -> ToolSpec | None:
+        """A seat's tool by name, offered or not: its whole toolkit, then its unlisted tools."""
+        toolkit = self._toolkit(requestor)
+        spec = toolkit.spec(name) if toolkit is not None else None
+        if spec is None or spec.kind == "helper":
+            unlisted = self.domain.spec.unlisted_tools.get(requestor)
+            spec = unlisted.spec(name) if unlisted is not None else None
+        return spec
 
     def call_tool(self, call: ToolCall) -> ToolResult:
         """``call`` for a message's tool call, on the side its ``requestor`` names."""

@@ -112,6 +112,15 @@ class DomainSpec:
     action_match_as_upstream: bool = False
     """ACTION as upstream scores it: a call from either seat matches, and a gold action without
     ``compare_args`` is compared on the predicted call's own keys. Off: same seat, gold's keys."""
+    upstream_calls: bool = False
+    """Tools run as tau2's environment runs them (banking): on the arguments as sent, unvalidated;
+    any exception a tool raises is the call's error text (``Error: <exception>``); a tool the seat
+    lacks is ``Tool '<name>' not found.``; a user tool the task does not offer still runs (only
+    the prompt lists fewer); ``unlisted_tools`` can be called by name. Off: arguments are validated
+    against the schema first and refused with our own messages."""
+    unlisted_tools: Mapping[str, Toolkit] = field(default_factory=dict)
+    """Per seat, tools never offered in a prompt that still run when called by name (banking's
+    discoverable tools); only with ``upstream_calls``."""
     episode_info: Mapping[str, Any] = field(default_factory=dict)
     """Facts every episode of the domain records in its info (banking: the retrieval variant)."""
 

@@ -27,6 +27,7 @@ from uxlocal.errors import InputError
 
 from ...db import CopyOnWriteRows, canonical_json, deep_merge
 from ...toolkit import ToolError
+from .discoverable import NO_WORDS, ToolWords
 
 TABLES: tuple[str, ...] = (
     "users", "accounts", "debit_cards", "referrals", "credit_card_applications",
@@ -166,6 +167,8 @@ class BankingDB:
         self.unlocked_agent_tools: list[str] = []
         """Agent tools unlocked in this episode, in order (in memory, not hashed)."""
         self.grading = BankingGrading()
+        self.words: ToolWords = NO_WORDS
+        """Upstream's tool descriptions when the data folder has a tools file (set per environment)."""
 
     @property
     def source(self) -> Path | None:
@@ -175,6 +178,15 @@ class BankingDB:
     def table(self, name: str) -> BankingTable:
         """A table by name; ``KeyError`` for a name the DB does not have."""
         return self._tables[name]
+
+    def has_table(self, name: str) -> bool:
+        """Whether the DB has a table of this name (upstream's writes to other names do nothing)."""
+        return name in self._tables
+
+    def has_row(self, table: str, key: object) -> bool:
+        """Whether ``key`` is a row of ``table``; an unhashable key raises ``TypeError``, as upstream."""
+        hash(key)
+        return key in self._tables[table]
 
     def __getattr__(self, name: str) -> BankingTable:
         tables: dict[str, BankingTable] | None = self.__dict__.get("_tables")

@@ -1,73 +1,139 @@
-"""Registries of banking_knowledge's discoverable tools (spec §B.2-B.3).
+"""Registries of banking_knowledge's discoverable tools and how they are described (spec §B.2-B.3).
 
 Discoverable tools are not offered to a model as functions. The agent learns their names from the
 knowledge base, unlocks one (``unlock_discoverable_agent_tool``), reads its description, and calls it
-through ``call_discoverable_agent_tool(agent_tool_name, arguments)``; the user can only call one the
-agent gave them (``give_discoverable_user_tool``), through ``call_discoverable_user_tool``.
+through ``call_discoverable_agent_tool(agent_tool_name, arguments)``; the user calls one the agent
+gave them (``give_discoverable_user_tool``) through ``call_discoverable_user_tool``. As upstream,
+either seat may also call its discoverable tools directly by name.
 
-A discoverable tool is a plain function ``f(db: BankingDB, *, arg: Annotated[type, arg("…")], …)``
-registered with ``@agent_tool(kind)`` or ``@user_tool(kind)``; its docstring is the description the
-agent reads when it unlocks the tool, so write it for the agent. Refusals raise ``ToolError``.
+A discoverable tool is a plain function ``f(db, arg, …)`` registered with ``@agent_tool(kind)`` or
+``@user_tool(kind)``. Its parameters are positional on purpose: the tools take the arguments as
+sent, unvalidated, as upstream's do, and a missing or unknown argument is Python's own
+``TypeError`` (``KnowledgeTools.f() missing 1 required positional argument: 'x'``), which the doors
+turn into their "Invalid arguments" answer. The owner names in those messages (``KnowledgeTools``,
+``KnowledgeUserTools``) are part of the text a model reads, so registration sets them as the
+functions' qualified names.
+
+Words: a tool's description and its arguments' descriptions are upstream's, read from the tools
+file's ``discoverable`` list when the data folder has one (``ToolWords``); otherwise our docstring's
+first paragraph and our ``arg(...)`` texts.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
-from pydantic import ValidationError
-
-from ...toolkit import ToolError, ToolKind, Toolkit, ToolSpec, arg, describe_validation_error
-
-if TYPE_CHECKING:
-    from .db import BankingDB
+from ...toolkit import ToolKind, Toolkit, ToolSpec
 
 DISCOVERABLE_AGENT = Toolkit("banking_knowledge discoverable agent tools")
 DISCOVERABLE_USER = Toolkit("banking_knowledge discoverable user tools")
 
+AGENT_OWNER = "KnowledgeTools"
+USER_OWNER = "KnowledgeUserTools"
+"""The class names upstream's argument errors carry; a model reads them in those errors."""
 
-def _registrar(toolkit: Toolkit, kind: ToolKind) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+
+def owned(func: Callable[..., Any], owner: str) -> Callable[..., Any]:
+    """Give ``func`` the qualified name ``owner.name`` so Python's argument errors read as upstream's."""
+    func.__qualname__ = f"{owner}.{func.__name__}"
+    return func
+
+
+def _registrar(toolkit: Toolkit, kind: ToolKind, owner: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
         doc = inspect.getdoc(func)
         if not doc:
             raise TypeError(f"discoverable tool {func.__name__} needs a docstring: it is what the agent reads")
-        return toolkit.tool(kind, doc)(func)
+        return toolkit.tool(kind, doc.split("\n\n")[0])(owned(func, owner))
 
     return register
 
 
 def agent_tool(kind: ToolKind) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a discoverable agent tool (``read`` or ``write``; ``generic`` for transfers)."""
-    return _registrar(DISCOVERABLE_AGENT, kind)
+    """Register a discoverable agent tool (``read``, ``write``, or ``generic`` for transfers)."""
+    return _registrar(DISCOVERABLE_AGENT, kind, AGENT_OWNER)
 
 
 def user_tool(kind: ToolKind) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a discoverable user tool."""
-    return _registrar(DISCOVERABLE_USER, kind)
+    return _registrar(DISCOVERABLE_USER, kind, USER_OWNER)
 
 
-ArgumentsJson = Annotated[str, arg('The arguments as a JSON object in a string, e.g. \'{"user_id": "123"}\'; '
-                                   "'{}' when the tool takes none.")]
-"""How both doors (``call_discoverable_agent_tool``, ``call_discoverable_user_tool``) take arguments."""
+def parameter_names(spec: ToolSpec) -> list[str]:
+    """A discoverable tool's argument names, in order (the DB parameter left out)."""
+    return list(inspect.signature(spec.func).parameters)[1:]
 
 
-def parse_arguments_json(db: BankingDB, text: str) -> dict[str, Any]:
-    """Parse a discoverable call's arguments; at 1.0.1 every JSON number is read as a float."""
-    try:
-        value = json.loads(text, parse_int=float) if db.grading.later else json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ToolError(f"arguments are not valid JSON: {err.msg}") from None
-    if not isinstance(value, dict):
-        raise ToolError("arguments must be a JSON object, e.g. '{\"user_id\": \"123\"}'")
-    return value
+def required_names(spec: ToolSpec) -> list[str]:
+    """The arguments without a default."""
+    params = list(inspect.signature(spec.func).parameters.values())[1:]
+    return [p.name for p in params if p.default is inspect.Parameter.empty]
 
 
-def validated_kwargs(spec: ToolSpec, given: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments to call a discoverable tool with; bad arguments are a ``ToolError``."""
-    try:
-        parsed = spec.args_model.model_validate(given)
-    except ValidationError as err:
-        raise ToolError(describe_validation_error(spec.name, err)) from None
-    return {name: getattr(parsed, name) for name in type(parsed).model_fields}
+# --- words ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolWords:
+    """Upstream's descriptions of tools, by name: ``(description, {argument: description})``."""
+
+    tools: Mapping[str, tuple[str, Mapping[str, str]]] = field(default_factory=dict)
+
+    def description(self, spec: ToolSpec) -> str:
+        """The tool's description: upstream's when known, else ours."""
+        known = self.tools.get(spec.name)
+        return known[0] if known else spec.description
+
+    def argument(self, spec: ToolSpec, name: str) -> str:
+        """An argument's description: upstream's when known, else ours."""
+        known = self.tools.get(spec.name)
+        if known and name in known[1]:
+            return known[1][name]
+        prop = spec.openai_schema()["function"]["parameters"].get("properties", {}).get(name, {})
+        return str(prop.get("description", ""))
+
+
+NO_WORDS = ToolWords()
+
+
+@lru_cache(maxsize=8)
+def load_tool_words(folder: Path) -> ToolWords:
+    """Read ``tools_agent.json`` and ``tools_user.json`` of a domain folder (both lists); none: ``NO_WORDS``."""
+    tools: dict[str, tuple[str, Mapping[str, str]]] = {}
+    for name in ("tools_agent.json", "tools_user.json"):
+        path = folder / name
+        if not path.is_file():
+            continue
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for entry in [*data.get("tools", []), *data.get("discoverable", [])]:
+            function = entry["function"]
+            props = function.get("parameters", {}).get("properties", {})
+            tools[function["name"]] = (function.get("description", ""),
+                                       {k: v.get("description", "") for k, v in props.items()})
+    return ToolWords(tools) if tools else NO_WORDS
+
+
+def _type_word(schema: Mapping[str, Any]) -> str:
+    """The type an argument's docstring names: the JSON type, the non-null one of an optional."""
+    if "type" in schema:
+        return str(schema["type"])
+    kinds = [str(o.get("type")) for o in schema.get("anyOf", []) if o.get("type") not in (None, "null")]
+    return kinds[0] if kinds else "string"
+
+
+def describe_for_agent(spec: ToolSpec, words: ToolWords) -> str:
+    """The tool card upstream shows: name, description, then one line per argument."""
+    properties = spec.openai_schema()["function"]["parameters"].get("properties", {})
+    required = set(required_names(spec))
+    lines = []
+    for name in parameter_names(spec):
+        need = "required" if name in required else "optional"
+        lines.append(f"  - {name}: {_type_word(properties.get(name, {}))} ({need}) - {words.argument(spec, name)}")
+    parameters = "\n".join(lines) if lines else "  (no parameters)"
+    return f"Tool: {spec.name}\nDescription: {words.description(spec)}\nParameters:\n{parameters}"

@@ -153,7 +153,7 @@ def KB_search_dense(  # the tool name upstream's alltools variant uses
                                 "contest a card payment'. Matching is by meaning, not exact words.")],
 ) -> str:
     """Search the bank's knowledge base by meaning (local embedding model, cosine similarity)."""
-    return format_hits(dense_search(knowledge_base_of(db), query), scorer="Cosine")
+    return format_hits(dense_search(knowledge_base_of(db), query))
 
 
 KB_SEARCH_DENSE_DESCRIPTION = (

@@ -45,19 +45,30 @@ def owned(func: Callable[..., Any], owner: str) -> Callable[..., Any]:
     return func
 
 
-def _registrar(toolkit: Toolkit, kind: ToolKind, owner: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+RETURNS: dict[str, str] = {}
+"""What a tool without arguments answers, by name: upstream's tool card shows it (see ``describe_for_agent``)."""
+
+
+def _registrar(
+    toolkit: Toolkit, kind: ToolKind, owner: str, returns: str | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
         doc = inspect.getdoc(func)
         if not doc:
             raise TypeError(f"discoverable tool {func.__name__} needs a docstring: it is what the agent reads")
+        if returns is not None:
+            RETURNS[func.__name__] = returns
         return toolkit.tool(kind, doc.split("\n\n")[0])(owned(func, owner))
 
     return register
 
 
-def agent_tool(kind: ToolKind) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a discoverable agent tool (``read``, ``write``, or ``generic`` for transfers)."""
-    return _registrar(DISCOVERABLE_AGENT, kind, AGENT_OWNER)
+def agent_tool(kind: ToolKind, *, returns: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a discoverable agent tool (``read``, ``write``, or ``generic`` for transfers).
+
+    ``returns``: for a tool without arguments, the answer's first line (it shows on the tool card).
+    """
+    return _registrar(DISCOVERABLE_AGENT, kind, AGENT_OWNER, returns)
 
 
 def user_tool(kind: ToolKind) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -127,6 +138,15 @@ def _type_word(schema: Mapping[str, Any]) -> str:
     return kinds[0] if kinds else "string"
 
 
+def card_description(spec: ToolSpec, words: ToolWords) -> str:
+    """The description on a tool card: for a tool without arguments upstream's docstring parser
+    keeps the ``Returns:`` section too, so the card also says what the tool will answer."""
+    description = words.description(spec)
+    if not parameter_names(spec) and spec.name in RETURNS:
+        description = f"{description}\n\nReturns:\n    {RETURNS[spec.name]}"
+    return description
+
+
 def describe_for_agent(spec: ToolSpec, words: ToolWords) -> str:
     """The tool card upstream shows: name, description, then one line per argument."""
     properties = spec.openai_schema()["function"]["parameters"].get("properties", {})
@@ -136,4 +156,4 @@ def describe_for_agent(spec: ToolSpec, words: ToolWords) -> str:
         need = "required" if name in required else "optional"
         lines.append(f"  - {name}: {_type_word(properties.get(name, {}))} ({need}) - {words.argument(spec, name)}")
     parameters = "\n".join(lines) if lines else "  (no parameters)"
-    return f"Tool: {spec.name}\nDescription: {words.description(spec)}\nParameters:\n{parameters}"
+    return f"Tool: {spec.name}\nDescription: {card_description(spec, words)}\nParameters:\n{parameters}"

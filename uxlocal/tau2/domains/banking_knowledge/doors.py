@@ -19,7 +19,7 @@ import json
 from typing import Annotated, Any
 
 from .db import BankingDB, seeded_id
-from .discoverable import DISCOVERABLE_AGENT, DISCOVERABLE_USER, describe_for_agent, parameter_names
+from .discoverable import DISCOVERABLE_AGENT, DISCOVERABLE_USER, card_description, describe_for_agent, parameter_names
 from .records import add_row, query_text
 from ...toolkit import ToolSpec, Toolkit, arg
 
@@ -88,7 +88,7 @@ def unlock_discoverable_agent_tool(
     if agent_tool_name not in db.unlocked_agent_tools:
         db.unlocked_agent_tools.append(agent_tool_name)
     return (f"Tool unlocked: {agent_tool_name}\n"
-            f"Description: {db.words.description(spec)}\n\n"
+            f"Description: {card_description(spec, db.words)}\n\n"
             f"{describe_for_agent(spec, db.words)}\n\n"
             "You can now use this tool by calling `call_discoverable_agent_tool` with "
             f"agent_tool_name='{agent_tool_name}' and the required arguments.")

@@ -19,8 +19,8 @@ import json
 from typing import Annotated, Any
 
 from .db import TODAY_MDY, BankingDB, account_balance, seeded_id
-from .discoverable import USER_OWNER, owned, user_tool
-from .doors import ArgumentsJson, parse_arguments, user_discoverable
+from .discoverable import DISCOVERABLE_USER, USER_OWNER, owned, user_tool
+from .doors import ArgumentsJson, parse_arguments
 from .records import add_row, arguments_block, found_any, query_text, rows_where
 from ...toolkit import Toolkit, arg
 
@@ -99,7 +99,7 @@ def call_discoverable_user_tool(
     arguments: ArgumentsJson = "{}",
 ) -> object:
     """Check the arguments against the tool's parameters, then run it (it checks it was given)."""
-    spec = user_discoverable(discoverable_tool_name)
+    spec = DISCOVERABLE_USER.spec(discoverable_tool_name)
     if spec is None:
         return f"Error: Unknown discoverable tool '{discoverable_tool_name}'."
     try:

@@ -32,9 +32,12 @@ CHECKER = SHARED / "tools" / "tau2_conformance.py"
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not (RECORDING / "cases.json").is_file() or not CHECKER.is_file()
-                       or not (DATA / "domains" / "banking_knowledge").is_dir(),
-                       reason="needs ../shared (the recorded tau2 conformance suite, its checker and the data)"),
+    pytest.mark.skipif(
+        not (RECORDING / "cases.json").is_file()
+        or not CHECKER.is_file()
+        or not (DATA / "domains" / "banking_knowledge").is_dir(),
+        reason="needs ../shared (the recorded tau2 conformance suite, its checker and the data)",
+    ),
 ]
 
 OPTIONAL_ARGUMENT_SCHEMAS = {"file_credit_card_transaction_dispute_4829", "order_debit_card_5739"}
@@ -55,7 +58,7 @@ def checker() -> ModuleType:
 
 @pytest.fixture(scope="module")
 def data_with_tool_words(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The shared data dir, with the recording's two tools files beside banking's ``db.json``."""
+    """Build the shared data dir with the recording's two tools files beside banking's ``db.json``."""
     root = tmp_path_factory.mktemp("tau2")
     domains = root / "domains"
     domains.mkdir()
@@ -74,8 +77,9 @@ def data_with_tool_words(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def stats(checker: ModuleType, data_with_tool_words: Path) -> dict[str, Any]:
     open_domain = checker.project_adapter(REPO, data_with_tool_words)
-    result: dict[str, Any] = checker.compare_domain("banking_knowledge", RECORDING, open_domain,
-                                                    set(checker.KINDS), None)
+    result: dict[str, Any] = checker.compare_domain(
+        "banking_knowledge", RECORDING, open_domain, set(checker.KINDS), None
+    )
     return result
 
 
@@ -97,10 +101,13 @@ def test_every_case_reward_matches_upstream(stats: dict[str, Any]) -> None:
 
 
 def _structure(node: Any) -> Any:
-    """A schema without its words (descriptions, titles) and without the generic strictness markers."""
+    """Strip a schema of its words (descriptions, titles) and without the generic strictness markers."""
     if isinstance(node, dict):
-        return {k: _structure(v) for k, v in node.items()
-                if k not in ("description", "title", "additionalProperties") and not (k == "required" and v == [])}
+        return {
+            k: _structure(v)
+            for k, v in node.items()
+            if k not in ("description", "title", "additionalProperties") and not (k == "required" and v == [])
+        }
     if isinstance(node, list):
         return [_structure(v) for v in node]
     return node

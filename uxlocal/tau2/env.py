@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .registry import Domain, DomainDB
 from .messages import Message, Requestor, ToolCall, trajectory_tool_calls
+from .registry import Domain, DomainDB
 from .tasks import EnvAssertion, InitialState, Task
 from .toolkit import ToolError, ToolKind, Toolkit, ToolSpec, describe_validation_error, render_content
 
@@ -175,7 +175,7 @@ class Environment:
     def _call_as_upstream(
         self, name: str, arguments: Mapping[str, Any] | str | None, requestor: Requestor
     ) -> ToolResult:
-        """Run a tool on the arguments as sent; its exception, if any, is the answer (``DomainSpec.upstream_calls``)."""
+        """Run a tool on the arguments as sent; an exception is the answer (``DomainSpec.upstream_calls``)."""
         spec, db = self._callable(name, requestor), self._db(requestor)
         if spec is None or db is None:
             return ToolResult.failure(f"Tool '{name}' not found.")
@@ -186,7 +186,7 @@ class Environment:
         return ToolResult(ok=True, content=render_content(value))
 
     def _callable(self, name: str, requestor: str) -> ToolSpec | None:
-        """A seat's tool by name, offered or not: its whole toolkit, then its unlisted tools."""
+        """Find a seat's tool by name, offered or not: its whole toolkit, then its unlisted tools."""
         toolkit = self._toolkit(requestor)
         spec = toolkit.spec(name) if toolkit is not None else None
         if spec is None or spec.kind == "helper":

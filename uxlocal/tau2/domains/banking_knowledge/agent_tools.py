@@ -18,6 +18,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, get_args
 
+from ...registry import Domain, DomainSpec
+from ...tasks import Task
+from ...toolkit import arg
 from . import bank_accounts, credit_cards, debit_cards, service  # noqa: F401  (import registers the 44 tools)
 from .db import NOW, BankingDB, BankingGrading
 from .discoverable import AGENT_OWNER, DISCOVERABLE_AGENT, DISCOVERABLE_USER, load_tool_words, owned
@@ -25,32 +28,44 @@ from .doors import AGENT
 from .records import add_row, rows_where
 from .retrieval import DEFAULT_RETRIEVAL_VARIANT, register_retrieval, retrieval_info
 from .user_tools import USER
-from ...registry import Domain, DomainSpec
-from ...tasks import Task
-from ...toolkit import arg
 
 TransferReason = Literal[
-    "fraud_or_security_concern", "account_closure_request", "deceased_account_holder",
-    "legal_or_regulatory_matter", "account_ownership_dispute", "complex_billing_dispute",
-    "abusive_customer_behavior", "third_party_inquiry", "technical_system_error",
-    "unconfirmed_external_communication", "customer_demands_after_unavailable_offer_refusal",
-    "kb_search_unsuccessful_customer_requests_transfer", "specialized_department_required",
-    "accessibility_or_special_needs", "customer_frustrated_demands_human",
-    "supervisor_request_service_complaint", "customer_requests_human_no_specific_reason",
-    "request_completed_customer_wants_human_followup", "other",
+    "fraud_or_security_concern",
+    "account_closure_request",
+    "deceased_account_holder",
+    "legal_or_regulatory_matter",
+    "account_ownership_dispute",
+    "complex_billing_dispute",
+    "abusive_customer_behavior",
+    "third_party_inquiry",
+    "technical_system_error",
+    "unconfirmed_external_communication",
+    "customer_demands_after_unavailable_offer_refusal",
+    "kb_search_unsuccessful_customer_requests_transfer",
+    "specialized_department_required",
+    "accessibility_or_special_needs",
+    "customer_frustrated_demands_human",
+    "supervisor_request_service_complaint",
+    "customer_requests_human_no_specific_reason",
+    "request_completed_customer_wants_human_followup",
+    "other",
 ]
 """The bank's transfer reason codes; the knowledge base says which one applies when."""
 
 UserId = Annotated[str, arg("The customer's user id, e.g. '123' or 'lj82d4f1a9'.")]
 
 
-@AGENT.tool("generic", "Hand the customer over to a human agent. Search the knowledge base first for the "
-                       "reason code that applies; the summary tells the human what happened so far.")
+@AGENT.tool(
+    "generic",
+    "Hand the customer over to a human agent. Search the knowledge base first for the "
+    "reason code that applies; the summary tells the human what happened so far.",
+)
 def transfer_to_human_agents(
     db: BankingDB,
     summary: Annotated[str, arg("What the customer wants and what was tried before the transfer.")],
-    reason: Annotated[TransferReason, arg("The transfer's reason code, as the knowledge base names it.")]
-    = "other",
+    reason: Annotated[
+        TransferReason, arg("The transfer's reason code, as the knowledge base names it.")
+    ] = "other",
 ) -> str:
     """No state change; ACTION tasks check the call and its ``reason``."""
     valid = list(get_args(TransferReason))
@@ -80,7 +95,9 @@ def get_user_information_by_name(
 
 
 @AGENT.tool("read", "Find a customer by email address (exact match); returns their profile.")
-def get_user_information_by_email(db: BankingDB, email: Annotated[str, arg("The email address on file.")]) -> str:
+def get_user_information_by_email(
+    db: BankingDB, email: Annotated[str, arg("The email address on file.")]
+) -> str:
     """Exact match on ``email``."""
     return rows_where(db, "users", "email", email)
 
@@ -114,8 +131,11 @@ def get_credit_card_accounts_by_user(db: BankingDB, user_id: UserId) -> str:
     return rows_where(db, "credit_card_accounts", "user_id", user_id)
 
 
-@AGENT.tool("write", "Record that you verified the customer's identity (after confirming two of: date of "
-                     "birth, email, phone number, address). Pass the details exactly as they are on file.")
+@AGENT.tool(
+    "write",
+    "Record that you verified the customer's identity (after confirming two of: date of "
+    "birth, email, phone number, address). Pass the details exactly as they are on file.",
+)
 def log_verification(
     db: BankingDB,
     name: Annotated[str, arg("The customer's full name.")],
@@ -124,20 +144,30 @@ def log_verification(
     email: Annotated[str, arg("The email on file.")],
     phone_number: Annotated[str, arg("The phone number on file.")],
     date_of_birth: Annotated[str, arg("The date of birth on file, MM/DD/YYYY.")],
-    time_verified: Annotated[str, arg("When you verified, as get_current_time gives it, e.g. "
-                                      "'2025-11-14 03:40:00 EST'.")],
+    time_verified: Annotated[
+        str, arg("When you verified, as get_current_time gives it, e.g. '2025-11-14 03:40:00 EST'.")
+    ],
 ) -> str:
     """Store the strings verbatim under ``<user_id>_<time without spaces, colons, dashes>``.
 
     So the DB check compares exactly what the agent wrote; a second log at the same time is refused.
     """
     key = f"{user_id}_" + time_verified.replace(" ", "_").replace(":", "").replace("-", "")
-    row = {"name": name, "user_id": user_id, "address": address, "email": email,
-           "phone_number": phone_number, "date_of_birth": date_of_birth, "time_verified": time_verified}
+    row = {
+        "name": name,
+        "user_id": user_id,
+        "address": address,
+        "email": email,
+        "phone_number": phone_number,
+        "date_of_birth": date_of_birth,
+        "time_verified": time_verified,
+    }
     if not add_row(db, "verification_history", key, row):
         return "Failed to log verification: Record may already exist."
-    return (f"Verification logged successfully.\n  - User: {name} (ID: {user_id})\n"
-            f"  - Verified at: {time_verified}")
+    return (
+        f"Verification logged successfully.\n  - User: {name} (ID: {user_id})\n"
+        f"  - Verified at: {time_verified}"
+    )
 
 
 # --- the domain ----------------------------------------------------------------------------------
@@ -146,8 +176,11 @@ def log_verification(
 def read_log_allowlist(task: Task | None) -> frozenset[str]:
     """Return the discoverable tools the task's gold calls (at 1.0.1 their reads stay logged)."""
     actions = (task.evaluation_criteria.actions or []) if task and task.evaluation_criteria else []
-    return frozenset(str(a.arguments.get("agent_tool_name")) for a in actions
-                     if a.name == "call_discoverable_agent_tool" and a.arguments.get("agent_tool_name"))
+    return frozenset(
+        str(a.arguments.get("agent_tool_name"))
+        for a in actions
+        if a.name == "call_discoverable_agent_tool" and a.arguments.get("agent_tool_name")
+    )
 
 
 def _prepare(db: object, domain: Domain, task: Task | None) -> None:

@@ -46,7 +46,7 @@ def owned(func: Callable[..., Any], owner: str) -> Callable[..., Any]:
 
 
 RETURNS: dict[str, str] = {}
-"""What a tool without arguments answers, by name: upstream's tool card shows it (see ``describe_for_agent``)."""
+"""What a tool without arguments answers, by name: upstream's tool card shows it (``card_description``)."""
 
 
 def _registrar(
@@ -55,7 +55,9 @@ def _registrar(
     def register(func: Callable[..., Any]) -> Callable[..., Any]:
         doc = inspect.getdoc(func)
         if not doc:
-            raise TypeError(f"discoverable tool {func.__name__} needs a docstring: it is what the agent reads")
+            raise TypeError(
+                f"discoverable tool {func.__name__} needs a docstring: it is what the agent reads"
+            )
         if returns is not None:
             RETURNS[func.__name__] = returns
         return toolkit.tool(kind, doc.split("\n\n")[0])(owned(func, owner))
@@ -63,7 +65,9 @@ def _registrar(
     return register
 
 
-def agent_tool(kind: ToolKind, *, returns: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def agent_tool(
+    kind: ToolKind, *, returns: str | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a discoverable agent tool (``read``, ``write``, or ``generic`` for transfers).
 
     ``returns``: for a tool without arguments, the answer's first line (it shows on the tool card).
@@ -77,12 +81,12 @@ def user_tool(kind: ToolKind) -> Callable[[Callable[..., Any]], Callable[..., An
 
 
 def parameter_names(spec: ToolSpec) -> list[str]:
-    """A discoverable tool's argument names, in order (the DB parameter left out)."""
+    """List a discoverable tool's argument names, in order (the DB parameter left out)."""
     return list(inspect.signature(spec.func).parameters)[1:]
 
 
 def required_names(spec: ToolSpec) -> list[str]:
-    """The arguments without a default."""
+    """List the arguments without a default."""
     params = list(inspect.signature(spec.func).parameters.values())[1:]
     return [p.name for p in params if p.default is inspect.Parameter.empty]
 
@@ -97,12 +101,12 @@ class ToolWords:
     tools: Mapping[str, tuple[str, Mapping[str, str]]] = field(default_factory=dict)
 
     def description(self, spec: ToolSpec) -> str:
-        """The tool's description: upstream's when known, else ours."""
+        """Give the tool's description: upstream's when known, else ours."""
         known = self.tools.get(spec.name)
         return known[0] if known else spec.description
 
     def argument(self, spec: ToolSpec, name: str) -> str:
-        """An argument's description: upstream's when known, else ours."""
+        """Give an argument's description: upstream's when known, else ours."""
         known = self.tools.get(spec.name)
         if known and name in known[1]:
             return known[1][name]
@@ -115,7 +119,7 @@ NO_WORDS = ToolWords()
 
 @lru_cache(maxsize=8)
 def load_tool_words(folder: Path) -> ToolWords:
-    """Read ``tools_agent.json`` and ``tools_user.json`` of a domain folder (both lists); none: ``NO_WORDS``."""
+    """Read a domain folder's ``tools_agent.json`` and ``tools_user.json``; neither: ``NO_WORDS``."""
     tools: dict[str, tuple[str, Mapping[str, str]]] = {}
     for name in ("tools_agent.json", "tools_user.json"):
         path = folder / name
@@ -125,13 +129,15 @@ def load_tool_words(folder: Path) -> ToolWords:
         for entry in [*data.get("tools", []), *data.get("discoverable", [])]:
             function = entry["function"]
             props = function.get("parameters", {}).get("properties", {})
-            tools[function["name"]] = (function.get("description", ""),
-                                       {k: v.get("description", "") for k, v in props.items()})
+            tools[function["name"]] = (
+                function.get("description", ""),
+                {k: v.get("description", "") for k, v in props.items()},
+            )
     return ToolWords(tools) if tools else NO_WORDS
 
 
 def _type_word(schema: Mapping[str, Any]) -> str:
-    """The type an argument's docstring names: the JSON type, the non-null one of an optional."""
+    """Name the type as an argument's docstring does: the JSON type, the non-null one of an optional."""
     if "type" in schema:
         return str(schema["type"])
     kinds = [str(o.get("type")) for o in schema.get("anyOf", []) if o.get("type") not in (None, "null")]
@@ -139,8 +145,11 @@ def _type_word(schema: Mapping[str, Any]) -> str:
 
 
 def card_description(spec: ToolSpec, words: ToolWords) -> str:
-    """The description on a tool card: for a tool without arguments upstream's docstring parser
-    keeps the ``Returns:`` section too, so the card also says what the tool will answer."""
+    """Give the description on a tool card.
+
+    For a tool without arguments upstream's docstring parser keeps the ``Returns:`` section too, so
+    the card also says what the tool will answer.
+    """
     description = words.description(spec)
     if not parameter_names(spec) and spec.name in RETURNS:
         description = f"{description}\n\nReturns:\n    {RETURNS[spec.name]}"
@@ -148,12 +157,14 @@ def card_description(spec: ToolSpec, words: ToolWords) -> str:
 
 
 def describe_for_agent(spec: ToolSpec, words: ToolWords) -> str:
-    """The tool card upstream shows: name, description, then one line per argument."""
+    """Write the tool card upstream shows: name, description, then one line per argument."""
     properties = spec.openai_schema()["function"]["parameters"].get("properties", {})
     required = set(required_names(spec))
     lines = []
     for name in parameter_names(spec):
         need = "required" if name in required else "optional"
-        lines.append(f"  - {name}: {_type_word(properties.get(name, {}))} ({need}) - {words.argument(spec, name)}")
+        lines.append(
+            f"  - {name}: {_type_word(properties.get(name, {}))} ({need}) - {words.argument(spec, name)}"
+        )
     parameters = "\n".join(lines) if lines else "  (no parameters)"
     return f"Tool: {spec.name}\nDescription: {card_description(spec, words)}\nParameters:\n{parameters}"

@@ -18,15 +18,26 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
+from ...toolkit import Toolkit, ToolSpec, arg
 from .db import BankingDB, seeded_id
-from .discoverable import DISCOVERABLE_AGENT, DISCOVERABLE_USER, card_description, describe_for_agent, parameter_names
+from .discoverable import (
+    DISCOVERABLE_AGENT,
+    DISCOVERABLE_USER,
+    card_description,
+    describe_for_agent,
+    parameter_names,
+)
 from .records import add_row, query_text
-from ...toolkit import ToolSpec, Toolkit, arg
 
 AGENT = Toolkit("banking_knowledge")
 
-ArgumentsJson = Annotated[str, arg('The arguments as a JSON object in a string, e.g. \'{"user_id": "123"}\'; '
-                                   "'{}' when the tool takes none.")]
+ArgumentsJson = Annotated[
+    str,
+    arg(
+        'The arguments as a JSON object in a string, e.g. \'{"user_id": "123"}\'; '
+        "'{}' when the tool takes none."
+    ),
+]
 """How the call doors (``call_discoverable_agent_tool``, ``call_discoverable_user_tool``) take arguments."""
 
 
@@ -36,14 +47,17 @@ def parse_arguments(db: BankingDB, text: Any) -> Any:
 
 
 def user_discoverable(name: Any) -> ToolSpec | None:
-    """A discoverable user tool by name, looked up as an attribute is (a non-text name is a TypeError)."""
+    """Look up a discoverable user tool as upstream looks up an attribute (non-text: TypeError)."""
     if not isinstance(name, str):
         raise TypeError(f"attribute name must be string, not '{type(name).__name__}'")
     return DISCOVERABLE_USER.spec(name)
 
 
-@AGENT.tool("write", "Give the customer one of their discoverable tools named in the knowledge base, so "
-                     "they can perform that action themselves (they call it with the same name).")
+@AGENT.tool(
+    "write",
+    "Give the customer one of their discoverable tools named in the knowledge base, so "
+    "they can perform that action themselves (they call it with the same name).",
+)
 def give_discoverable_user_tool(
     db: BankingDB,
     discoverable_tool_name: Annotated[str, arg("The user tool's name, as the knowledge base writes it.")],
@@ -64,22 +78,30 @@ def give_discoverable_user_tool(
     key = seeded_id(f"user_discoverable_tool:{discoverable_tool_name}")
     add_row(db, "user_discoverable_tools", key, {"tool_name": discoverable_tool_name, "status": "GIVEN"})
     shown = json.dumps(given, indent=2) if given else "(no arguments)"
-    return (f"Tool given to user: {discoverable_tool_name}\n"
-            f"Description: {db.words.description(spec)}\n"
-            f"Arguments: {shown}\n\n"
-            "The user can now execute this action by calling `call_discoverable_user_tool` with "
-            f"discoverable_tool_name='{discoverable_tool_name}' and the same arguments.")
+    return (
+        f"Tool given to user: {discoverable_tool_name}\n"
+        f"Description: {db.words.description(spec)}\n"
+        f"Arguments: {shown}\n\n"
+        "The user can now execute this action by calling `call_discoverable_user_tool` with "
+        f"discoverable_tool_name='{discoverable_tool_name}' and the same arguments."
+    )
 
 
 def _unknown_agent_tool(name: object) -> str:
     return f"Error: Unknown agent tool '{name}'. This tool is not available."
 
 
-@AGENT.tool("write", "Unlock an internal tool the knowledge base names for a procedure; the answer "
-                     "describes the tool and its arguments. Then call it with call_discoverable_agent_tool.")
+@AGENT.tool(
+    "write",
+    "Unlock an internal tool the knowledge base names for a procedure; the answer "
+    "describes the tool and its arguments. Then call it with call_discoverable_agent_tool.",
+)
 def unlock_discoverable_agent_tool(
-    db: BankingDB, agent_tool_name: Annotated[str, arg("The tool's name as the knowledge base gives it, "
-                                                       "e.g. 'get_all_user_accounts_by_user_id_3847'.")]
+    db: BankingDB,
+    agent_tool_name: Annotated[
+        str,
+        arg("The tool's name as the knowledge base gives it, e.g. 'get_all_user_accounts_by_user_id_3847'."),
+    ],
 ) -> str:
     """State in memory only (``db.unlocked_agent_tools``); the DB hash does not see it."""
     spec = DISCOVERABLE_AGENT.spec(agent_tool_name)
@@ -87,11 +109,13 @@ def unlock_discoverable_agent_tool(
         return _unknown_agent_tool(agent_tool_name)
     if agent_tool_name not in db.unlocked_agent_tools:
         db.unlocked_agent_tools.append(agent_tool_name)
-    return (f"Tool unlocked: {agent_tool_name}\n"
-            f"Description: {card_description(spec, db.words)}\n\n"
-            f"{describe_for_agent(spec, db.words)}\n\n"
-            "You can now use this tool by calling `call_discoverable_agent_tool` with "
-            f"agent_tool_name='{agent_tool_name}' and the required arguments.")
+    return (
+        f"Tool unlocked: {agent_tool_name}\n"
+        f"Description: {card_description(spec, db.words)}\n\n"
+        f"{describe_for_agent(spec, db.words)}\n\n"
+        "You can now use this tool by calling `call_discoverable_agent_tool` with "
+        f"agent_tool_name='{agent_tool_name}' and the required arguments."
+    )
 
 
 @AGENT.tool("write", "Call an internal tool you unlocked with unlock_discoverable_agent_tool.")
@@ -105,8 +129,10 @@ def call_discoverable_agent_tool(
     if spec is None:
         return _unknown_agent_tool(agent_tool_name)
     if agent_tool_name not in db.unlocked_agent_tools:
-        return (f"Error: Tool '{agent_tool_name}' has not been unlocked. You must first use "
-                "`unlock_discoverable_agent_tool` to unlock this tool before calling it.")
+        return (
+            f"Error: Tool '{agent_tool_name}' has not been unlocked. You must first use "
+            "`unlock_discoverable_agent_tool` to unlock this tool before calling it."
+        )
     try:
         given = parse_arguments(db, arguments)
     except json.JSONDecodeError as err:

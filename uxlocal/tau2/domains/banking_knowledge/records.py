@@ -30,8 +30,11 @@ def query_text(db: BankingDB, table: str, filter_json: str = "{}") -> str:
         return f"Error: Invalid JSON: {err}"
     if not isinstance(wanted, dict):
         return f"Error querying database: {_mapping_error(wanted)}"
-    found = [(key, row) for key, row in db.table(table).items()
-             if all(row.get(field) == value for field, value in wanted.items())]
+    found = [
+        (key, row)
+        for key, row in db.table(table).items()
+        if all(row.get(field) == value for field, value in wanted.items())
+    ]
     if not found:
         return f"{NOTHING_FOUND} in '{table}'."
     lines = [f"Found {len(found)} record(s) in '{table}':\n"]
@@ -43,7 +46,7 @@ def query_text(db: BankingDB, table: str, filter_json: str = "{}") -> str:
 
 
 def _mapping_error(value: object) -> str:
-    """The TypeError text Python gives for ``f(**value)`` when value is not a mapping."""
+    """Give the TypeError text Python gives for ``f(**value)`` when value is not a mapping."""
     return f"argument after ** must be a mapping, not {type(value).__name__}"
 
 
@@ -74,5 +77,5 @@ def titled(code: str) -> str:
 
 
 def arguments_block(arguments: dict[str, Any]) -> str:
-    """The ``Arguments:`` JSON block upstream's tools echo (two-space indent)."""
+    """Write the ``Arguments:`` JSON block upstream's tools echo (two-space indent)."""
     return json.dumps(arguments, indent=2)

@@ -225,8 +225,10 @@ def search(kb: KnowledgeBase, query: str, *, k: int = TOP_K) -> list[SearchHit]:
 
 
 def format_hits(hits: Sequence[SearchHit]) -> str:
-    """Write what the agent reads, in upstream's layout: per hit its rank and title, then indented id,
-    score (4 decimals) and full content; then the timing bracket.
+    """Write what the agent reads, in upstream's layout.
+
+    Per hit its rank and title, then indented id, score (4 decimals) and full content; then the
+    timing bracket.
 
     Upstream's bracket carries wall-clock milliseconds; ours is always ``retrieval=0ms, total=0ms``,
     so the same call gives the same text and the model still sees the line it would see upstream.

@@ -18,11 +18,11 @@ import inspect
 import json
 from typing import Annotated, Any
 
+from ...toolkit import Toolkit, arg
 from .db import TODAY_MDY, BankingDB, account_balance, seeded_id
 from .discoverable import DISCOVERABLE_USER, USER_OWNER, owned, user_tool
 from .doors import ArgumentsJson, parse_arguments
 from .records import add_row, arguments_block, found_any, query_text, rows_where
-from ...toolkit import Toolkit, arg
 
 USER = Toolkit("banking_knowledge user")
 
@@ -60,18 +60,26 @@ def apply_for_credit_card(
     annual_income: Annotated[float, arg("Your annual income in USD, e.g. 85000.")],
     rho_bank_subscription: Annotated[bool, arg("Whether you have a Rho-Bank+ subscription.")] = False,
 ) -> str:
-    """The income keeps its JSON spelling in the id and the row (8ebb749 hashes 100000 and 100000.0 apart)."""
+    """Keep the income's JSON spelling in the id and the row (8ebb749 hashes 100000 and 100000.0 apart)."""
     if card_type not in CARD_TYPES:
         return f"Error: Invalid card_type '{card_type}'. Must be one of: {CARD_TYPES}"
     income = float(annual_income) if db.grading.later else annual_income
     key = seeded_id(f"credit_card:{card_type}:{customer_name}:{income}:{rho_bank_subscription}")
-    row = {"application_id": key, "card_type": card_type, "customer_name": customer_name,
-           "annual_income": income, "rho_bank_subscription": rho_bank_subscription,
-           "status": "PENDING", "date": TODAY_MDY}
+    row = {
+        "application_id": key,
+        "card_type": card_type,
+        "customer_name": customer_name,
+        "annual_income": income,
+        "rho_bank_subscription": rho_bank_subscription,
+        "status": "PENDING",
+        "date": TODAY_MDY,
+    }
     if not add_row(db, "credit_card_applications", key, row):
         return f"Failed to submit application: Record ID '{key}' may already exist."
-    return ("Credit card application submitted:\nYour application has been successfully submitted. "
-            "You will receive a decision within 5-7 business days via email.")
+    return (
+        "Credit card application submitted:\nYour application has been successfully submitted. "
+        "You will receive a decision within 5-7 business days via email."
+    )
 
 
 @USER.tool("write", "Refer someone to open a Rho-Bank account or card.")
@@ -82,14 +90,21 @@ def submit_referral(
 ) -> str:
     """Seed the referral id by referrer and account type, so there is one referral per pair."""
     key = seeded_id(":".join(["referral", user_id, account_type]))
-    row = {"referral_id": key, "referrer_id": user_id, "referred_account_type": account_type,
-           "referral_status": "NO_PROGRESS", "date": TODAY_MDY}
+    row = {
+        "referral_id": key,
+        "referrer_id": user_id,
+        "referred_account_type": account_type,
+        "referral_status": "NO_PROGRESS",
+        "date": TODAY_MDY,
+    }
     if not add_row(db, "referrals", key, row):
         return f"Failed to submit referral: Record ID '{key}' may already exist."
-    return (f"Referral request submitted successfully!\n  - Referral ID: {key}\n  - Referrer ID: {user_id}\n"
-            f"  - Account Type: {account_type}\n  - Status: NO_PROGRESS\n  - Date: {TODAY_MDY}\n\n"
-            "Share your referral ID with the person you're referring. "
-            "They will need to use this when applying for their account.")
+    return (
+        f"Referral request submitted successfully!\n  - Referral ID: {key}\n  - Referrer ID: {user_id}\n"
+        f"  - Account Type: {account_type}\n  - Status: NO_PROGRESS\n  - Date: {TODAY_MDY}\n\n"
+        "Share your referral ID with the person you're referring. "
+        "They will need to use this when applying for their account."
+    )
 
 
 @USER.tool("write", "Use a tool the agent gave you (see list_discoverable_user_tools).")
@@ -122,7 +137,7 @@ def call_discoverable_user_tool(
 
 @USER.tool("read", "List the tools the agent has given you.")
 def list_discoverable_user_tools(db: BankingDB) -> str:
-    """The ``GIVEN`` rows, as a look-up prints them."""
+    """List the ``GIVEN`` rows as a look-up prints them."""
     return f"Tools given to you by the agent:\n{query_text(db, 'user_discoverable_tools')}"
 
 
@@ -135,8 +150,12 @@ def request_human_agent_transfer(db: BankingDB) -> str:
     listing = query_text(db, "human_transfer_requests")
     number = listing.count("request_id") + 1 if found_any(listing) else 1
     key = f"transfer_request_{number}"
-    add_row(db, "human_transfer_requests", key, {"request_id": key, "request_number": number,
-                                                 "requested_at": TODAY_MDY, "status": "PENDING"})
+    add_row(
+        db,
+        "human_transfer_requests",
+        key,
+        {"request_id": key, "request_number": number, "requested_at": TODAY_MDY, "status": "PENDING"},
+    )
     return f"Transfer request #{number} submitted.\nThe agent will process your request."
 
 
@@ -152,22 +171,34 @@ def submit_transaction(
     """Points are whole points: amount x the card's rate for the category (default rate otherwise)."""
     rates = CARD_REWARD_RATES.get(credit_card_type) if isinstance(credit_card_type, str) else None
     if rates is None:
-        return (f"Error: Unknown credit card type '{credit_card_type}'. "
-                f"Available types: {list(CARD_REWARD_RATES)}")
-    key = "txn_" + seeded_id(":".join(["transaction", user_id, credit_card_type, merchant_name,
-                                       f"{amount:.2f}", category]), 12)
+        return (
+            f"Error: Unknown credit card type '{credit_card_type}'. "
+            f"Available types: {list(CARD_REWARD_RATES)}"
+        )
+    key = "txn_" + seeded_id(
+        ":".join(["transaction", user_id, credit_card_type, merchant_name, f"{amount:.2f}", category]), 12
+    )
     rate = rates.get(category, rates["default"])
     points = int(amount * rate)
-    row = {"transaction_id": key, "user_id": user_id, "credit_card_type": credit_card_type,
-           "merchant_name": merchant_name, "transaction_amount": f"${amount:.2f}",
-           "transaction_date": TODAY_MDY, "category": category, "status": "COMPLETED",
-           "rewards_earned": f"{points} points"}
+    row = {
+        "transaction_id": key,
+        "user_id": user_id,
+        "credit_card_type": credit_card_type,
+        "merchant_name": merchant_name,
+        "transaction_amount": f"${amount:.2f}",
+        "transaction_date": TODAY_MDY,
+        "category": category,
+        "status": "COMPLETED",
+        "rewards_earned": f"{points} points",
+    }
     if not add_row(db, "credit_card_transaction_history", key, row):
         return f"Failed to submit transaction: Record ID '{key}' may already exist."
-    return (f"Transaction submitted successfully!\n  - Transaction ID: {key}\n  - User ID: {user_id}\n"
-            f"  - Card Type: {credit_card_type}\n  - Merchant: {merchant_name}\n  - Amount: ${amount:.2f}\n"
-            f"  - Category: {category}\n  - Date: {TODAY_MDY}\n"
-            f"  - Rewards Earned: {points} points ({rate}% cashback rate)\n")
+    return (
+        f"Transaction submitted successfully!\n  - Transaction ID: {key}\n  - User ID: {user_id}\n"
+        f"  - Card Type: {credit_card_type}\n  - Merchant: {merchant_name}\n  - Amount: ${amount:.2f}\n"
+        f"  - Category: {category}\n  - Date: {TODAY_MDY}\n"
+        f"  - Rewards Earned: {points} points ({rate}% cashback rate)\n"
+    )
 
 
 for _spec in USER.tools():
@@ -178,21 +209,27 @@ for _spec in USER.tools():
 
 
 def _not_given(db: BankingDB, name: str) -> str | None:
-    """The refusal for a tool the agent has not given, else ``None``."""
+    """Refuse a tool the agent has not given; ``None`` when it was given."""
     if "No records found" in rows_where(db, "user_discoverable_tools", "tool_name", name):
-        return (f"Error: Tool '{name}' has not been given to you by the agent. "
-                "The agent must first use `give_discoverable_user_tool` to give this tool to you.")
+        return (
+            f"Error: Tool '{name}' has not been given to you by the agent. "
+            "The agent must first use `give_discoverable_user_tool` to give this tool to you."
+        )
     return None
 
 
 def _log_call(db: BankingDB, name: str, arguments: dict[str, Any]) -> None:
     key = seeded_id(f"user_discoverable_tool_call:{name}:{json.dumps(arguments, sort_keys=True)}")
-    add_row(db, "user_discoverable_tool_calls", key,
-            {"tool_name": name, "arguments": arguments, "called_at": TODAY_MDY, "status": "CALLED"})
+    add_row(
+        db,
+        "user_discoverable_tool_calls",
+        key,
+        {"tool_name": name, "arguments": arguments, "called_at": TODAY_MDY, "status": "CALLED"},
+    )
 
 
 def _executed(summary: str, name: str, arguments: dict[str, Any]) -> str:
-    """The head of a discoverable user tool's answer: what happened, the tool and its arguments."""
+    """Write the head of a discoverable user tool's answer: what happened, the tool and its arguments."""
     return f"{summary}\n\nExecuted: {name}\nArguments: {arguments_block(arguments)}\n"
 
 
@@ -216,13 +253,18 @@ def submit_cash_back_dispute_0589(
     row = {"dispute_id": key, "user_id": user_id, "transaction_id": transaction_id, "submitted_at": TODAY_MDY}
     if settings.get("auto_resolve_disputes", False):
         row |= {"status": "RESOLVED", "resolution": "APPROVED"}
-        status = ("Status: RESOLVED - The dispute has been reviewed and approved. "
-                  "The transaction rewards need to be updated.")
+        status = (
+            "Status: RESOLVED - The dispute has been reviewed and approved. "
+            "The transaction rewards need to be updated."
+        )
     else:
         row["status"] = "SUBMITTED"
         status = "Status: SUBMITTED - Your dispute has been queued for review."
-    head = _executed("Cash back dispute submitted successfully. Your case has been queued for review.",
-                     "submit_cash_back_dispute_0589", sent)
+    head = _executed(
+        "Cash back dispute submitted successfully. Your case has been queued for review.",
+        "submit_cash_back_dispute_0589",
+        sent,
+    )
     if add_row(db, "cash_back_disputes", key, row):
         return f"{head}Dispute ID: {key}\n{status}"
     return f"{head}Note: Dispute may have already been submitted for this transaction."
@@ -241,10 +283,18 @@ def get_referral_link(
     sent = {"user_id": user_id, "card_name": card_name}
     _log_call(db, "get_referral_link", sent)
     key = seeded_id(f"referral_link:{user_id}:{card_name}")
-    row = {"referral_id": key, "referrer_id": user_id, "referred_account_type": card_name,
-           "referral_status": "NO_PROGRESS", "date": TODAY_MDY}
-    head = _executed("Referral link generated successfully. Share this link with the person you want to refer.",
-                     "get_referral_link", sent)
+    row = {
+        "referral_id": key,
+        "referrer_id": user_id,
+        "referred_account_type": card_name,
+        "referral_status": "NO_PROGRESS",
+        "date": TODAY_MDY,
+    }
+    head = _executed(
+        "Referral link generated successfully. Share this link with the person you want to refer.",
+        "get_referral_link",
+        sent,
+    )
     if add_row(db, "referrals", key, row):
         return f"{head}Referral ID: {key}\nReferral link: https://rhobank.com/refer/{key}"
     return f"{head}Note: A referral link for this card may have already been generated."
@@ -265,8 +315,10 @@ def get_card_last_4_digits(
         return f"Error: Credit card account '{credit_card_account_id}' not found."
     digest = hashlib.sha256(f"card_last4:{credit_card_account_id}".encode()).hexdigest()
     digits = "".join(c for c in digest if c.isdigit())[:4].ljust(4, "0")
-    return (_executed("Card information retrieved successfully.", "get_card_last_4_digits", sent)
-            + f"Last 4 digits of card: {digits}")
+    return (
+        _executed("Card information retrieved successfully.", "get_card_last_4_digits", sent)
+        + f"Last 4 digits of card: {digits}"
+    )
 
 
 @user_tool("write")
@@ -294,7 +346,13 @@ def deposit_check_3847(
     before = account_balance(db.accounts.get(account_id))
     after = before + amount
     db.accounts.edit(account_id)["current_holdings"] = f"${after:.2f}"
-    return (_executed("Check deposited successfully. Funds will be available according to your account's "
-                      "deposit policy.", "deposit_check_3847", sent)
-            + f"Check deposit processed!\n  - Account: {account_id}\n  - Check Amount: ${amount:.2f}\n"
-            f"  - Previous Balance: ${before:.2f}\n  - New Balance: ${after:.2f}")
+    return (
+        _executed(
+            "Check deposited successfully. Funds will be available according to your account's "
+            "deposit policy.",
+            "deposit_check_3847",
+            sent,
+        )
+        + f"Check deposit processed!\n  - Account: {account_id}\n  - Check Amount: ${amount:.2f}\n"
+        f"  - Previous Balance: ${before:.2f}\n  - New Balance: ${after:.2f}"
+    )

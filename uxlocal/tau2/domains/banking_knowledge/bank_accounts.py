@@ -219,15 +219,15 @@ def transfer_funds_between_bank_accounts_7291(
         if not db.has_row("accounts", key):
             return f"Error: {label} account '{key}' not found."
     for label, key in (("Source", source_account_id), ("Destination", destination_account_id)):
-        if db.accounts.get(key).get("status") not in LIVE:  # type: ignore[union-attr]
+        if db.row("accounts", key).get("status") not in LIVE:
             return f"Error: {label} account '{key}' is not active."
-    source = account_balance(db.accounts.get(source_account_id))  # type: ignore[arg-type]
+    source = account_balance(db.row("accounts", source_account_id))
     if source < amount:
         return (
             f"Error: Insufficient funds. Source account balance is ${source:.2f}, "
             f"but transfer amount is ${amount:.2f}."
         )
-    dest = account_balance(db.accounts.get(destination_account_id))  # type: ignore[arg-type]
+    dest = account_balance(db.row("accounts", destination_account_id))
     db.accounts.edit(source_account_id)["current_holdings"] = f"${source - amount:.2f}"
     db.accounts.edit(destination_account_id)["current_holdings"] = f"${dest + amount:.2f}"
     return (

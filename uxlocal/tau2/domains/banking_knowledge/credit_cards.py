@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from ...toolkit import arg
-from .db import TODAY_MDY, BankingDB, account_balance, seeded_id
+from .db import TODAY_MDY, BankingDB, account_balance, card_transaction_id, dispute_id, seeded_id
 from .discoverable import agent_tool
 from .records import add_row, arguments_block, found_any, rows_where, titled
 
@@ -74,11 +74,6 @@ OPEN_DISPUTE_STATES = ("SUBMITTED", "UNDER_REVIEW", "PENDING")
 OPEN_ORDER_STATES = ("PENDING", "PROCESSING", "SHIPPED")
 """A replacement order in one of these states blocks a limit increase (new orders say ORDERED)."""
 BAD_STANDING = ("PAST_DUE", "DELINQUENT", "COLLECTIONS", "CLOSED")
-
-
-def dispute_id(user_id: object, transaction_id: object) -> str:
-    """Id of a card dispute; one per customer and transaction (credit and debit alike)."""
-    return "dsp_" + seeded_id(f"dispute:{user_id}:{transaction_id}", 12)
 
 
 def limit_request_id(card_account_id: object, user_id: object, increase: float) -> str:
@@ -371,10 +366,7 @@ def apply_statement_credit_8472(
     missing = _card_account_missing(db, credit_card_account_id)
     if missing:
         return missing
-    key = "txn_" + seeded_id(
-        ":".join(["transaction", user_id, "STATEMENT_CREDIT", reason, f"{amount:.2f}", "Statement Credit"]),
-        12,
-    )
+    key = card_transaction_id(user_id, "STATEMENT_CREDIT", reason, amount, "Statement Credit")
     row = {
         "transaction_id": key,
         "user_id": user_id,
@@ -447,7 +439,7 @@ def _owned_account(db: BankingDB, table: str, key: object, user_id: object, labe
     """Refuse when ``key`` is not a row of ``table`` or belongs to someone else."""
     if not db.has_row(table, key):
         return f"Error: {label} '{key}' not found."
-    if db.table(table).get(key).get("user_id") != user_id:  # type: ignore[arg-type,union-attr]
+    if db.row(table, key).get("user_id") != user_id:
         return f"Error: {label} '{key}' does not belong to user '{user_id}'."
     return None
 
@@ -490,7 +482,7 @@ def pay_credit_card_from_checking_9182(
     )
     if refusal:
         return refusal
-    owed = _money(db.credit_card_accounts.get(credit_card_account_id).get("current_balance", "$0.00"))  # type: ignore[union-attr]
+    owed = _money(db.row("credit_card_accounts", credit_card_account_id).get("current_balance", "$0.00"))
     if amount > owed:
         return (
             f"Error: Payment amount (${amount:.2f}) exceeds credit card balance (${owed:.2f}). "

@@ -17,8 +17,8 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from ...toolkit import arg
-from .credit_cards import dispute_id, history
-from .db import NOW, TODAY_MDY, BankingDB, seeded_id
+from .credit_cards import history
+from .db import NOW, TODAY_MDY, BankingDB, dispute_id, seeded_id
 from .discoverable import agent_tool
 from .records import add_row, titled
 
@@ -313,7 +313,7 @@ def get_debit_cards_by_account_id_7823(db: BankingDB, account_id: AccountId) -> 
         return "Error: Missing required parameter 'account_id'."
     if not db.has_row("accounts", account_id):
         return f"Error: Account '{account_id}' not found."
-    if db.accounts.get(account_id).get("class", "").lower() not in ("checking", "business_checking"):  # type: ignore[union-attr]
+    if db.row("accounts", account_id).get("class", "").lower() not in ("checking", "business_checking"):
         return (
             f"Error: Account '{account_id}' is not a checking account. "
             "Debit cards are only available for checking accounts."
@@ -469,7 +469,7 @@ def order_debit_card_5739(
     if refusal:
         return refusal
     try:
-        holdings = float(str(db.accounts.get(account_id).get("current_holdings", "0")).replace(",", ""))  # type: ignore[union-attr]
+        holdings = float(str(db.row("accounts", account_id).get("current_holdings", "0")).replace(",", ""))
     except ValueError:
         holdings = 0.0
     if holdings < 25.0:
@@ -590,7 +590,7 @@ def _activation_refusal(
     if card.get("last_4_digits") != last_4_digits:
         return "Error: Card verification failed. The last 4 digits do not match our records."
     linked = card.get("account_id")
-    if linked and db.has_row("accounts", linked) and db.accounts.get(linked).get("status") != "OPEN":  # type: ignore[union-attr]
+    if linked and db.has_row("accounts", linked) and db.row("accounts", linked).get("status") != "OPEN":
         return f"Error: The linked checking account '{linked}' is no longer open. Card cannot be activated."
     return None
 
@@ -819,7 +819,7 @@ def unfreeze_debit_card_3893(db: BankingDB, card_id: CardId) -> str:
             "Only FROZEN cards can be unfrozen."
         )
     linked = card.get("account_id")
-    if linked and db.has_row("accounts", linked) and db.accounts.get(linked).get("status") != "OPEN":  # type: ignore[union-attr]
+    if linked and db.has_row("accounts", linked) and db.row("accounts", linked).get("status") != "OPEN":
         return f"Error: The linked checking account '{linked}' is no longer open. Card cannot be unfrozen."
     db.debit_cards.edit(card_id).update(status="ACTIVE", unfrozen_date=TODAY_MDY)
     return "\n".join(
@@ -1079,9 +1079,8 @@ def request_temporary_debit_card_limit_increase_8374(
     refusal = _limit_refusal(db, card_id)
     if refusal:
         return refusal
-    card = db.debit_cards.get(card_id)
-    account = db.accounts.get(card["account_id"])  # type: ignore[index]
-    assert card is not None and account is not None
+    card = db.row("debit_cards", card_id)
+    account = db.row("accounts", card["account_id"])
     name = "Daily ATM Withdrawal Limit" if limit_type == "atm" else "Daily Purchase Limit"
     current, refusal = _current_limit(card, account, limit_type)
     if refusal:

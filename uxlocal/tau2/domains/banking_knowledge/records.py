@@ -28,8 +28,6 @@ def query_text(db: BankingDB, table: str, filter_json: str = "{}") -> str:
         wanted = json.loads(filter_json) if filter_json else {}
     except json.JSONDecodeError as err:
         return f"Error: Invalid JSON: {err}"
-    if not isinstance(wanted, dict):
-        return f"Error querying database: {_mapping_error(wanted)}"
     found = [
         (key, row)
         for key, row in db.table(table).items()
@@ -43,11 +41,6 @@ def query_text(db: BankingDB, table: str, filter_json: str = "{}") -> str:
         lines.extend(f"   {field}: {value}" for field, value in row.items())
         lines.append("")
     return "\n".join(lines)
-
-
-def _mapping_error(value: object) -> str:
-    """Give the TypeError text Python gives for ``f(**value)`` when value is not a mapping."""
-    return f"argument after ** must be a mapping, not {type(value).__name__}"
 
 
 def rows_where(db: BankingDB, table: str, field: str, value: object) -> str:

@@ -19,7 +19,7 @@ import json
 from typing import Annotated, Any
 
 from ...toolkit import Toolkit, arg
-from .db import TODAY_MDY, BankingDB, account_balance, seeded_id
+from .db import TODAY_MDY, BankingDB, account_balance, card_transaction_id, dispute_id, seeded_id
 from .discoverable import DISCOVERABLE_USER, USER_OWNER, owned, user_tool
 from .doors import ArgumentsJson, parse_arguments
 from .records import add_row, arguments_block, found_any, query_text, rows_where
@@ -175,9 +175,7 @@ def submit_transaction(
             f"Error: Unknown credit card type '{credit_card_type}'. "
             f"Available types: {list(CARD_REWARD_RATES)}"
         )
-    key = "txn_" + seeded_id(
-        ":".join(["transaction", user_id, credit_card_type, merchant_name, f"{amount:.2f}", category]), 12
-    )
+    key = card_transaction_id(user_id, credit_card_type, merchant_name, amount, category)
     rate = rates.get(category, rates["default"])
     points = int(amount * rate)
     row = {
@@ -248,7 +246,7 @@ def submit_cash_back_dispute_0589(
         return refusal
     sent = {"user_id": user_id, "transaction_id": transaction_id}
     _log_call(db, "submit_cash_back_dispute_0589", sent)
-    key = "dsp_" + seeded_id(f"dispute:{user_id}:{transaction_id}", 12)
+    key = dispute_id(user_id, transaction_id)
     settings = db.task_config.get("dispute_settings") or {} if len(db.task_config) else {}
     row = {"dispute_id": key, "user_id": user_id, "transaction_id": transaction_id, "submitted_at": TODAY_MDY}
     if settings.get("auto_resolve_disputes", False):
@@ -341,9 +339,9 @@ def deposit_check_3847(
         return "Error: Check amount must be positive."
     if not db.has_row("accounts", account_id):
         return f"Error: Account '{account_id}' not found."
-    if db.accounts.get(account_id).get("status") not in ("ACTIVE", "OPEN"):
+    if db.row("accounts", account_id).get("status") not in ("ACTIVE", "OPEN"):
         return f"Error: Account '{account_id}' is not active."
-    before = account_balance(db.accounts.get(account_id))
+    before = account_balance(db.row("accounts", account_id))
     after = before + amount
     db.accounts.edit(account_id)["current_holdings"] = f"${after:.2f}"
     return (

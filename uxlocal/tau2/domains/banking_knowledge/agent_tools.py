@@ -23,7 +23,7 @@ from ...tasks import Task
 from ...toolkit import arg
 from . import bank_accounts, credit_cards, debit_cards, service  # noqa: F401  (import registers the 44 tools)
 from .db import NOW, BankingDB, BankingGrading
-from .discoverable import AGENT_OWNER, DISCOVERABLE_AGENT, DISCOVERABLE_USER, load_tool_words, owned
+from .discoverable import DISCOVERABLE_AGENT, DISCOVERABLE_USER, DiscoverableWords
 from .doors import AGENT
 from .records import add_row, rows_where
 from .retrieval import DEFAULT_RETRIEVAL_VARIANT, register_retrieval, retrieval_info
@@ -184,17 +184,13 @@ def read_log_allowlist(task: Task | None) -> frozenset[str]:
 
 
 def _prepare(db: object, domain: Domain, task: Task | None) -> None:
-    """Every environment grades as the run's version, with the task's allowlist and the data's tool words."""
+    """Every environment grades as the run's version, with the task's allowlist and the domain's words."""
     assert isinstance(db, BankingDB)
     db.grading = BankingGrading(domain.tau2_version, read_log_allowlist(task))
-    if db.source is not None:
-        db.words = load_tool_words(db.source.parent)
+    db.words = DiscoverableWords(domain.tool_words)
 
 
 register_retrieval(AGENT)
-for _spec in AGENT.tools():
-    if _spec.name != "KB_search":
-        owned(_spec.func, AGENT_OWNER)
 
 DOMAIN = DomainSpec(
     name="banking_knowledge",
@@ -210,7 +206,6 @@ DOMAIN = DomainSpec(
     unknown_user_tools_mean_none=True,
     tool_errors_count=False,
     action_match_as_upstream=True,
-    upstream_calls=True,
     unlisted_tools={"assistant": DISCOVERABLE_AGENT, "user": DISCOVERABLE_USER},
     episode_info=retrieval_info(DEFAULT_RETRIEVAL_VARIANT),
 )

@@ -26,7 +26,7 @@ from typing import Any
 from uxlocal.errors import InputError
 
 from ...db import CopyOnWriteRows, canonical_json, deep_merge
-from .discoverable import NO_WORDS, ToolWords
+from .discoverable import NO_WORDS, DiscoverableWords
 
 TABLES: tuple[str, ...] = (
     "users", "accounts", "debit_cards", "referrals", "credit_card_applications",
@@ -154,7 +154,7 @@ class BankingDB:
         self.unlocked_agent_tools: list[str] = []
         """Agent tools unlocked in this episode, in order (in memory, not hashed)."""
         self.grading = BankingGrading()
-        self.words: ToolWords = NO_WORDS
+        self.words: DiscoverableWords = NO_WORDS
         """Upstream's tool descriptions when the data folder has a tools file (set per environment)."""
 
     @property

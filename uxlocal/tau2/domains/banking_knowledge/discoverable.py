@@ -14,9 +14,9 @@ turn into their "Invalid arguments" answer. The owner names in those messages (`
 ``KnowledgeUserTools``) are part of the text a model reads, so registration sets them as the
 functions' qualified names.
 
-Words: a tool's description and its arguments' descriptions are upstream's, read from the tools
-file's ``discoverable`` list when the data folder has one (``ToolWords``); otherwise our docstring's
-first paragraph and our ``arg(...)`` texts.
+Words: a tool's description and its arguments' descriptions are upstream's when the domain has
+tool words (``uxlocal/tau2/tool_words.py``: the tools file's ``discoverable`` list); otherwise our
+docstring's first paragraph and our ``arg(...)`` texts.
 """
 
 from __future__ import annotations
@@ -24,19 +24,18 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
+from ...tool_words import ToolWords
 from ...toolkit import ToolKind, Toolkit, ToolSpec
-
-DISCOVERABLE_AGENT = Toolkit("banking_knowledge discoverable agent tools")
-DISCOVERABLE_USER = Toolkit("banking_knowledge discoverable user tools")
 
 AGENT_OWNER = "KnowledgeTools"
 USER_OWNER = "KnowledgeUserTools"
 """The class names upstream's argument errors carry; a model reads them in those errors."""
+
+DISCOVERABLE_AGENT = Toolkit("banking_knowledge discoverable agent tools", AGENT_OWNER, raw=True)
+DISCOVERABLE_USER = Toolkit("banking_knowledge discoverable user tools", USER_OWNER, raw=True)
 
 
 def owned(func: Callable[..., Any], owner: str) -> Callable[..., Any]:
@@ -95,45 +94,28 @@ def required_names(spec: ToolSpec) -> list[str]:
 
 
 @dataclass(frozen=True)
-class ToolWords:
-    """Upstream's descriptions of tools, by name: ``(description, {argument: description})``."""
+class DiscoverableWords:
+    """The descriptions a tool card shows: upstream's from the domain's tool words, else ours."""
 
-    tools: Mapping[str, tuple[str, Mapping[str, str]]] = field(default_factory=dict)
+    words: ToolWords | None = None
+
+    def _function(self, spec: ToolSpec) -> dict[str, Any]:
+        seat = "user" if DISCOVERABLE_USER.spec(spec.name) is spec else "assistant"
+        schema = self.words.schema(seat, spec) if self.words is not None else spec.openai_schema()
+        function: dict[str, Any] = schema["function"]
+        return function
 
     def description(self, spec: ToolSpec) -> str:
-        """Give the tool's description: upstream's when known, else ours."""
-        known = self.tools.get(spec.name)
-        return known[0] if known else spec.description
+        """Give the tool's description."""
+        return str(self._function(spec).get("description", ""))
 
     def argument(self, spec: ToolSpec, name: str) -> str:
-        """Give an argument's description: upstream's when known, else ours."""
-        known = self.tools.get(spec.name)
-        if known and name in known[1]:
-            return known[1][name]
-        prop = spec.openai_schema()["function"]["parameters"].get("properties", {}).get(name, {})
+        """Give an argument's description."""
+        prop = self._function(spec).get("parameters", {}).get("properties", {}).get(name, {})
         return str(prop.get("description", ""))
 
 
-NO_WORDS = ToolWords()
-
-
-@lru_cache(maxsize=8)
-def load_tool_words(folder: Path) -> ToolWords:
-    """Read a domain folder's ``tools_agent.json`` and ``tools_user.json``; neither: ``NO_WORDS``."""
-    tools: dict[str, tuple[str, Mapping[str, str]]] = {}
-    for name in ("tools_agent.json", "tools_user.json"):
-        path = folder / name
-        if not path.is_file():
-            continue
-        data = json.loads(path.read_text(encoding="utf-8"))
-        for entry in [*data.get("tools", []), *data.get("discoverable", [])]:
-            function = entry["function"]
-            props = function.get("parameters", {}).get("properties", {})
-            tools[function["name"]] = (
-                function.get("description", ""),
-                {k: v.get("description", "") for k, v in props.items()},
-            )
-    return ToolWords(tools) if tools else NO_WORDS
+NO_WORDS = DiscoverableWords()
 
 
 def _type_word(schema: Mapping[str, Any]) -> str:
@@ -144,7 +126,7 @@ def _type_word(schema: Mapping[str, Any]) -> str:
     return kinds[0] if kinds else "string"
 
 
-def card_description(spec: ToolSpec, words: ToolWords) -> str:
+def card_description(spec: ToolSpec, words: DiscoverableWords) -> str:
     """Give the description on a tool card.
 
     For a tool without arguments upstream's docstring parser keeps the ``Returns:`` section too, so
@@ -156,7 +138,7 @@ def card_description(spec: ToolSpec, words: ToolWords) -> str:
     return description
 
 
-def describe_for_agent(spec: ToolSpec, words: ToolWords) -> str:
+def describe_for_agent(spec: ToolSpec, words: DiscoverableWords) -> str:
     """Write the tool card upstream shows: name, description, then one line per argument."""
     properties = spec.openai_schema()["function"]["parameters"].get("properties", {})
     required = set(required_names(spec))

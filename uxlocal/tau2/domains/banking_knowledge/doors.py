@@ -29,7 +29,8 @@ from .discoverable import (
 )
 from .records import add_row, query_text
 
-AGENT = Toolkit("banking_knowledge")
+AGENT = Toolkit("banking_knowledge", "KnowledgeTools", raw=True)
+"""The listed agent tools; they run on the values as sent, and argument errors name upstream's class."""
 
 ArgumentsJson = Annotated[
     str,

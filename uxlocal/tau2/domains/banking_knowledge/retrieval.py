@@ -347,8 +347,7 @@ def register_retrieval(toolkit: Toolkit, variant: str = DEFAULT_RETRIEVAL_VARIAN
     ``check_retrieval(variant)`` before a run to fail early with the fix.
     """
     chosen = retrieval_variant(variant)
-    KB_search.__qualname__ = "KBSearchMixin.KB_search"  # upstream's argument errors name its mixin
-    toolkit.tool("read", _KB_SEARCH_DESCRIPTION)(KB_search)
+    toolkit.tool("read", _KB_SEARCH_DESCRIPTION, qualifier="KBSearchMixin")(KB_search)  # upstream's mixin
     if chosen.dense:
         from .retrieval_dense import KB_SEARCH_DENSE_DESCRIPTION, KB_search_dense
 

@@ -20,11 +20,11 @@ from typing import Annotated, Any
 
 from ...toolkit import Toolkit, arg
 from .db import TODAY_MDY, BankingDB, account_balance, card_transaction_id, dispute_id, seeded_id
-from .discoverable import DISCOVERABLE_USER, USER_OWNER, owned, user_tool
+from .discoverable import DISCOVERABLE_USER, user_tool
 from .doors import ArgumentsJson, parse_arguments
 from .records import add_row, arguments_block, found_any, query_text, rows_where
 
-USER = Toolkit("banking_knowledge user")
+USER = Toolkit("banking_knowledge user", "KnowledgeUserTools", raw=True)
 
 CARD_REWARD_RATES: dict[str, dict[str, float]] = {
     "Bronze Rewards Card": {"default": 1.0},
@@ -197,10 +197,6 @@ def submit_transaction(
         f"  - Category: {category}\n  - Date: {TODAY_MDY}\n"
         f"  - Rewards Earned: {points} points ({rate}% cashback rate)\n"
     )
-
-
-for _spec in USER.tools():
-    owned(_spec.func, USER_OWNER)
 
 
 # --- discoverable user tools ----------------------------------------------------------------------

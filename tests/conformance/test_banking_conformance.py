@@ -38,7 +38,8 @@ def test_discoverable_tools_have_upstreams_structure(seat: str) -> None:
     theirs = domain.tool_words.seats[seat].discoverable
     ours = {s.name: s for s in (DISCOVERABLE_AGENT if seat == "assistant" else DISCOVERABLE_USER).tools()}
     assert sorted(ours) == sorted(theirs)
-    differ = sorted(n for n, spec in ours.items() if structure(spec.openai_schema()) != structure(theirs[n]))
+    differ = sorted(name for name, spec in ours.items()
+                    if structure(spec.openai_schema()) != structure(theirs[name]))
     assert set(differ) <= OPTIONAL_ARGUMENT_SCHEMAS, differ
 
 

@@ -148,7 +148,8 @@ class Toolkit:
                 raise ValueError(f"{self.name}: tool {func.__name__!r} registered twice")
             model = _args_model(func)
             owner = self.qualifier if qualifier is None else qualifier
-            self._specs[func.__name__] = ToolSpec(func.__name__, kind, description, model, func, owner, self.raw)
+            spec = ToolSpec(func.__name__, kind, description, model, func, owner, self.raw)
+            self._specs[func.__name__] = spec
             return func
 
         return register

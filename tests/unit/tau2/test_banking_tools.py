@@ -345,3 +345,37 @@ def test_check_deposit_after_the_agent_gives_the_tool(env: Environment) -> None:
     assert [(r["tool_name"], r["arguments"]) for r in logged] == [
         ("deposit_check_3847", {"account_id": "03", "check_amount": 100})
     ]
+
+
+# --- calls as upstream's environment answers them (issue 29) -----------------------------------------
+
+
+def test_discoverable_tool_called_by_name_runs_unlocked_and_unlogged(env: Environment) -> None:
+    answer = env.call("get_bank_account_transactions_9173", {"account_id": "nowhere"})
+    assert answer.ok and answer.content == "Error: Account 'nowhere' not found."
+    assert len(_db(env).agent_discoverable_tools) == 0  # only the call door logs a call
+    missing = env.call("get_bank_account_transactions_9173", {})
+    assert not missing.ok and missing.content == (
+        "Error: KnowledgeTools.get_bank_account_transactions_9173() missing 1 required positional argument: "
+        "'account_id'")
+
+
+def test_numbers_reach_the_tools_as_sent(env: Environment) -> None:
+    # pydantic would hand the float parameter 100000.0; upstream's id and row keep the int
+    env.call("apply_for_credit_card", {"card_type": "Gold Rewards Card", "customer_name": "M",
+                                       "annual_income": 100000}, "user")
+    key = _sha("credit_card:Gold Rewards Card:M:100000:False", 16)
+    assert type(_row(env, "credit_card_applications", key)["annual_income"]) is int
+
+
+def test_replay_reruns_a_user_tool_the_task_does_not_offer(banking: Domain, data_dir: Path) -> None:
+    from uxlocal.tau2 import Message, ToolCall, load_tasks
+
+    task = next(t for t in load_tasks(data_dir, "banking_knowledge") if t.id == "task_001")
+    assert task.user_tools == ["apply_for_credit_card"]
+    call = ToolCall(id="1", name="submit_referral", arguments={"user_id": "123", "account_type": "x"},
+                    requestor="user")
+    fresh = Environment.for_task(banking, task)
+    before = fresh.db_hash()
+    fresh.replay([Message.calls("user", [call])])
+    assert fresh.db_hash() != before and fresh.tool_kind("submit_referral", "user") == "write"

@@ -22,7 +22,6 @@ docstring's first paragraph and our ``arg(...)`` texts.
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any

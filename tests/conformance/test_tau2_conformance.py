@@ -34,3 +34,20 @@ def test_every_recorded_call_behaves_as_upstream(domain: str) -> None:
     assert report.reward_same == report.scored > 0, why
     assert report.components_same == report.scored, why
     assert report.text_same >= 0.99 * report.calls, why
+
+
+def test_the_table_command_prints_one_row_per_domain() -> None:
+    if not (RECORDING / "mock" / "cases.json").is_file() or not (DATA / "domains" / "mock").is_dir():
+        pytest.skip(f"the recorded suite or tau2 data is not at {RECORDING / 'mock'} / {DATA}")
+    from click.testing import CliRunner
+
+    from uxlocal.cli import cli
+
+    result = CliRunner().invoke(cli, ["tau2", "conformance", "--domain", "mock", "--recording", str(RECORDING),
+                                      "--tau2-data", str(DATA)])
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.output.splitlines() if line.startswith("| mock "))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "330 / 2,005" and cells[2] == "4/4" and cells[3] == "2/2"
+    missing = CliRunner().invoke(cli, ["tau2", "conformance", "--domain", "nowhere", "--recording", str(RECORDING)])
+    assert missing.exit_code != 0 and "no recorded suite" in missing.output

@@ -285,8 +285,9 @@ def test_user_tools_filter_follows_the_task(banking: Domain, tasks: dict[str, Ta
     only_apply = tasks["task_001"]
     env = Environment.for_task(banking, only_apply)
     assert [s.name for s in env.tool_specs("user")] == ["apply_for_credit_card"]
+    # not among the tools this task gives the user, yet it runs when called, as in tau2
     result = env.call("submit_referral", {"user_id": "123", "account_type": "Gold Rewards Card"}, "user")
-    assert result.ok  # not offered to this task's user, yet it runs when called (upstream filters the prompt only)
+    assert result.ok
     no_tools = next(t for t in tasks.values() if t.user_tools == [])
     assert user_tool_schemas(banking, no_tools) == []
     assert guidelines(user_tool_schemas(banking, no_tools)) == fill("user.md")  # the plain contract

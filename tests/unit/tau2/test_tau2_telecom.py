@@ -90,7 +90,7 @@ def test_telecom_user_tools_are_offered_to_the_user_only(telecom: Domain) -> Non
     assert "refuel_data" in agent_names and not user_names & agent_names
     assert not {"turn_airplane_mode_on", "assert_service_status", "set_user_info"} & user_names
     result = env.call("toggle_airplane_mode", {}, "assistant")
-    assert not result.ok and "unknown tool" in (result.error or "")
+    assert not result.ok and result.error == "Tool 'toggle_airplane_mode' not found."
 
 
 # --- device rules (spec §A.2) -----------------------------------------------------------------
@@ -301,7 +301,7 @@ def test_invalid_user_tool_calls_are_error_results_counted_toward_max_errors(
     assert [r[:3] for r in rows] == [("user", "check_status_bar", True), ("user", "fly_to_the_moon", False),
                                      ("user", "set_network_mode_preference", False),
                                      ("user", "grant_app_permission", False)]
-    assert "unknown tool 'fly_to_the_moon'" in rows[1][3] and "mode" in rows[2][3] and "camera" in rows[3][3]
+    assert "Tool 'fly_to_the_moon' not found." in rows[1][3] and "mode" in rows[2][3] and "camera" in rows[3][3]
     episode = run.episode()
     assert episode["termination"] == "too_many_errors" and episode["info"]["errors"] == 3
     assert episode["reward"] == 0.0

@@ -133,3 +133,14 @@ def test_precedence_explicit_then_env_then_data_folder_then_ours(
 
     # a words folder without this domain falls through to the data folder
     assert _description({**args, "tools_dir": tmp_path / "empty"}).startswith("DATA: ")
+
+
+def test_a_runs_data_hashes_name_the_tools_files_it_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from uxlocal.tau2.data import data_hashes
+
+    assert not [k for k in data_hashes(SAMPLE_DATA, ["homenet"]) if k.startswith("tau2-tools/")]
+    _write_tools(tmp_path / "words" / "homenet", "UP")
+    monkeypatch.setenv(TOOLS_ENV, str(tmp_path / "words"))
+    hashes = data_hashes(SAMPLE_DATA, ["homenet"])
+    assert {k for k in hashes if k.startswith("tau2-tools/")} == {
+        "tau2-tools/homenet/tools_agent.json", "tau2-tools/homenet/tools_user.json"}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from ...db_common import Address
@@ -115,6 +116,45 @@ def _price_difference(db: RetailDB, order: Order, item_ids: Sequence[Any], new_i
             raise ToolError(f"New item {new_item_id} not found or available")
         difference += variant.price - item.price
     return difference, variant
+
+
+@dataclass(frozen=True)
+class _Swap:
+    """How one item-swapping tool checks its call, in tau2's words (they differ per tool)."""
+
+    status: str
+    wrong_status: str
+    count: str
+    lengths: str
+    must_differ: bool
+    rounded: bool
+    short_gift_card: str
+
+
+EXCHANGE = _Swap("delivered", "Non-delivered order cannot be exchanged", "Number of {item} not found.",
+                 "The number of items to be exchanged should match.", False, True,
+                 "Insufficient gift card balance to pay for the price difference")
+MODIFY = _Swap("pending", "Non-pending order cannot be modified", "{item} not found",
+               "The number of items to be exchanged should match", True, False,
+               "Insufficient gift card balance to pay for the new item")
+
+
+def _checked_swap(db: RetailDB, order_id: Any, item_ids: Sequence[Any], new_item_ids: Sequence[Any],
+                  payment_method_id: Any, swap: _Swap) -> tuple[Order, float, Variant | None, PaymentMethod]:
+    """The order, price difference, last new variant and payment method of a valid swap."""
+    order = _order(db, order_id)
+    if order.status != swap.status:
+        raise ToolError(swap.wrong_status)
+    _check_counts(order, item_ids, swap.count)
+    if len(item_ids) != len(new_item_ids):
+        raise ToolError(swap.lengths)
+    difference, variant = _price_difference(db, order, item_ids, new_item_ids, must_differ=swap.must_differ)
+    if swap.rounded:
+        difference = round(difference, 2)
+    method = _payment_method(db, order.user_id, payment_method_id)
+    if isinstance(method, GiftCard) and method.balance < difference:
+        raise ToolError(swap.short_gift_card)
+    return order, difference, variant, method
 
 
 # --- read tools -------------------------------------------------------------------------------
@@ -227,17 +267,7 @@ def exchange_delivered_order_items(
     payment_method_id: PaymentMethodId,
 ) -> Order:
     """Record the request only; no money moves until the exchange is processed."""
-    order = _order(db, order_id)
-    if order.status != "delivered":
-        raise ToolError("Non-delivered order cannot be exchanged")
-    _check_counts(order, item_ids, "Number of {item} not found.")
-    if len(item_ids) != len(new_item_ids):
-        raise ToolError("The number of items to be exchanged should match.")
-    difference, _ = _price_difference(db, order, item_ids, new_item_ids, must_differ=False)
-    difference = round(difference, 2)
-    method = _payment_method(db, order.user_id, payment_method_id)
-    if isinstance(method, GiftCard) and method.balance < difference:
-        raise ToolError("Insufficient gift card balance to pay for the price difference")
+    order, difference, _, _ = _checked_swap(db, order_id, item_ids, new_item_ids, payment_method_id, EXCHANGE)
     order.status = "exchange requested"
     order.exchange_items = sorted(item_ids)
     order.exchange_new_items = sorted(new_item_ids)
@@ -280,16 +310,8 @@ def modify_pending_order_items(
     payment_method_id: PaymentMethodId,
 ) -> Order:
     """Leave the order 'pending (item modified)', which blocks further item changes and cancelling."""
-    order = _order(db, order_id)
-    if order.status != "pending":
-        raise ToolError("Non-pending order cannot be modified")
-    _check_counts(order, item_ids, "{item} not found")
-    if len(item_ids) != len(new_item_ids):
-        raise ToolError("The number of items to be exchanged should match")
-    difference, variant = _price_difference(db, order, item_ids, new_item_ids, must_differ=True)
-    method = _payment_method(db, order.user_id, payment_method_id)
-    if isinstance(method, GiftCard) and method.balance < difference:
-        raise ToolError("Insufficient gift card balance to pay for the new item")
+    order, difference, variant, method = _checked_swap(db, order_id, item_ids, new_item_ids, payment_method_id,
+                                                       MODIFY)
     order.payment_history.append(Transaction(
         transaction_type="payment" if difference > 0 else "refund", amount=abs(difference),
         payment_method_id=payment_method_id))

@@ -130,9 +130,15 @@ class Environment:
         return [self.domain.tool_schema(requestor, spec) for spec in self.tool_specs(requestor)]
 
     def tool_kind(self, name: str, requestor: Requestor = "assistant") -> ToolKind | None:
-        """``read``/``write``/``generic`` for a seat's tool, or ``None`` if it has no such tool."""
-        spec = next((s for s in self.tool_specs(requestor) if s.name == name), None)
-        return spec.kind if spec else None
+        """``read``/``write``/``generic`` for a seat's tool, or ``None`` if it has no such tool.
+
+        Any tool the seat can call counts, offered or not (``_callable``), so that a replay re-runs
+        a user tool the task does not offer, as upstream's replay of the trajectory does.
+        """
+        try:
+            return self._callable(name, requestor)[0].kind
+        except ToolError:
+            return None
 
     # --- calls ------------------------------------------------------------------------------
 
@@ -279,7 +285,9 @@ class Environment:
 
     def _callable(self, name: str, requestor: str) -> tuple[ToolSpec, DomainDB]:
         """The seat's tool by name. As in tau2, a user tool the task does not offer still runs
-        (only the prompt leaves it out); a seat without such a tool is told so in tau2's words."""
+        (only the prompt leaves it out), and so does a tool the domain lists in ``unlisted_tools``
+        (banking's discoverable tools called by name); a seat without such a tool is told so in
+        tau2's words."""
         if requestor not in ("assistant", "user"):
             raise ToolError(f"unknown requestor {requestor!r}; use 'assistant' or 'user'")
         toolkit, db = self._toolkit(requestor), self._db(requestor)
@@ -287,6 +295,9 @@ class Environment:
             raise ToolError("User tools not available")
         spec = toolkit.spec(name)
         if spec is None or spec.kind == "helper":
+            unlisted = self.domain.spec.unlisted_tools.get(requestor)
+            spec = unlisted.spec(name) if unlisted is not None else None
+        if spec is None:
             raise ToolError(f"Tool {name!r} not found.")
         return spec, db
 

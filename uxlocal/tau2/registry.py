@@ -114,6 +114,9 @@ class DomainSpec:
     """ACTION as upstream scores it (every domain): a call from either seat matches, and a gold
     action without ``compare_args`` is compared on the predicted call's own keys. Off: same seat,
     gold's keys (stricter than tau2; for a domain of our own that wants it)."""
+    unlisted_tools: Mapping[str, Toolkit] = field(default_factory=dict)
+    """Per seat, tools never offered in a prompt that still run when called by name, as upstream's
+    do (banking's discoverable tools)."""
     episode_info: Mapping[str, Any] = field(default_factory=dict)
     """Facts every episode of the domain records in its info (banking: the retrieval variant)."""
 

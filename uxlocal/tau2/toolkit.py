@@ -59,6 +59,9 @@ class ToolSpec:
     func: Callable[..., object]
     qualifier: str = ""
     """The class upstream's tool is a method of (``RetailTools``), as its call errors name it."""
+    raw: bool = False
+    """Always run on the values as sent, never on validated ones (banking: pydantic would turn the
+    int ``100000`` sent for a float into ``100000.0``, and upstream's ids and rows keep the int)."""
 
     @property
     def qualname(self) -> str:
@@ -89,6 +92,8 @@ class ToolSpec:
         problem = self.signature_problem(arguments)
         if problem is not None:
             raise ToolError(problem)
+        if self.raw:
+            return self._run_raw(db, arguments)
         try:
             parsed = self.args_model.model_validate(dict(arguments), strict=True)
         except ValidationError:
@@ -123,10 +128,12 @@ class ToolSpec:
 class Toolkit:
     """The functions of one side of an environment (the agent's or the user's) over one DB type."""
 
-    def __init__(self, name: str, qualifier: str = "") -> None:
+    def __init__(self, name: str, qualifier: str = "", *, raw: bool = False) -> None:
         self.name = name
         self.qualifier = qualifier
         """Upstream's class name for this toolkit's tools, used in call errors (see ``ToolSpec``)."""
+        self.raw = raw
+        """Its tools run on the values as sent (see ``ToolSpec.raw``)."""
         self._specs: dict[str, ToolSpec] = {}
 
     def tool(self, kind: ToolKind, description: str, *,
@@ -141,7 +148,8 @@ class Toolkit:
                 raise ValueError(f"{self.name}: tool {func.__name__!r} registered twice")
             model = _args_model(func)
             owner = self.qualifier if qualifier is None else qualifier
-            self._specs[func.__name__] = ToolSpec(func.__name__, kind, description, model, func, owner)
+            spec = ToolSpec(func.__name__, kind, description, model, func, owner, self.raw)
+            self._specs[func.__name__] = spec
             return func
 
         return register

@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+"""The checkout's root: benchmarks run as ``python -m benchmarks.NAME`` from here."""
 
 
 def parser(description: str) -> argparse.ArgumentParser:
@@ -17,6 +21,22 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--model", default="embedded", help="preset or HF folder (default: embedded)")
     p.add_argument("--json", dest="json_out", default=None, help="write the raw numbers to this file")
     return p
+
+
+def cli_parser(doc: str | None, add_cli_args: Callable[[argparse.ArgumentParser], None]) -> argparse.ArgumentParser:
+    """A script's whole parser: the shared options, then the script's own (``add_cli_args``)."""
+    p = parser((doc or "").strip().splitlines()[0] if doc else "")
+    add_cli_args(p)
+    return p
+
+
+def module_command(module: str, *args: str) -> list[str]:
+    """The command that runs ``module`` (``benchmarks.NAME``) in a child; start it with ``cwd=REPO``.
+
+    ``-m`` from the checkout's root imports this tree's ``benchmarks`` and ``uxlocal``, whatever
+    copy of uxlocal the interpreter has installed.
+    """
+    return [sys.executable, "-m", module, *args]
 
 
 def wait_quiet(max_wait_s: float = 30.0, busy_threshold: float = 0.5) -> float:

@@ -1,6 +1,6 @@
 """A single-tick UXBench judge run that reports its progress as JSON lines, to be killed and resumed.
 
-    python benchmarks/_crash_job.py --db run.duckdb --model embedded --limit 24 --max-batch 4
+    .venv/bin/python -m benchmarks._crash_job --db run.duckdb --model embedded --limit 24 --max-batch 4
 
 Used by ``benchmarks/crash_resume.py`` and the crash tests (``tests/integration/test_crash_resume.py``,
 ``tests/unit/test_crash_resume_http.py``), which run it as a child process and SIGKILL it. It
@@ -34,10 +34,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks._common import REPO, module_command
+
 from uxlocal.config import RunConfig
 from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
 from uxlocal.engine.pool import ModelPool
-from uxlocal.models import resolve
+from uxlocal.engine.resolve import resolve
 from uxlocal.runner import run_suite
 
 
@@ -119,8 +121,8 @@ def run_job(argv: list[str], *, kill_at: KillRule | None = None, timeout_s: floa
             env: dict[str, str] | None = None) -> JobResult:
     """Run this script as a child with ``argv``; SIGKILL it when ``kill_at`` first returns a delay."""
     with tempfile.TemporaryFile("w+") as errors:
-        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), *argv], stdout=subprocess.PIPE,
-                                stderr=errors, text=True, env=env)
+        proc = subprocess.Popen(module_command("benchmarks._crash_job", *argv),
+                                stdout=subprocess.PIPE, stderr=errors, text=True, env=env, cwd=REPO)
         result = JobResult(0)
         timer: threading.Timer | None = None
 
@@ -190,15 +192,18 @@ def stored_hashes(db: str) -> set[str]:
         con.close()
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """The job's options (its own ``--model``; it writes no ``--json``: its events are the output)."""
     p.add_argument("--db", required=True)
     p.add_argument("--model", default="embedded", help="judge preset or folder (default: embedded)")
     p.add_argument("--limit", type=int, default=24)
     p.add_argument("--max-batch", type=int, default=4)
     p.add_argument("--judge-mode", default="label", choices=["label", "reason"])
     p.add_argument("--reason-max-tokens", type=int, default=64)
-    args = p.parse_args()
+
+
+def main(args: argparse.Namespace) -> None:
+    """Load the judge, run the job, report events; exits the process without vLLM's teardown."""
     pool = ModelPool.from_models({"judge": resolve(args.model)})
     engine = pool.slot("judge").engine
     getattr(engine, "llm", None)  # load an in-process model now, so "ready" means generating
@@ -220,4 +225,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    add_cli_args(parser)
+    main(parser.parse_args())

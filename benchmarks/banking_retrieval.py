@@ -1,6 +1,6 @@
 """banking_knowledge retrieval: BM25 index/query time and the agent's context with one search.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/banking_retrieval.py [--model embedded] [--data DIR]
+    .venv/bin/python -m benchmarks.banking_retrieval [--model embedded] [--data DIR]
 
 Goals (issue 16): the index over the 698 documents builds in < 1 s and a query (rank + format)
 takes < 20 ms. Also counts, with the model's own tokenizer and chat template, the tokens of the
@@ -12,15 +12,13 @@ alone and the block says so.
 
 from __future__ import annotations
 
+import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import parser, report, wait_quiet  # noqa: E402
+from benchmarks._common import cli_parser, report, wait_quiet
 
 QUERIES = [
     "dispute a credit card charge", "How do I open a checking account?",
@@ -75,7 +73,7 @@ def _context_tokens(model: str, domain: Path) -> tuple[list[tuple[str, Any]], st
     from transformers import AutoTokenizer
 
     from uxlocal.engine.base import Sampling
-    from uxlocal.models import resolve
+    from uxlocal.engine.resolve import resolve
     from uxlocal.tau2 import Message, ToolCall
     from uxlocal.tau2.episode.agent import GREETING, AgentSeat
     from uxlocal.tau2.domains.banking_knowledge.retrieval import format_hits, load_knowledge_base, search, variant_policy
@@ -108,13 +106,16 @@ def _context_tokens(model: str, domain: Path) -> tuple[list[tuple[str, Any]], st
     return rows, tools_note
 
 
-def main() -> None:
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    p.add_argument("--data", type=Path, default=None, help="tau2 data dir (default: as uxlocal finds it)")
+
+
+def main(args: argparse.Namespace) -> None:
+    """Run the benchmark and print its block (``--json``: also the raw numbers)."""
     from uxlocal.tau2.data import resolve_data_dir
     from uxlocal.tau2.layout import domain_dir, tau2_root
 
-    p = parser(__doc__.splitlines()[0])
-    p.add_argument("--data", type=Path, default=None, help="tau2 data dir (default: as uxlocal finds it)")
-    args = p.parse_args()
     domain = domain_dir(tau2_root(resolve_data_dir(args.data)), "banking_knowledge")
     load = wait_quiet()
     rows = _timings(domain / "documents")
@@ -125,4 +126,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(cli_parser(__doc__, add_cli_args).parse_args())

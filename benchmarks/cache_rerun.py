@@ -1,6 +1,6 @@
 """The cache: the same command run twice; the second run must make zero engine calls.
 
-    .venv/bin/python benchmarks/cache_rerun.py [--suite selftest]
+    .venv/bin/python -m benchmarks.cache_rerun [--suite selftest]
 
 Runs ``uxlocal run SUITE`` twice as subprocesses on a fresh store (the second is the same command)
 and reads ``engine_calls`` from ``run_summary``. Goal: second run >= 50x faster, 0 engine calls.
@@ -8,15 +8,14 @@ and reads ``engine_calls`` from ``run_summary``. Goal: second run >= 50x faster,
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import parser, report, wait_quiet  # noqa: E402
+from benchmarks._common import cli_parser, report, wait_quiet
 
 SUITE_ARGS = {
     "selftest": ["--exchanges", "3", "-m", "candidate={m}", "-m", "user={m}", "-m", "judge={m}"],
@@ -24,10 +23,13 @@ SUITE_ARGS = {
 }
 
 
-def main() -> None:
-    p = parser(__doc__.splitlines()[0])
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--suite", default="selftest", choices=sorted(SUITE_ARGS))
-    args = p.parse_args()
+
+
+def main(args: argparse.Namespace) -> None:
+    """Run the benchmark and print its block (``--json``: also the raw numbers)."""
     exe = str(Path(sys.executable).with_name("uxlocal"))
     with tempfile.TemporaryDirectory() as tmp:
         db = str(Path(tmp) / "cache.duckdb")
@@ -51,4 +53,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(cli_parser(__doc__, add_cli_args).parse_args())

@@ -1,6 +1,6 @@
 """Decoding speed with vs without a JSON-schema constraint, same prompts, same token counts.
 
-    .venv/bin/python benchmarks/constrained_overhead.py [--requests 32]
+    .venv/bin/python -m benchmarks.constrained_overhead [--requests 32]
 
 Arm A generates under a JSON schema (xgrammar, the default). Arm B generates the same prompts
 unconstrained with ``ignore_eos`` and each request's ``max_tokens`` set to arm A's completion
@@ -10,16 +10,13 @@ reported as (A tok/s vs B tok/s). Goal: overhead <= 15%.
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks._common import cli_parser, report, wait_quiet
 
-from _common import parser, report, wait_quiet  # noqa: E402
-
-from uxlocal.engine.pool import ModelPool  # noqa: E402
-from uxlocal.models import resolve  # noqa: E402
+from uxlocal.engine.pool import ModelPool
+from uxlocal.engine.resolve import resolve
 
 SCHEMA = {"type": "object", "additionalProperties": False, "required": ["summary", "sentiment", "score"],
           "properties": {"summary": {"type": "string", "maxLength": 300},
@@ -29,11 +26,14 @@ TEXTS = ["The hotel room was spotless but the wifi kept dropping.", "Fast shippi
          "Customer service never answered my three emails.", "The museum tour was long but fascinating."]
 
 
-def main() -> None:
-    p = parser(__doc__.splitlines()[0])
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--requests", type=int, default=32)
     p.add_argument("--repeats", type=int, default=3)
-    args = p.parse_args()
+
+
+def main(args: argparse.Namespace) -> None:
+    """Run the benchmark and print its block (``--json``: also the raw numbers)."""
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
     from vllm.sampling_params import StructuredOutputsParams
@@ -69,4 +69,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(cli_parser(__doc__, add_cli_args).parse_args())

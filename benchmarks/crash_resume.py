@@ -1,6 +1,6 @@
 """Crash and resume: SIGKILL a single-tick run at 60% of its run time, rerun it, count what was redone.
 
-    .venv/bin/python benchmarks/crash_resume.py [--limit 40] [--max-batch 4] [--judge-mode reason]
+    .venv/bin/python -m benchmarks.crash_resume [--limit 40] [--max-batch 4] [--judge-mode reason]
 
 Three child processes run the same single-tick UXBench T1 job (``_crash_job.py``: one scheduler
 tick; vLLM runs it as one engine call with ``max_batch`` requests in the engine at a time, the
@@ -25,16 +25,14 @@ performance page.
 
 from __future__ import annotations
 
+import argparse
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import parser, report, wait_quiet  # noqa: E402
-from _crash_job import JobResult, run_job, snapshot, stored_hashes  # noqa: E402
+from benchmarks._common import cli_parser, report, wait_quiet
+from benchmarks._crash_job import JobResult, run_job, snapshot, stored_hashes
 
 COMMIT_SLACK_S = 1.0
 """A result counts as 'should be on disk' when it finished flush_every_s plus this before the kill
@@ -80,15 +78,18 @@ def compare(resumed: dict[str, Any], reference: dict[str, Any]) -> tuple[int, in
     return lost, sum(resumed["duplicates"].values())
 
 
-def main() -> None:
-    p = parser(__doc__.splitlines()[0])
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--limit", type=int, default=40)
     p.add_argument("--max-batch", type=int, default=4)
     p.add_argument("--judge-mode", default="reason", choices=["label", "reason"])
     p.add_argument("--reason-max-tokens", type=int, default=128)
     p.add_argument("--kill-at", type=float, default=0.6, help="share of the first run's run time (default 0.6)")
     p.add_argument("--flush-every-s", type=float, default=None, help="scheduler commit interval (default 2 s)")
-    args = p.parse_args()
+
+
+def main(args: argparse.Namespace) -> None:
+    """Run the benchmark and print its block (``--json``: also the raw numbers)."""
     env = dict(os.environ)
     if args.flush_every_s is not None:
         env["UXLOCAL_FLUSH_EVERY_S"] = str(args.flush_every_s)
@@ -126,4 +127,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(cli_parser(__doc__, add_cli_args).parse_args())

@@ -1,6 +1,6 @@
 """The CPU engine against the machine's roof: decode and prefill tokens/s per settings arm, in one run.
 
-    .venv/bin/python benchmarks/engine_roofline.py [--repeat 3] [--arms before,uxlocal,...] [--decode-tokens 16]
+    .venv/bin/python -m benchmarks.engine_roofline [--repeat 3] [--arms before,uxlocal,...] [--decode-tokens 16]
 
 Measures the embedded model through uxlocal's own vLLM engine settings (``VllmEngine``):
 decode tokens/s at batch 1, 8, 32 and 64 (``--context`` random prompt tokens each, then
@@ -44,6 +44,7 @@ last the best arm's decode@32 ratio (goal >= 1.5x). The summary is also stored f
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -53,11 +54,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks._common import REPO, cli_parser, module_command, wait_process_idle, wait_quiet
 
-from _common import parser, wait_process_idle, wait_quiet  # noqa: E402
-
-from uxlocal import cpu_tuning  # noqa: E402
+from uxlocal import cpu_tuning
 
 DEFAULT_ARMS = "before,uxlocal,tcmalloc,iomp,bind,compile"
 GOAL_BATCH = 32
@@ -122,7 +121,7 @@ def serve_worker(spec: dict[str, Any]) -> None:
     """
     from uxlocal.engine.stack_room import call_with_stack_room
     from uxlocal.engine.vllm import VllmEngine
-    from uxlocal.models import resolve
+    from uxlocal.engine.resolve import resolve
 
     model = resolve(spec["model"])
     model = model.model_copy(update={"engine_args": {**model.engine_args, **spec["engine_args"]}})
@@ -173,7 +172,7 @@ def _time(fn: Any) -> float:
 
 def model_shape(model_name: str) -> dict[str, float]:
     """Parameter count, per-token KV bytes and FLOP terms of the model, from its config.json (bf16)."""
-    from uxlocal.models import resolve
+    from uxlocal.engine.resolve import resolve
 
     cfg = json.loads((Path(resolve(model_name).path) / "config.json").read_text())
     hidden, layers, inter = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["intermediate_size"]
@@ -214,9 +213,9 @@ class Arm:
         """Longest wait after a measurement for the worker's threads to stop spinning."""
         self.log = open(log_dir / f"{name}.log", "w")
         worker = {**spec, "engine_args": engine_args, "stack_room": cpu_tuning.uses_stack_room(name)}
-        self.proc = subprocess.Popen([sys.executable, __file__, "--worker", json.dumps(worker)],
+        self.proc = subprocess.Popen(module_command("benchmarks.engine_roofline", "--worker", json.dumps(worker)),
                                      env=child_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                     text=True)
+                                     text=True, cwd=REPO)
         self.ready = self._read()
 
     def _read(self) -> dict[str, Any]:
@@ -352,12 +351,8 @@ def measure(arms: list[str], spec: dict[str, Any], repeat: int, roof_args: tuple
     return raw, roofs
 
 
-def main() -> None:
-    """Run the benchmark, or serve as one arm's worker when started with ``--worker SPEC``."""
-    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
-        serve_worker(json.loads(sys.argv[2]))
-        return
-    p = parser(__doc__.splitlines()[0])
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--arms", default=DEFAULT_ARMS, help=f"comma-separated arms, '+' combines (default: {DEFAULT_ARMS})")
     p.add_argument("--repeat", type=int, default=3, help="rounds over all arms; figures are medians (default 3)")
     p.add_argument("--batches", default="1,8,32,64", help="decode batch sizes (default 1,8,32,64)")
@@ -368,7 +363,10 @@ def main() -> None:
     p.add_argument("--copy-mib", type=int, default=512, help="copy size for the bandwidth roof (default 512 MiB)")
     p.add_argument("--gemm-n", type=int, default=4096, help="square bf16 GEMM size for the peak (default 4096)")
     p.add_argument("--no-store", action="store_true", help="do not store the summary for `uxlocal doctor`")
-    args = p.parse_args()
+
+
+def main(args: argparse.Namespace) -> None:
+    """Run every arm in rounds, print the roofline block, store the summary for ``uxlocal doctor``."""
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     for arm in arms:
         cpu_tuning.arm_settings(arm)  # unknown names fail before any time is spent
@@ -395,4 +393,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":  # one arm's worker process (Arm starts it)
+        serve_worker(json.loads(sys.argv[2]))
+    else:
+        main(cli_parser(__doc__, add_cli_args).parse_args())

@@ -1,6 +1,6 @@
 """The same workload through the in-process vLLM engine and through a local vLLM server (openai-http).
 
-    .venv/bin/python benchmarks/http_vs_inprocess.py [--episodes 32] [--probes 24]
+    .venv/bin/python -m benchmarks.http_vs_inprocess [--episodes 32] [--probes 24]
 
 Arm A builds the in-process engine; arm B starts ``python -m vllm.entrypoints.openai.api_server``
 for the same model with the same settings (``engine/local_server.py``) on 127.0.0.1 and talks to it
@@ -17,21 +17,19 @@ Goal: throughput ratio http/in-process close to 1 (the server batches what we se
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks._common import cli_parser, report, timed, wait_quiet
 
-from _common import parser, report, timed, wait_quiet  # noqa: E402
-
-from uxlocal.engine.base import GenRequest, Sampling  # noqa: E402
-from uxlocal.engine.local_server import LocalServer  # noqa: E402
-from uxlocal.engine.pool import ModelPool  # noqa: E402
-from uxlocal.grammar import Choice  # noqa: E402
-from uxlocal.models import resolve  # noqa: E402
-from uxlocal.rollout import EpisodeContext, EpisodeSpec, RunStats, Scheduler  # noqa: E402
+from uxlocal.engine.base import GenRequest, Sampling
+from uxlocal.engine.local_server import LocalServer
+from uxlocal.engine.pool import ModelPool
+from uxlocal.grammar import Choice
+from uxlocal.engine.resolve import resolve
+from uxlocal.episode import EpisodeContext, EpisodeSpec
+from uxlocal.rollout import RunStats, Scheduler
 
 TOPICS = ["a broken bike chain", "planning a picnic", "learning Spanish", "a noisy neighbour", "saving money",
           "a job interview", "baking bread", "a slow laptop"]
@@ -83,12 +81,15 @@ def arm(pool: ModelPool, args: Any, tag: str) -> dict[str, Any]:
             "engine_calls": stats.engine_calls, "probe_ms": 1000 * sum(latencies) / len(latencies)}
 
 
-def main() -> None:
-    p = parser(__doc__.splitlines()[0])
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--episodes", type=int, default=32)
     p.add_argument("--max-tokens", type=int, default=48)
     p.add_argument("--probes", type=int, default=24)
-    args = p.parse_args()
+
+
+def main(args: argparse.Namespace) -> None:
+    """Run the benchmark and print its block (``--json``: also the raw numbers)."""
     model = resolve(args.model)
     local = ModelPool.from_models({"candidate": model, "judge": model})
     Scheduler(local).run(episodes(2, 8, "warm-a"))  # load + first logprobs/grammar compile
@@ -123,4 +124,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(cli_parser(__doc__, add_cli_args).parse_args())

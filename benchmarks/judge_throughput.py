@@ -1,6 +1,6 @@
 """``uxlocal judge`` throughput: conversation-first (prefix-shared) vs criterion-first prompts.
 
-    .venv/bin/python benchmarks/judge_throughput.py [--conversations 6] [--criteria 8] [--tokens 1200]
+    .venv/bin/python -m benchmarks.judge_throughput [--conversations 6] [--criteria 8] [--tokens 1200]
 
 N synthetic conversations of about ``--tokens`` prompt tokens each are judged on K likert
 criteria through the judge suite's own episodes and the scheduler (the path ``uxlocal judge``
@@ -18,22 +18,20 @@ script on a GPU box (``--model`` a preset there) prints the GPU figures.
 
 from __future__ import annotations
 
+import argparse
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks._common import cli_parser, report, wait_quiet
 
-from _common import parser, report, wait_quiet  # noqa: E402
-
-from uxlocal.config import RunConfig  # noqa: E402
-from uxlocal.engine.pool import ModelPool  # noqa: E402
-from uxlocal.models import resolve  # noqa: E402
-from uxlocal.rollout import Scheduler  # noqa: E402
-from uxlocal.suites.judge.suite import JudgeConfig, JudgeSuite  # noqa: E402
+from uxlocal.config import RunConfig
+from uxlocal.engine.pool import ModelPool
+from uxlocal.engine.resolve import resolve
+from uxlocal.rollout import Scheduler
+from uxlocal.suites.judge.suite import JudgeConfig, JudgeSuite
 
 WORDS = ("order", "delivery", "refund", "account", "password", "invoice", "weekend", "kitchen", "garden",
          "printer", "battery", "schedule", "meeting", "project", "budget", "travel", "ticket", "hotel", "river",
@@ -113,12 +111,15 @@ def run_arm(pool: ModelPool, folder: Path, layout: str, counter: CacheCounter) -
             "failed": stats.episodes_failed}
 
 
-def main() -> None:
-    p = parser(__doc__.splitlines()[0])
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--conversations", type=int, default=6, help="N conversations (default 6)")
     p.add_argument("--criteria", type=int, default=8, help="K criteria per conversation (default 8)")
     p.add_argument("--tokens", type=int, default=1200, help="about this many tokens per conversation (default 1200)")
-    args = p.parse_args()
+
+
+def main(args: argparse.Namespace) -> None:
+    """Run the benchmark and print its block (``--json``: also the raw numbers)."""
     model = resolve(args.model)
     pool = ModelPool.from_models({"judge": model})
     engine = pool.slot("judge").engine
@@ -150,4 +151,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(cli_parser(__doc__, add_cli_args).parse_args())

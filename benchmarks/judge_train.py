@@ -1,7 +1,6 @@
 """Learned vs prompted judge: train a LoRA judge on the bundled feedback sample, compare held-out agreement.
 
-    python -m benchmarks.judge_train                       # embedded model, bundled sample, defaults
-    python benchmarks/judge_train.py --steps 60 --json judge_train.json
+    .venv/bin/python -m benchmarks.judge_train [--model embedded] [--steps 60] [--top-layers 0] [--json out.json]
 
 Both arms run in one process on the same held-out rows (whole topics the adapter never saw):
 the base model prompted with ``ux-liked`` and the same model with the adapter, through
@@ -19,18 +18,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from benchmarks._common import cli_parser
+
 AUROC_GAIN = 0.15
 MIN_ACCURACY = 0.75
 MAX_TRAIN_S = 600.0
 
 
 def add_cli_args(parser: argparse.ArgumentParser) -> None:
-    """This benchmark's options."""
+    """This benchmark's options (``--model`` and ``--json`` come from ``_common.parser``)."""
     from uxlocal import paths
     from uxlocal.suites.judge.train import JUDGE_SETTINGS
 
     sample = paths.data_dir() / "judge" / "train" / "feedback.jsonl"
-    parser.add_argument("--model", default="embedded", help="base preset or HF folder (default: embedded)")
     parser.add_argument("--input", default=str(sample), help="rated conversations (default: the bundled sample)")
     parser.add_argument("--rubric", default="ux-liked")
     parser.add_argument("--human-col", default="thumb")
@@ -43,7 +43,6 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rank", type=int, default=JUDGE_SETTINGS.rank)
     parser.add_argument("--top-layers", type=int, default=0, help="adapt only the top N layers (0 = all)")
     parser.add_argument("--out", default=None, help="adapter folder (default: a temporary folder)")
-    parser.add_argument("--json", dest="json_out", default=None, help="write the raw numbers to this file")
 
 
 def _checks(result: Any) -> list[tuple[str, bool]]:
@@ -57,7 +56,7 @@ def _checks(result: Any) -> list[tuple[str, bool]]:
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
     """Train, measure both arms, print the block; returns the raw numbers."""
-    from uxlocal.models import resolve
+    from uxlocal.engine.resolve import resolve
     from uxlocal.suites.judge import train as jt
     from uxlocal.suites.judge.inputs import Columns
     from uxlocal.suites.judge.rubrics import load_rubric
@@ -93,6 +92,4 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_cli_args(cli)
-    main(cli.parse_args())
+    main(cli_parser(__doc__, add_cli_args).parse_args())

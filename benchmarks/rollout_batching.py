@@ -1,6 +1,6 @@
 """Batched scheduler vs one-episode-at-a-time on the same engine instance.
 
-    .venv/bin/python benchmarks/rollout_batching.py [--episodes 32] [--exchanges 3]
+    .venv/bin/python -m benchmarks.rollout_batching [--episodes 32] [--exchanges 3]
 
 32 synthetic dialogues of 3 exchanges (simulated user <-> candidate, both the embedded model).
 Arm A runs all episodes through the scheduler (one batched engine call per tick); arm B runs the
@@ -11,18 +11,16 @@ Goal: ratio >= 6x on a 2-core CPU, engine-busy fraction >= 0.9.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import argparse
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks._common import cli_parser, report, timed, wait_quiet
 
-from _common import parser, report, timed, wait_quiet  # noqa: E402
-
-from uxlocal.engine.base import GenRequest, Sampling  # noqa: E402
-from uxlocal.engine.pool import ModelPool  # noqa: E402
-from uxlocal.models import resolve  # noqa: E402
-from uxlocal.rollout import EpisodeContext, EpisodeSpec, Scheduler  # noqa: E402
+from uxlocal.engine.base import GenRequest, Sampling
+from uxlocal.engine.pool import ModelPool
+from uxlocal.engine.resolve import resolve
+from uxlocal.episode import EpisodeContext, EpisodeSpec
+from uxlocal.rollout import Scheduler
 
 TOPICS = ["a broken bike chain", "planning a picnic", "learning Spanish", "a noisy neighbour", "saving money",
           "a job interview", "baking bread", "a slow laptop"]
@@ -46,12 +44,15 @@ def episodes(n: int, exchanges: int, tokens: int, tag: str) -> list[EpisodeSpec]
             for k in range(n)]
 
 
-def main() -> None:
-    p = parser(__doc__.splitlines()[0])
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--episodes", type=int, default=32)
     p.add_argument("--exchanges", type=int, default=3)
     p.add_argument("--max-tokens", type=int, default=48)
-    args = p.parse_args()
+
+
+def main(args: argparse.Namespace) -> None:
+    """Run the benchmark and print its block (``--json``: also the raw numbers)."""
     model = resolve(args.model)
     pool = ModelPool.from_models({"candidate": model, "user": model})
     engine = pool.slot("candidate").engine
@@ -77,4 +78,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(cli_parser(__doc__, add_cli_args).parse_args())

@@ -1,18 +1,21 @@
 """Run benchmarks N times each, in interleaved rounds, and print every figure as median (min-max).
 
-    .venv/bin/python benchmarks/run_all.py [--repeat 3] [--only rollout_batching,uxbench_judge]
+    .venv/bin/python -m benchmarks.run_all [--repeat 3] [--only rollout_batching,uxbench_judge]
         [--args "lora_cpu=--requests 16"] [--json all.json]
 
 One run of a CPU benchmark on a shared machine says little: the README once showed each
 script's best run. Round r runs every selected script once (as a subprocess with ``--json``), so
-a noisy minute hits all of them alike; then every numeric result a script reports is printed as
+a noisy minute hits all of them alike (each in its own process: engines and thread pools from
+one script must not slow the next);  then every numeric result a script reports is printed as
 the median of its runs with the range, and non-numeric ones with each run's value.
 ``engine_roofline.py`` has its own ``--repeat`` (its arms interleave inside one run) and is not
-run from here.
+run from here. The scripts are imported first, and every ``--args`` is parsed by the script's own
+parser before round 1, so a mistyped flag fails in a second, not after an hour of rounds.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shlex
@@ -22,12 +25,18 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ORDER = ("rollout_batching", "uxbench_judge", "cache_rerun", "constrained_overhead", "lora_cpu",
-         "judge_throughput", "streaming_overhead", "store_ingest", "crash_resume", "http_vs_inprocess")
-"""Every benchmark script this runs, in round order (the README's table first)."""
+from benchmarks import (cache_rerun, constrained_overhead, crash_resume, http_vs_inprocess, judge_throughput,
+                        lora_cpu, rollout_batching, store_ingest, streaming_overhead, uxbench_judge)
+from benchmarks._common import REPO, cli_parser, module_command
+
+SCRIPTS: dict[str, ModuleType] = {module.__name__.rsplit(".", 1)[1]: module for module in (
+    rollout_batching, uxbench_judge, cache_rerun, constrained_overhead, lora_cpu, judge_throughput,
+    streaming_overhead, store_ingest, crash_resume, http_vs_inprocess)}
+"""Every benchmark script this runs, by name, in round order (the README's table first)."""
+ORDER = tuple(SCRIPTS)
 
 
 def run_once(name: str, extra: list[str], timeout_s: float) -> dict[str, Any]:
@@ -36,8 +45,8 @@ def run_once(name: str, extra: list[str], timeout_s: float) -> dict[str, Any]:
         out = Path(tmp) / "result.json"
         load = os.getloadavg()[0]
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, str(HERE / f"{name}.py"), *extra, "--json", str(out)],
-                              capture_output=True, text=True, timeout=timeout_s)
+        done = subprocess.run(module_command(SCRIPTS[name].__name__, *extra, "--json", str(out)),
+                              capture_output=True, text=True, timeout=timeout_s, cwd=REPO)
         wall = time.perf_counter() - started
         if done.returncode != 0 or not out.exists():
             raise RuntimeError(f"{name} failed (exit {done.returncode}):\n{(done.stderr or done.stdout)[-1500:]}")
@@ -78,22 +87,33 @@ def parse_extra(pairs: list[str]) -> dict[str, list[str]]:
     return extra
 
 
-def main() -> None:
-    import argparse
+def check_args(names: list[str], extra: dict[str, list[str]]) -> None:
+    """Parse each script's extra arguments with its own parser now; a bad flag exits before round 1."""
+    for name in names:
+        script = SCRIPTS[name]
+        parser = cli_parser(script.__doc__, script.add_cli_args)
+        parser.prog = f"benchmarks.{name}"
+        parser.parse_args(extra.get(name, []))
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """The runner's options (it has no ``--model``: each script takes its own through ``--args``)."""
     p.add_argument("--repeat", type=int, default=3, help="runs per benchmark, in rounds (default 3)")
     p.add_argument("--only", default=",".join(ORDER[:3]),
                    help=f"comma-separated benchmarks (default: {','.join(ORDER[:3])}; known: {','.join(ORDER)})")
     p.add_argument("--args", action="append", default=[], help="extra arguments for one script: name='--flag value'")
     p.add_argument("--timeout-s", type=float, default=3600.0, help="kill one run after this long (default 3600)")
     p.add_argument("--json", dest="json_out", default=None, help="write every run's raw results to this file")
-    args = p.parse_args()
+
+
+def main(args: argparse.Namespace) -> None:
+    """Run the selected scripts in rounds; print median (min-max) of every figure."""
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in ORDER]
     if unknown:
         raise SystemExit(f"--only: unknown benchmark(s) {unknown} (known: {', '.join(ORDER)})")
     extra = parse_extra(args.args)
+    check_args(names, extra)
     runs: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
     for rnd in range(args.repeat):
         for name in names:
@@ -104,7 +124,7 @@ def main() -> None:
     print(f" benchmarks: median (min-max) of {args.repeat} runs each, interleaved in rounds")
     for name in names:
         print("-" * 78)
-        print(f" {name}.py {' '.join(extra.get(name, []))}")
+        print(f" -m benchmarks.{name} {' '.join(extra.get(name, []))}")
         for label, shown in summarize(runs[name]):
             print(f"   {label:<46} {shown:>28}")
     print("=" * 78)
@@ -113,4 +133,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    add_cli_args(parser)
+    main(parser.parse_args())

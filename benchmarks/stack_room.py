@@ -1,6 +1,6 @@
 """uxlocal's generate with and without stack room, called from many Python call depths, in one run.
 
-    UXLOCAL_CPU_COMPILE=1 .venv/bin/python benchmarks/stack_room.py [--depths 0:200:10] [--requests 32]
+    UXLOCAL_CPU_COMPILE=1 .venv/bin/python -m benchmarks.stack_room [--depths 0:200:10] [--requests 32]
 
 ``VllmEngine.generate`` runs the engine inside ``call_with_stack_room`` (uxlocal/engine/stack_room.py)
 because the compiled CPU forward's speed depended on the caller's depth on CPython's frame stack:
@@ -18,21 +18,18 @@ eager decode showed no depth effect) from the CLI's environment (the tcmalloc/io
 
 from __future__ import annotations
 
+import argparse
 import os
 import resource
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks._common import cli_parser, report, wait_quiet
 
-from _common import parser, report, wait_quiet  # noqa: E402
-
-from uxlocal.engine.base import GenRequest, PreparedRequest, Sampling  # noqa: E402
-from uxlocal.models import resolve  # noqa: E402
+from uxlocal.engine.base import GenRequest, PreparedRequest, Sampling
+from uxlocal.engine.resolve import resolve
 
 
 def _batch(renderer: Any, tag: str, n: int, max_tokens: int) -> list[PreparedRequest]:
@@ -55,14 +52,16 @@ def _plain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return fn(*args, **kwargs)
 
 
-def main() -> None:
-    """Sweep the depths, both arms per depth, then print the medians and the ratio."""
-    p = parser(__doc__.splitlines()[0])
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--depths", default="0:200:10",
                    help="start:stop:step of extra caller frames (default 0:200:10)")
     p.add_argument("--requests", type=int, default=32, help="chats per generate call (default 32)")
     p.add_argument("--max-tokens", type=int, default=24, help="tokens per chat (default 24)")
-    args = p.parse_args()
+
+
+def main(args: argparse.Namespace) -> None:
+    """Sweep the depths, both arms per depth, then print the medians and the ratio."""
     import uxlocal.engine.vllm as vllm_engine
     from uxlocal.engine.render import make_renderer
 
@@ -107,4 +106,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(cli_parser(__doc__, add_cli_args).parse_args())

@@ -1,6 +1,6 @@
 """Store ingest rate (turns/s into a file-backed DuckDB) and a GROUP BY over 1M turns.
 
-    .venv/bin/python benchmarks/store_ingest.py [--turns 1000000]
+    .venv/bin/python -m benchmarks.store_ingest [--turns 1000000]
 
 Turns go through ``StoreWriter`` (the path runs use), in flushes of 100k rows.
 Goals: >= 300k turns/s, the GROUP BY under 0.2 s.
@@ -8,26 +8,27 @@ Goals: >= 300k turns/s, the GROUP BY under 0.2 s.
 
 from __future__ import annotations
 
-import sys
+import argparse
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks._common import cli_parser, report, wait_quiet
 
-from _common import parser, report, wait_quiet  # noqa: E402
-
-from uxlocal.store.db import connect  # noqa: E402
-from uxlocal.store.writer import StoreWriter  # noqa: E402
+from uxlocal.store.db import connect
+from uxlocal.store.writer import StoreWriter
 
 WORDS = "the quick brown fox jumps over a lazy dog while tea cools beside an open window".split()
 
 
-def main() -> None:
-    p = parser(__doc__.splitlines()[0])
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--turns", type=int, default=1_000_000)
     p.add_argument("--flush-rows", type=int, default=100_000)
-    args = p.parse_args()
+
+
+def main(args: argparse.Namespace) -> None:
+    """Run the benchmark and print its block (``--json``: also the raw numbers)."""
     rows = []
     for i in range(args.turns):
         text = " ".join(WORDS[(i + k) % len(WORDS)] for k in range(36))
@@ -58,4 +59,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(cli_parser(__doc__, add_cli_args).parse_args())

@@ -1,6 +1,6 @@
 """Streaming results vs one ``LLM.generate`` call: the same batch on the same engine, alternating.
 
-    .venv/bin/python benchmarks/streaming_overhead.py [--requests 32] [--max-tokens 32] [--rounds 4]
+    .venv/bin/python -m benchmarks.streaming_overhead [--requests 32] [--max-tokens 32] [--rounds 4]
 
 Arm A is ``VllmEngine.generate(batch, sink=...)``: our step loop over one ``LLM.enqueue``, every
 result handed to a sink that commits a DuckDB store when ``flush_every_s`` has passed (as the
@@ -26,23 +26,21 @@ mode 3.53 s -> 3.57 s (+1.3 %), free generation 17.4 -> 16.9 s: all within 5 % o
 
 from __future__ import annotations
 
-import sys
+import argparse
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks._common import cli_parser, report, wait_quiet
 
-from _common import parser, report, wait_quiet  # noqa: E402
-
-from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, Sampling, request_hash  # noqa: E402
-from uxlocal.engine.pool import ModelPool  # noqa: E402
-from uxlocal.grammar import Choice  # noqa: E402
-from uxlocal.models import resolve  # noqa: E402
-from uxlocal.rollout import Scheduler  # noqa: E402
-from uxlocal.store.db import connect  # noqa: E402
-from uxlocal.store.writer import StoreWriter  # noqa: E402
+from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, Sampling, request_hash
+from uxlocal.engine.pool import ModelPool
+from uxlocal.grammar import Choice
+from uxlocal.engine.resolve import resolve
+from uxlocal.rollout import Scheduler
+from uxlocal.store.db import connect
+from uxlocal.store.writer import StoreWriter
 
 
 def batch(pool: ModelPool, n: int, max_tokens: int) -> list[PreparedRequest]:
@@ -99,13 +97,16 @@ def plain(engine: Any, prepared: list[PreparedRequest]) -> float:
     return time.perf_counter() - started
 
 
-def main() -> None:
-    p = parser(__doc__.splitlines()[0])
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--requests", type=int, default=32)
     p.add_argument("--max-tokens", type=int, default=32)
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--window", type=int, default=8, help="max_batch for arms C and D (0 skips them)")
-    args = p.parse_args()
+
+
+def main(args: argparse.Namespace) -> None:
+    """Run the benchmark and print its block (``--json``: also the raw numbers)."""
     pool = ModelPool.from_models({"judge": resolve(args.model)})
     engine: Any = pool.slot("judge").engine
     prepared = batch(pool, args.requests, args.max_tokens)
@@ -144,4 +145,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(cli_parser(__doc__, add_cli_args).parse_args())

@@ -1,6 +1,6 @@
 """UXBench T1: label mode (one constrained label read + probabilities) vs free generation + parsing.
 
-    .venv/bin/python benchmarks/uxbench_judge.py [--items 40] [--free-max-tokens 4096]
+    .venv/bin/python -m benchmarks.uxbench_judge [--items 40] [--free-max-tokens 4096]
 
 Both arms judge the same T1 items (bundled samples unless ``--data``) with the same prompt on
 the same engine instance, batched through the scheduler. Arm A is uxlocal's ``label`` mode:
@@ -14,22 +14,20 @@ and the A/B label agreement on items both parsed.
 
 from __future__ import annotations
 
+import argparse
 import re
-import sys
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks._common import cli_parser, report, timed, wait_quiet
 
-from _common import parser, report, timed, wait_quiet  # noqa: E402
-
-from uxlocal.engine.base import GenRequest, Sampling  # noqa: E402
-from uxlocal.engine.pool import ModelPool  # noqa: E402
-from uxlocal.grammar import Choice  # noqa: E402
-from uxlocal.models import resolve  # noqa: E402
-from uxlocal.rollout import EpisodeContext, EpisodeSpec, Scheduler  # noqa: E402
-from uxlocal.suites.uxbench.data import SAMPLE_DIR, JudgeItem, load_judge  # noqa: E402
-from uxlocal.suites.uxbench.prompts import judge_messages, labels_for  # noqa: E402
+from uxlocal.engine.base import GenRequest, Sampling
+from uxlocal.engine.pool import ModelPool
+from uxlocal.grammar import Choice
+from uxlocal.engine.resolve import resolve
+from uxlocal.episode import EpisodeContext, EpisodeSpec
+from uxlocal.rollout import Scheduler
+from uxlocal.suites.uxbench.data import SAMPLE_DIR, JudgeItem, load_judge
+from uxlocal.suites.uxbench.prompts import judge_messages, labels_for
 
 
 def lenient_parse(text: str, lang: str) -> int | None:
@@ -65,13 +63,16 @@ def run_arm(pool: ModelPool, items: list[JudgeItem], constrained: bool, free_max
     return {"verdicts": verdicts, "stats": stats}
 
 
-def main() -> None:
-    p = parser(__doc__.splitlines()[0])
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--data", default=str(SAMPLE_DIR), help="folder with the T1 files (default: samples)")
     p.add_argument("--items", type=int, default=40)
     p.add_argument("--free-max-tokens", type=int, default=4096)
     p.add_argument("--free-temperature", type=float, default=0.2)
-    args = p.parse_args()
+
+
+def main(args: argparse.Namespace) -> None:
+    """Run the benchmark and print its block (``--json``: also the raw numbers)."""
     loaded = load_judge(args.data).items
     bad = [i for i in loaded if i.ground_truth == -1]
     good = [i for i in loaded if i.ground_truth == 1]
@@ -105,4 +106,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(cli_parser(__doc__, add_cli_args).parse_args())

@@ -44,7 +44,7 @@ def _vllm_available() -> str | None:
 def embedded_model() -> Any:
     """The embedded SmolLM2 model, converted once into the shared cache."""
     os.environ.setdefault("UXLOCAL_MODEL_CACHE", _REAL_MODEL_CACHE)
-    from uxlocal.models import resolve
+    from uxlocal.engine.resolve import resolve
 
     try:
         return resolve("embedded")
@@ -84,29 +84,3 @@ def palate_simulator(embedded_model: Any, tmp_path_factory: pytest.TempPathFacto
         return done[user_id]
 
     return train
-
-
-def _benchmark_module(file_name: str) -> Any:
-    """A script of ``benchmarks/`` imported as a module (the folder is not a package)."""
-    import importlib.util
-    import sys
-
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / file_name
-    spec = importlib.util.spec_from_file_location(f"uxlocal_bench_{path.stem.lstrip('_')}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being built
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="session")
-def crash_job() -> Any:
-    """``benchmarks/_crash_job.py`` as a module: run a killable single-tick job, read its store (issue 20)."""
-    return _benchmark_module("_crash_job.py")
-
-
-@pytest.fixture(scope="session")
-def bench_common() -> Any:
-    """``benchmarks/_common.py`` as a module: the helpers every benchmark script shares."""
-    return _benchmark_module("_common.py")

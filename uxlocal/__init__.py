@@ -11,7 +11,8 @@ from uxlocal.config import RunConfig, SuiteConfig  # noqa: E402
 from uxlocal.engine.base import Engine, GenRequest, GenResult, Sampling  # noqa: E402
 from uxlocal.engine.fake import FakeEngine  # noqa: E402
 from uxlocal.grammar import Choice, JsonSchema, Regex  # noqa: E402
-from uxlocal.rollout import EpisodeContext, EpisodeSpec, Outcome, Scheduler  # noqa: E402
+from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome  # noqa: E402
+from uxlocal.rollout import Scheduler  # noqa: E402
 from uxlocal.runner import run_suite  # noqa: E402
 
 __version__ = "0.1.0"

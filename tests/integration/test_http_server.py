@@ -16,7 +16,8 @@ from pydantic import BaseModel, Field
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
 from uxlocal.engine.pool import ModelPool
 from uxlocal.grammar import Choice, JsonSchema
-from uxlocal.rollout import EpisodeContext, EpisodeSpec, Scheduler
+from uxlocal.episode import EpisodeContext, EpisodeSpec
+from uxlocal.rollout import Scheduler
 
 pytestmark = pytest.mark.integration
 
@@ -48,7 +49,7 @@ def server(embedded_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Any
 
 @pytest.fixture(scope="module")
 def http_pool(server: Any) -> Any:
-    from uxlocal.models import resolve
+    from uxlocal.engine.resolve import resolve
 
     pool = ModelPool.from_models({role: resolve(server.spec) for role in ("candidate", "user", "judge")})
     yield pool
@@ -112,7 +113,7 @@ def test_killed_server_fails_the_run_clearly_and_the_run_resumes_after_restart(
         server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from uxlocal.config import RunConfig
     from uxlocal.engine.http import EndpointError, HttpEngine
-    from uxlocal.models import resolve
+    from uxlocal.engine.resolve import resolve
     from uxlocal.runner import run_suite
 
     monkeypatch.setenv("UXLOCAL_FLUSH_EVERY_S", "0")

@@ -14,7 +14,7 @@ import pytest
 from uxlocal import paths
 from uxlocal.config import RunConfig
 from uxlocal.engine.pool import ModelPool
-from uxlocal.report.tables import render_tables
+from uxlocal.reportkit.tables import render_tables
 from uxlocal.runner import run_suite
 from uxlocal.store.db import connect
 from uxlocal.suites.judge.report import LABEL_STATS, SCORE_STATS, agreement_statistics

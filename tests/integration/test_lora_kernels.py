@@ -72,7 +72,7 @@ def merged_engine(embedded_model: Any, trained: dict[str, tuple[UserData, Path]]
 
     from uxlocal.engine.render import make_renderer
     from uxlocal.engine.vllm import VllmEngine
-    from uxlocal.models import resolve
+    from uxlocal.engine.resolve import resolve
 
     folder = tmp_path_factory.mktemp("merged-u1")
     base, _renderer, _device = load_base(embedded_model)

@@ -43,7 +43,7 @@ def test_lora_adapter_lowers_the_users_heldout_next_message_loss(trained: tuple[
 
 def _prompts(user: UserData, lora: str | None, n: int = 4) -> list[PreparedRequest]:
     from uxlocal.engine.render import make_renderer
-    from uxlocal.models import resolve
+    from uxlocal.engine.resolve import resolve
 
     return simulator_prompts(user, lora, make_renderer(resolve("embedded").path), n=n, max_tokens=8)
 

@@ -107,7 +107,8 @@ def test_tool_branch_of_the_turn_grammar_yields_executable_calls(
 ) -> None:
     """Only the tool alternatives of each domain's strict union: every output must be a real call."""
     from uxlocal.engine.base import GenRequest, Sampling
-    from uxlocal.rollout import EpisodeContext, EpisodeSpec, Scheduler
+    from uxlocal.episode import EpisodeContext, EpisodeSpec
+    from uxlocal.rollout import Scheduler
     from uxlocal.tau2 import load_domain
     from uxlocal.tau2.episode import parse_turn
     from uxlocal.tau2.episode.actions import calls_only_constraint

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from benchmarks import _crash_job as crash_job
+
 from _openai_fake import FakeOpenAI
 
 LIMIT, MAX_BATCH = 32, 4
@@ -37,7 +39,7 @@ def _args(db: Path) -> list[str]:
 
 
 def test_http_rerun_after_sigkill_mid_tick_generates_only_unfinished_requests(
-        server: FakeOpenAI, tmp_path: Path, crash_job: Any) -> None:
+        server: FakeOpenAI, tmp_path: Path) -> None:
     env = _env(tmp_path, server, 0.0)
     reference = crash_job.run_job(_args(tmp_path / "ref.duckdb"), env=env, timeout_s=120)
     assert reference.returncode == 0 and len(reference.of("chunk")) == CHUNKS, reference.stderr_tail
@@ -62,7 +64,7 @@ def test_http_rerun_after_sigkill_mid_tick_generates_only_unfinished_requests(
 
 
 def test_http_generations_finished_flush_every_s_before_a_kill_are_stored(
-        tmp_path: Path, crash_job: Any) -> None:
+        tmp_path: Path) -> None:
     slow = FakeOpenAI(delay_s=0.4).start()
     try:
         env = _env(tmp_path, slow, 0.5)

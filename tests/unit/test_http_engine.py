@@ -14,12 +14,11 @@ from _openai_fake import FakeOpenAI
 from click.testing import CliRunner
 
 from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, Sampling
-from uxlocal.engine.http import (EndpointError, HttpEngine, HttpOptions, MessagesRenderer, TokenTable,
-                                 settle_in_proportion)
-from uxlocal.engine.labelprobs import start_walk
+from uxlocal.engine.http import EndpointError, HttpEngine, HttpOptions, MessagesRenderer
+from uxlocal.engine.labelprobs import TokenTable, settle_in_proportion, start_walk
 from uxlocal.errors import InputError, UxlocalError
 from uxlocal.grammar import Choice, JsonSchema, Regex
-from uxlocal.models import resolve
+from uxlocal.engine.resolve import resolve
 
 FAST = HttpOptions(max_retries=2, backoff_s=0.01, backoff_max_s=0.05, connect_timeout_s=1.0, timeout_s=5.0)
 
@@ -227,6 +226,17 @@ def test_http_url_without_name_asks_the_server(server: FakeOpenAI) -> None:
     assert model.served_model == "fake-model" and model.backend == "openai-http"
     with pytest.raises(InputError, match="cannot ask"):
         resolve("http://127.0.0.1:9/v1")
+
+
+def test_model_layer_never_asks_a_server_and_says_how_to_name_the_model() -> None:
+    # issue 31: served-name discovery lives in the engine; models.py alone cannot reach a server
+    from uxlocal.models import resolve_spec
+
+    with pytest.raises(InputError, match=r"#SERVED_NAME"):
+        resolve_spec("http://127.0.0.1:9/v1")
+    asked: list[str] = []
+    model = resolve_spec("http://127.0.0.1:9/v1/", ask_served_name=lambda url: asked.append(url) or "m")
+    assert asked == ["http://127.0.0.1:9/v1"] and model.served_model == "m"
 
 
 def test_http_preset_needs_endpoints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,102 +1,12 @@
-"""What every command group shares: option builders generated from config classes, the one place a
-``RunConfig`` is built and run, store connections, and printing.
-
-Options of ``uxlocal run`` come from ``RunConfig``'s fields (their docstrings are the help texts,
-their environment variable is ``UXLOCAL_<FIELD>``), and a suite's own options from its config class,
-so a new field or a new suite needs no edit here.
-"""
+"""The one place the CLI builds a ``RunConfig`` and runs a suite; option builders are ``uxlocal.clikit``."""
 
 from __future__ import annotations
 
-import json
 import sys
-import types
-import typing
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from collections.abc import Callable, Mapping
+from typing import Any
 
-import click
-
-from uxlocal.errors import InputError
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
-
-RUN_OPTION_FIELDS = ("db", "limit", "seed", "grammar", "max_batch", "shard", "fresh", "progress")
-"""``RunConfig`` fields every ``uxlocal run`` command exposes as options."""
-_METAVARS = {"shard": "I/N"}
-_TYPES: dict[str, Any] = {"db": click.Path(dir_okay=False)}
-_MODEL_HELP = "Bind a role to a preset, an HF folder (either @backend) or a server URL[#NAME] (repeatable)."
-
-
-def parse_models(values: tuple[str, ...]) -> dict[str, str]:
-    """Read repeated ``--model ROLE=SPEC`` values into role -> spec."""
-    models: dict[str, str] = {}
-    for value in values:
-        role, sep, spec = value.partition("=")
-        if not sep or not role or not spec:
-            raise InputError(None, None, f"--model expects ROLE=PRESET_OR_PATH, got {value!r}",
-                             "e.g. --model judge=embedded")
-        models[role.strip()] = spec.strip()
-    return models
-
-
-def field_option(name: str, field: Any, *, envvar: str | None = None, metavar: str | None = None,
-                 kind: Any = None, decls: tuple[str, ...] = ()) -> Any:
-    """A click option from a pydantic field: Literal -> Choice, bool -> flag pair, docstring -> help.
-
-    ``decls`` replaces the generated flag spelling (``("-r", "--rubric")``, ``("--both-orders/--one-order",)``).
-    """
-    flag = "--" + name.replace("_", "-")
-    annotation = field.annotation
-    args = [a for a in get_args(annotation) if a is not type(None)]
-    if get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
-        annotation = args[0]
-    help_text = (field.description or "").strip()
-    default = None if field.default is None else field.default
-    common: dict[str, Any] = {"help": help_text, "envvar": envvar}
-    if annotation is bool:
-        spelled = decls or (f"{flag}/--no-{name.replace('_', '-')}",)
-        return click.option(*spelled, name, default=default, show_default=True, **common)
-    if get_origin(annotation) is Literal:
-        return click.option(*(decls or (flag,)), name, type=click.Choice([str(a) for a in get_args(annotation)]),
-                            default=default, show_default=True, **common)
-    kind = kind or {int: int, float: float, Path: click.Path(path_type=Path)}.get(annotation, str)
-    return click.option(*(decls or (flag,)), name, type=kind, default=default, show_default=default is not None,
-                        metavar=metavar, **common)
-
-
-def config_options(config_cls: Any, names: tuple[str, ...] | None = None, *, envvar_prefix: str | None = None,
-                   decls: Mapping[str, tuple[str, ...]] | None = None) -> Callable[[Any], Any]:
-    """Decorator adding one option per field of ``config_cls`` (``names`` selects and orders them).
-
-    With ``envvar_prefix`` each option also reads ``<prefix><FIELD>`` from the environment.
-    """
-    fields = config_cls.model_fields
-    chosen = names or tuple(fields)
-
-    def decorate(fn: Any) -> Any:
-        for name in reversed(chosen):
-            envvar = f"{envvar_prefix}{name.upper()}" if envvar_prefix else None
-            fn = field_option(name, fields[name], envvar=envvar, metavar=_METAVARS.get(name),
-                              kind=_TYPES.get(name), decls=(decls or {}).get(name, ()))(fn)
-        return fn
-
-    return decorate
-
-
-def run_options(fn: Any) -> Any:
-    """Options shared by every command that runs a suite: ``--model`` and ``RunConfig``'s own."""
-    from uxlocal.config import RunConfig
-
-    fn = config_options(RunConfig, RUN_OPTION_FIELDS, envvar_prefix="UXLOCAL_")(fn)
-    return click.option("-m", "--model", "model", multiple=True, metavar="ROLE=SPEC", help=_MODEL_HELP)(fn)
-
-
-def split_run_options(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Remove the shared run options from a command's keyword arguments and return them."""
-    return {key: kwargs.pop(key) for key in ("model", *RUN_OPTION_FIELDS)}
+from uxlocal.clikit import RUN_OPTION_FIELDS, parse_models, print_result
 
 
 def run_configured(suite_name: str, suite_config: Mapping[str, Any], common: Mapping[str, Any], *,
@@ -115,58 +25,3 @@ def run_configured(suite_name: str, suite_config: Mapping[str, Any], common: Map
     result = run_suite(run, models=resolve_models(specs), **({"suite": suite} if suite is not None else {}))
     (show or print_result)(result)
     return result
-
-
-def store_option(fn: Any) -> Any:
-    """``--db`` for commands that write a store."""
-    return click.option("--db", default="uxlocal.duckdb", show_default=True, envvar="UXLOCAL_DB",
-                        type=click.Path(dir_okay=False), help="DuckDB store to write.")(fn)
-
-
-def read_store_option(help_text: str = "Store to read.") -> Callable[[Any], Any]:
-    """``--db`` for commands that read an existing store."""
-    return click.option("--db", required=True, envvar="UXLOCAL_DB", type=click.Path(dir_okay=False),
-                        help=help_text)
-
-
-@contextmanager
-def open_store(db: str | Path, *, read_only: bool = False) -> Iterator[Any]:
-    """Open a store for one command and close it whatever happens."""
-    from uxlocal.store.db import connect
-
-    con = connect(db, read_only=read_only)
-    try:
-        yield con
-    finally:
-        con.close()
-
-
-def print_result(result: Any) -> None:
-    """Print a finished run: the summary line, notes, and the suite's tables."""
-    from uxlocal.report.tables import render_tables
-
-    stats = result.stats
-    state = "resumed" if result.resumed else "new"
-    click.echo(f"\nrun {result.run_id} ({state}): {stats.episodes_done} episodes done, "
-               f"{stats.episodes_skipped} already done, {stats.episodes_failed} failed; "
-               f"{stats.requests} requests, {stats.cache_hits} from cache, {stats.engine_calls} engine calls, "
-               f"{stats.wall_s:.1f}s")
-    for note in result.notes:
-        click.echo(f"note: {note}")
-    render_tables(result.tables)
-
-
-def print_rows(cols: list[str], rows: list[tuple[Any, ...]], fmt: str = "table") -> None:
-    """Print rows as a terminal table, CSV or JSON."""
-    from uxlocal.report.tables import ReportTable, render_tables
-
-    if fmt == "json":
-        click.echo(json.dumps([dict(zip(cols, row)) for row in rows], default=str, ensure_ascii=False, indent=1))
-    elif fmt == "csv":
-        import csv
-
-        writer = csv.writer(sys.stdout)
-        writer.writerow(cols)
-        writer.writerows(rows)
-    else:
-        render_tables([ReportTable("", cols, rows)])

@@ -1,24 +1,64 @@
-"""The root ``uxlocal`` group and the entry point: wires each group's module in, nothing else."""
+"""The root ``uxlocal`` group and the entry point: the core commands, then each suite's own.
+
+A suite adds its commands through one hook, ``register_commands(cli)`` in the ``cli.py`` of its
+package (simonw/llm's hook; ``uxlocal.plugins`` finds the modules through the ``uxlocal.suites``
+entry points without importing the suites). They are added on first need: ``uxlocal query``
+imports none of them.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
 import click
 
-from .common import CONTEXT
-from .judge import judge_cmd
+from uxlocal.clikit import CONTEXT, RUNNER_KEY
+from uxlocal.errors import UxlocalError
+from uxlocal.plugins import suite_command_modules
+
+from .common import run_configured
 from .models import doctor, models_group
-from .palate import palate_group
 from .report import report_cmd, view_cmd
 from .run import demo_cmd, run_group
 from .store import merge_cmd, query_cmd
-from .tau2 import tau2_group
-from .ufs import ingest_group, ufs_group
 
 
-@click.group(context_settings=CONTEXT)
+class RootGroup(click.Group):
+    """``uxlocal``: core commands, plus every registered suite's commands, added on first need."""
+
+    suite_commands_added = False
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Core and suite commands, sorted."""
+        self.add_suite_commands()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """A core command, else a suite's (suites are loaded only for a name the core lacks)."""
+        if cmd_name not in self.commands:
+            self.add_suite_commands()
+        return super().get_command(ctx, cmd_name)
+
+    def add_suite_commands(self) -> None:
+        """Run each suite's ``register_commands`` hook; a suite may not replace another command."""
+        if self.suite_commands_added:
+            return
+        self.suite_commands_added = True
+        for module in suite_command_modules():
+            staging = click.Group()
+            importlib.import_module(module).register_commands(staging)
+            for name, command in staging.commands.items():
+                if self.commands.get(name) is command:  # added by an earlier pass
+                    continue
+                if name in self.commands:
+                    raise UxlocalError(f"{module} adds a command {name!r}, which uxlocal already has; "
+                                       "rename it")
+                self.add_command(command, name)
+
+
+@click.group(cls=RootGroup, context_settings=CONTEXT)
 @click.option("--debug", is_flag=True, envvar="UXLOCAL_DEBUG", help="Show tracebacks for errors.")
 @click.version_option(package_name="uxlocal")
 @click.pass_context
@@ -32,14 +72,14 @@ def cli(ctx: click.Context, debug: bool) -> None:
       uxlocal query --db uxlocal.duckdb "select * from run_summary"
     """
     ctx.obj = {"debug": debug}
+    ctx.meta[RUNNER_KEY] = run_configured  # suites' commands run through it (clikit.run_suite_from_command)
     if debug:
         import logging
 
         logging.basicConfig(level=logging.INFO)
 
 
-for _command in (run_group, demo_cmd, query_cmd, merge_cmd, report_cmd, view_cmd, models_group, doctor,
-                 ingest_group, ufs_group, palate_group, tau2_group, judge_cmd):
+for _command in (run_group, demo_cmd, query_cmd, merge_cmd, report_cmd, view_cmd, models_group, doctor):
     cli.add_command(_command)
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import click
 
+from uxlocal.clikit import CONTEXT, print_rows
 from uxlocal.errors import InputError
-
-from .common import CONTEXT, print_rows
 
 
 @click.group(name="models", context_settings=CONTEXT)

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import click
 
+from uxlocal.clikit import CONTEXT, read_store_option
 from uxlocal.errors import UxlocalError
-
-from .common import CONTEXT, read_store_option
 
 
 @click.command(name="report", context_settings=CONTEXT)
@@ -33,7 +32,7 @@ def report_cmd(db: str, run_ids: tuple[str, ...], html_path: str | None, fmt: st
     """
     from uxlocal.report import build_report, render_html, render_markdown
     from uxlocal.report.readonly import open_store
-    from uxlocal.report.tables import render_report
+    from uxlocal.reportkit.tables import render_report
 
     fmt, target = _report_target(html_path, fmt, out)
     con, broken_views = open_store(db)

@@ -10,7 +10,9 @@ from typing import Any
 
 import click
 
-from .common import CONTEXT, config_options, print_result, run_configured, run_options, split_run_options
+from uxlocal.clikit import CONTEXT, config_options, print_result, run_options, split_run_options
+
+from .common import run_configured
 
 
 def suite_command(suite_cls: Any) -> click.Command:

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import click
 
+from uxlocal.clikit import CONTEXT, open_store, print_rows, read_store_option
 from uxlocal.errors import InputError
-
-from .common import CONTEXT, open_store, print_rows, read_store_option
 
 
 @click.command(name="query", context_settings=CONTEXT)

@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
-from uxlocal.engine.labelprobs import LabelWalk, TrieNode, expand, max_label_tokens, start_walk
+from uxlocal.engine.labelprobs import expand_off_path, expand_on_path, max_label_tokens, start_walk
 from uxlocal.errors import UxlocalError
 from uxlocal.grammar import Choice, Constraint, JsonSchema, Regex, constraint_regex, parse_output
 from uxlocal.models import ResolvedModel
@@ -274,17 +274,11 @@ class HfEngine:
             if not isinstance(constraint, Choice) or not captured:
                 continue
             walk, root = start_walk(constraint.labels)
-            pending: list[TrieNode] = [root]
-            while pending:
-                node = pending.pop()
-                depth = len(node.prefix_ids)
-                if list(node.prefix_ids) == path[:depth] and depth < len(captured):
-                    expand(walk, node, captured[depth], token_bytes, eos, masked=True)
-                else:
-                    expand(walk, node, self._next_dist(prepared.prompt_ids + list(node.prefix_ids)), token_bytes,
-                           eos, masked=False)
-                pending.extend(walk.pending)
-                walk.pending = []
+            walk.pending.append(root)
+            while walk.pending:
+                off = expand_on_path(walk, path, captured, token_bytes, eos)
+                reads = [self._next_dist(prepared.prompt_ids + list(node.prefix_ids)) for node in off]
+                expand_off_path(walk, off, reads, token_bytes, eos)
             result.label_probs = walk.result()
 
     def _next_dist(self, ids: list[int]) -> dict[int, float]:

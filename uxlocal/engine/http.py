@@ -49,7 +49,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import os
 import queue
 import random
@@ -65,7 +64,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
-from uxlocal.engine.labelprobs import LabelWalk, TrieNode, expand, max_label_tokens, start_walk
+from uxlocal.engine.labelprobs import TrieNode, dist_of_token_ids, max_label_tokens, walk_alternatives
 from uxlocal.errors import InputError, UxlocalError, format_validation_error
 from uxlocal.grammar import Choice, JsonSchema, parse_output
 from uxlocal.models import ResolvedModel
@@ -75,11 +74,7 @@ T = TypeVar("T")
 
 CONFIG_STATUSES = frozenset({401, 403, 404})
 """Answers that no retry or other request can fix: wrong key, wrong model name, wrong URL."""
-EOS_TEXTS = frozenset({"<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<end_of_turn>", "</s>", "<|end|>",
-                       "<eos>"})
-"""End-of-turn tokens as servers print them (used only without a local tokenizer)."""
 _CONTEXT_ERROR = re.compile(r"context (length|size|window)|maximum context|too long", re.IGNORECASE)
-_TOKEN_ID = re.compile(r"^token_id:(\d+)$")
 
 
 DEFAULT_API_KEY_ENV = "UXLOCAL_API_KEY"
@@ -588,33 +583,15 @@ class HttpEngine:
     # ---- label probabilities ----------------------------------------------------------------
     async def _label_probs(self, prepared: PreparedRequest, labels: tuple[str, ...],
                            content: list[dict[str, Any]]) -> dict[str, float] | None:
-        """Label distribution from the per-position alternatives (see the module docstring)."""
-        if not content:
-            return None
-        table = TokenTable.for_response(content, self.renderer)
-        positions = [table.dist(entry.get("top_logprobs") or []) for entry in content]
-        path = [table.id_of(entry) for entry in content]
+        """Label distribution from the per-position alternatives (``labelprobs.walk_alternatives``)."""
         quote = '"' if self.mode == "response_format" else ""
-        walk, root = start_walk(tuple(quote + label for label in labels))
-        masked = self.mode == "vllm"  # vLLM's logprobs come after the grammar mask
-        expand(walk, root, positions[0], table.token_bytes, table.eos_ids, masked=masked)
-        for _round in range(8):
-            nodes, walk.pending = walk.pending, []
-            for node in nodes:
-                depth = len(node.prefix_ids)
-                if list(node.prefix_ids) == path[:depth] and depth < len(positions):
-                    expand(walk, node, positions[depth], table.token_bytes, table.eos_ids, masked=masked)
-                    continue
-                dist = await self._next_token(prepared, node) if table.exact else None
-                if dist:
-                    expand(walk, node, dist, table.token_bytes, table.eos_ids, masked=False)
-                else:
-                    settle_in_proportion(walk, node)
-            if not walk.pending:
-                break
-        for node in walk.pending:
-            settle_in_proportion(walk, node)
-        probs = walk.result()
+
+        async def read_next(node: TrieNode) -> dict[int, float] | None:
+            return await self._next_token(prepared, node)
+
+        probs = await walk_alternatives(tuple(quote + label for label in labels), content, self.renderer,
+                                        masked=self.mode == "vllm",  # vLLM's logprobs come after the grammar mask
+                                        read_next=read_next)
         return None if probs is None else {label: probs[quote + label] for label in labels}
 
     async def _next_token(self, prepared: PreparedRequest, node: TrieNode) -> dict[int, float] | None:
@@ -631,78 +608,7 @@ class HttpEngine:
             log.info("off-path label expansion refused (%s); using the proportional estimate", exc)
             return None
         logprobs = (body.get("choices") or [{}])[0].get("logprobs") or {}
-        tops = (logprobs.get("top_logprobs") or [None])[0] or {}
-        dist: dict[int, float] = {}
-        for token, logprob in tops.items():
-            match = _TOKEN_ID.match(str(token))
-            if match and logprob is not None and logprob > -9999:
-                dist[int(match.group(1))] = math.exp(logprob)
-        return dist
-
-
-class TokenTable:
-    """Token ids and bytes for one response's label walk.
-
-    Exact mode: the server returned ``token_id:N`` and we have the tokenizer's bytes. Byte mode:
-    each distinct (bytes, end-of-turn) pair gets a local id; tokens whose bytes were lost in
-    decoding ("" or U+FFFD: part of a UTF-8 character) are skipped.
-    """
-
-    def __init__(self, token_bytes: list[bytes] | None, eos_ids: set[int]) -> None:
-        self.exact = bool(token_bytes)
-        self.token_bytes: list[bytes] = token_bytes if token_bytes else []
-        self.eos_ids: set[int] = set(eos_ids) if self.exact else set()
-        self._local: dict[tuple[bytes, bool], int] = {}
-
-    @classmethod
-    def for_response(cls, content: list[dict[str, Any]], renderer: MessagesRenderer) -> "TokenTable":
-        """Exact when the response carries token ids and a tokenizer is known, else byte mode."""
-        first = str(content[0].get("token", ""))
-        if renderer.has_tokenizer and _TOKEN_ID.match(first):
-            return cls(renderer.token_bytes(), renderer.eos_ids)
-        return cls(None, set())
-
-    def id_of(self, entry: dict[str, Any]) -> int | None:
-        """The id the walk uses for one returned token (None: unusable)."""
-        token = str(entry.get("token", ""))
-        if self.exact:
-            match = _TOKEN_ID.match(token)
-            return int(match.group(1)) if match else None
-        raw = entry.get("bytes")
-        data = bytes(raw) if isinstance(raw, list) else token.encode("utf-8")
-        eos = token in EOS_TEXTS
-        if not eos and (not data or "\ufffd".encode() in data):
-            return None
-        key = (data, eos)
-        if key not in self._local:
-            self._local[key] = len(self.token_bytes)
-            self.token_bytes.append(b"" if eos else data)
-            if eos:
-                self.eos_ids.add(self._local[key])
-        return self._local[key]
-
-    def dist(self, alternatives: list[dict[str, Any]]) -> dict[int, float]:
-        """Probabilities of one position's alternatives, by walk id."""
-        out: dict[int, float] = {}
-        for entry in alternatives:
-            token_id, logprob = self.id_of(entry), entry.get("logprob")
-            if token_id is None or logprob is None or logprob <= -9999:
-                continue
-            out[token_id] = out.get(token_id, 0.0) + math.exp(logprob)
-        return out
-
-
-def settle_in_proportion(walk: LabelWalk, node: TrieNode) -> None:
-    """Share an unexpandable node's mass among its labels in proportion to what they already have.
-
-    The estimate assumes the split below a shared prefix resembles the split elsewhere; with no
-    other evidence the labels share equally. Used only when the exact expansion is unavailable.
-    """
-    have = [walk.assigned.get(label, 0.0) for label in node.candidates]
-    total = sum(have)
-    for label, mass in zip(node.candidates, have, strict=True):
-        share = mass / total if total > 0 else 1.0 / len(node.candidates)
-        walk.assigned[label] = walk.assigned.get(label, 0.0) + node.mass * share
+        return dist_of_token_ids((logprobs.get("top_logprobs") or [None])[0] or {})
 
 
 def _unquote(text: str) -> str:

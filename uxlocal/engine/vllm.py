@@ -23,7 +23,8 @@ from typing import Any
 
 from uxlocal.cpu_tuning import cpu_engine_args
 from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
-from uxlocal.engine.labelprobs import LabelWalk, TrieNode, expand, max_label_tokens, start_walk
+from uxlocal.engine.labelprobs import (WALK_ROUNDS, LabelWalk, TrieNode, expand, expand_off_path, expand_on_path,
+                                      max_label_tokens, start_walk)
 from uxlocal.engine.render import HfChatRenderer
 from uxlocal.engine.stack_room import call_with_stack_room
 from uxlocal.errors import UxlocalError
@@ -35,7 +36,6 @@ TOP_LOGPROBS = 20
 """Top-k logprobs requested for label walks; a Choice has few valid first tokens."""
 _LIVE: weakref.WeakSet[Any] = weakref.WeakSet()
 """Built ``vllm.LLM`` instances of this process (they share vLLM's global parallel state)."""
-WALK_ROUNDS = 8
 """Most expansion rounds of one label walk (a label path rarely needs more than two)."""
 _Emit = Callable[[int, GenResult], None]
 
@@ -95,14 +95,7 @@ class _Walk:
         """Expand pending nodes on the generated path (free); return the ones that need a read."""
         while self.walk.pending and self.rounds < WALK_ROUNDS:
             self.rounds += 1
-            nodes, self.walk.pending = self.walk.pending, []
-            off: list[TrieNode] = []
-            for node in nodes:
-                depth = len(node.prefix_ids)
-                if list(node.prefix_ids) == self.path[:depth] and depth < len(self.logprobs):
-                    expand(self.walk, node, _probs(self.logprobs[depth]), token_bytes, eos_ids, masked=True)
-                else:
-                    off.append(node)
+            off = expand_on_path(self.walk, self.path, self.logprobs, token_bytes, eos_ids, as_dist=_probs)
             if off:
                 return off
         return []
@@ -342,8 +335,8 @@ class VllmEngine:
                     walks[k] = walk
                 else:
                     walks[k].waiting -= 1
-                    expand(walks[k].walk, node, _probs(step_out.outputs[0].logprobs[0]),
-                           self.renderer.token_bytes(), self.renderer.eos_ids, masked=False)
+                    expand_off_path(walks[k].walk, [node], [_probs(step_out.outputs[0].logprobs[0])],
+                                    self.renderer.token_bytes(), self.renderer.eos_ids)
                     if walks[k].waiting:
                         continue
                 self._advance_walk(batch[k], k, walks, owners, out)

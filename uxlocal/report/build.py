@@ -11,22 +11,20 @@ instead of an exception: one broken plot never costs the reader the rest of the 
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import logging
 from collections.abc import Sequence
 from typing import Any
 
 from uxlocal.errors import InputError
-from uxlocal.report.model import Report, RunInfo, Section, TableGroup
-from uxlocal.report.plots import PlotUnavailable
-from uxlocal.report.registry import SectionSpec, section_specs
+from uxlocal.reportkit.model import Report, RunInfo, Section, TableGroup
+from uxlocal.reportkit.plots import PlotUnavailable
+from uxlocal.reportkit.registry import SectionSpec, registered_sections
+from uxlocal.reportkit.rows import NoData, rows_of
 from uxlocal.store.db import json_value
 from uxlocal.suites.base import get_suite, suites
 
 log = logging.getLogger(__name__)
-
-
-class NoData(Exception):
-    """Raised by a figure function with the reason it has nothing to draw for these runs."""
 
 
 def reason(exc: BaseException) -> str:
@@ -43,18 +41,6 @@ def has_relation(con: Any, name: str) -> bool:
         [name, name],
     ).fetchone()
     return bool(row and row[0])
-
-
-def rows_of(con: Any, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-    """Query result as dicts keyed by column name."""
-    cur = con.execute(sql, list(params))
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
-
-
-def in_list(values: Sequence[Any]) -> str:
-    """``(?, ?, ...)`` for a SQL ``IN`` with one placeholder per value."""
-    return "(" + ", ".join("?" for _ in values) + ")" if values else "(NULL)"
 
 
 # --- runs and provenance -----------------------------------------------------------------------------
@@ -158,6 +144,14 @@ def build_section(con: Any, spec: SectionSpec, run_ids: list[str], *, figures: b
         _figures(con, spec, run_ids, section)
     _tables(con, spec, run_ids, section)
     return section
+
+
+def section_specs() -> list[SectionSpec]:
+    """Every registered section, each registered suite's ``report_section`` module imported first."""
+    for suite in suites().values():
+        if suite.report_section:
+            importlib.import_module(suite.report_section)
+    return registered_sections()
 
 
 def _default_spec(suite: str) -> SectionSpec:

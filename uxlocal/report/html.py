@@ -14,8 +14,8 @@ import json
 from html import escape
 from typing import Any
 
-from uxlocal.report.model import Figure, Report, ReportTable, RunInfo, Section, TableGroup
-from uxlocal.report.tables import format_cell
+from uxlocal.reportkit.model import Figure, Report, ReportTable, RunInfo, Section, TableGroup
+from uxlocal.reportkit.tables import format_cell
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'none'"
 

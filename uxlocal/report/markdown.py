@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from uxlocal.report.model import Report, ReportTable, RunInfo, Section
-from uxlocal.report.tables import format_cell
+from uxlocal.reportkit.model import Report, ReportTable, RunInfo, Section
+from uxlocal.reportkit.tables import format_cell
 
 
 def _cell(value: Any) -> str:

@@ -1,7 +1,9 @@
 """Open a store, apply forward-only migrations, (re)create metric views.
 
-Views hold no data, so they are recreated on every connect from ``db/views/*.sql``: persistent
-views on a writable store (so the DuckDB CLI sees them), temporary ones on a read-only store.
+Views hold no data, so they are recreated on every connect: the core views of ``db/views/*.sql``
+(``common.sql`` first), then each registered suite's ``views.sql`` (found through the
+``uxlocal.suites`` entry points without importing suite code: ``uxlocal.plugins``). Persistent views
+on a writable store (so the DuckDB CLI sees them), temporary ones on a read-only store.
 Connections come from ``store.offline.open_duckdb`` (DuckDB without extensions or network).
 """
 
@@ -16,6 +18,7 @@ from typing import Any
 import duckdb
 
 from uxlocal import paths
+from uxlocal.plugins import suite_view_files
 from uxlocal.errors import InputError, UxlocalError
 from uxlocal.store.offline import open_duckdb, refuse_extension_statements
 
@@ -56,11 +59,16 @@ def migrate(con: duckdb.DuckDBPyConnection, *, upto: int | None = None, folder: 
     return applied
 
 
-def load_views(con: duckdb.DuckDBPyConnection, *, temporary: bool = False, folder: Path | None = None) -> None:
-    """Run every ``db/views/*.sql`` (``common.sql`` first); ``temporary`` for read-only stores."""
-    folder = folder or paths.db_dir() / "views"
-    files = sorted(folder.glob("*.sql"), key=lambda p: (p.name != "common.sql", p.name))
-    for file in files:
+def view_files() -> list[Path]:
+    """Every view file in load order: core views (``common.sql`` first), then the suites' by suite name."""
+    core = sorted((paths.db_dir() / "views").glob("*.sql"), key=lambda p: (p.name != "common.sql", p.name))
+    return [*core, *suite_view_files()]
+
+
+def load_views(con: duckdb.DuckDBPyConnection, *, temporary: bool = False,
+               files: list[Path] | None = None) -> None:
+    """Run every view file (``view_files()`` unless ``files``); ``temporary`` for read-only stores."""
+    for file in view_files() if files is None else files:
         sql = file.read_text(encoding="utf-8")
         if temporary:
             sql = re.sub(r"CREATE\s+OR\s+REPLACE\s+(VIEW|MACRO)", r"CREATE OR REPLACE TEMP \1", sql, flags=re.I)

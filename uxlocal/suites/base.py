@@ -2,30 +2,36 @@
 
 A suite turns data into episodes (``plan``), and turns the store into result tables (``report``)
 by reading its SQL views. The CLI builds ``uxlocal run <suite>`` from this registry and never
-branches on a suite's name; a plugin suite registers with the same call.
+branches on a suite's name. Suites join through the ``uxlocal.suites`` entry point group
+(``uxlocal.plugins``): the built-ins exactly as a third-party package does. A suite's package may
+also hold its commands (``cli.py`` with ``register_commands(cli)``), its ``views.sql`` and its
+report section (``Suite.report_section``); ``uxlocal.plugins`` finds the first two.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from uxlocal.config import RunConfig, SuiteConfig
-from uxlocal.rollout import EpisodeSpec
+from uxlocal.plugins import suite_entry_points
+from uxlocal.episode import EpisodeSpec
 
 if TYPE_CHECKING:
     from uxlocal.models import ResolvedModel
-    from uxlocal.report.model import ReportTable
+    from uxlocal.reportkit.model import ReportTable
 
 
 def __getattr__(name: str) -> Any:
-    """``ReportTable`` moved to ``uxlocal.report.model``; the old import works for one release."""
+    """``ReportTable`` moved to ``uxlocal.reportkit.model``; the old import works for one release."""
     if name == "ReportTable":
         import warnings
 
-        from uxlocal.report.model import ReportTable
+        from uxlocal.reportkit.model import ReportTable
 
-        warnings.warn("import ReportTable from uxlocal.report.model (uxlocal.suites.base's alias goes in 0.2)",
+        warnings.warn("import ReportTable from uxlocal.reportkit.model "
+                      "(uxlocal.suites.base's alias goes in 0.2)",
                       DeprecationWarning, stacklevel=2)
         return ReportTable
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -70,7 +76,8 @@ class Suite:
     """Options for the ``--help`` example after ``uxlocal run <name>`` (default: one ``--model`` per role)."""
     report_section: ClassVar[str] = ""
     """Module that registers the suite's report section and figures (``register_section``,
-    ``register_figure`` from ``uxlocal.report``) on import; the report imports it, a run never does.
+    ``register_figure`` from ``uxlocal.reportkit.registry``) on import; the report imports it, a
+    run never does.
     Empty: the report shows the suite's ``report`` tables under a default section."""
 
     def role_specs(self, config: SuiteConfig, specs: dict[str, str]) -> dict[str, str]:
@@ -111,7 +118,7 @@ _SUITES: dict[str, type[Suite]] = {}
 
 
 def register_suite(cls: type[Suite]) -> type[Suite]:
-    """Class decorator: make a suite available as ``uxlocal run <name>``."""
+    """Make a suite available as ``uxlocal run <name>`` (the entry point loader calls this; tests too)."""
     if not cls.name:
         raise ValueError(f"{cls.__name__} has no name")
     _SUITES[cls.name] = cls
@@ -119,17 +126,20 @@ def register_suite(cls: type[Suite]) -> type[Suite]:
 
 
 def suites() -> dict[str, type[Suite]]:
-    """All registered suites (built-ins are imported on first call)."""
-    _load_builtins()
+    """All registered suites: every ``uxlocal.suites`` entry point is loaded on first call."""
+    for ep in suite_entry_points():
+        if ep.name not in _SUITES:
+            _load_entry_point(ep)
     return dict(_SUITES)
 
 
 def suite_class(name: str) -> type[Suite] | None:
-    """The named suite's class, importing only its own built-in module when it has one; or None."""
+    """The named suite's class, loading only its own entry point (importing every suite costs
+    ~0.3 s, one about half of that); or None."""
     if name not in _SUITES:
-        _load_named(name)
-    if name not in _SUITES:
-        _load_builtins()
+        for ep in suite_entry_points():
+            if ep.name == name:
+                _load_entry_point(ep)
     return _SUITES.get(name)
 
 
@@ -143,35 +153,23 @@ def get_suite(name: str) -> Suite:
     return cls()
 
 
-_BUILTINS = ("uxlocal.suites.selftest",)
-_OPTIONAL_BUILTINS = ("uxlocal.suites.uxbench.suite", "uxlocal.suites.tau2.suite",
-                      "uxlocal.suites.userproxy.suite", "uxlocal.suites.palate.suite",
-                      "uxlocal.suites.judge.suite")
+def _load_entry_point(ep: EntryPoint) -> None:
+    """Load one entry point and register its class; the same path for built-ins and plugins.
 
-
-def _load_named(name: str) -> None:
-    """Import only the built-in module named after ``name`` (when one is), not all of them.
-
-    Importing every suite costs ~0.3 s (pydantic models, tool tables); one costs about half of
-    that. ``suite_class`` imports all of them when ``name`` is no built-in module's.
+    An entry point whose own module is absent (a package removed without its metadata, a wheel
+    built without an optional suite) is skipped; any other failure names the entry point.
     """
-    for module in (*_BUILTINS, *_OPTIONAL_BUILTINS):
-        if module.split(".")[2] == name:
-            _import_builtin(module)
-            return
+    from uxlocal.errors import UxlocalError
 
-
-def _load_builtins() -> None:
-    for module in (*_BUILTINS, *_OPTIONAL_BUILTINS):
-        _import_builtin(module)
-
-
-def _import_builtin(module: str) -> None:
-    """Import a built-in suite module; an optional one whose own files are absent is skipped."""
-    import importlib
-
+    where = f"entry point {ep.name} = {ep.value} (group {ep.group})"
     try:
-        importlib.import_module(module)
+        loaded = ep.load()
     except ModuleNotFoundError as exc:
-        if module in _BUILTINS or exc.name is None or not module.startswith(exc.name):
-            raise
+        if exc.name is not None and ep.module.startswith(exc.name):
+            return
+        raise UxlocalError(f"{where}: cannot import: {exc}") from exc
+    if not (isinstance(loaded, type) and issubclass(loaded, Suite)):
+        raise UxlocalError(f"{where}: names {loaded!r}, not a subclass of uxlocal.suites.base.Suite")
+    if loaded.name != ep.name:
+        raise UxlocalError(f"{where}: the class is named {loaded.name!r}; the entry point's name must match")
+    register_suite(loaded)

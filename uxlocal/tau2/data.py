@@ -19,6 +19,7 @@ from pathlib import Path
 from uxlocal.errors import InputError
 from uxlocal.tau2 import domain_spec, tau2_root
 from uxlocal.tau2.layout import SAMPLE_DATA, SAMPLE_DOMAIN, domain_dir
+from uxlocal.tau2.tool_words import SEAT_FILES, find_tools_dir
 
 ENV_VAR = "UXLOCAL_TAU2_DATA"
 _CHECKOUT_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "tau2"
@@ -68,7 +69,8 @@ def demo_data() -> DemoData:
 
 
 def data_hashes(root: Path, domains: Sequence[str]) -> dict[str, str]:
-    """sha256 of every data file a run of ``domains`` reads, keyed ``tau2-data/<domain>/<file>``."""
+    """sha256 of every data file a run of ``domains`` reads, keyed ``tau2-data/<domain>/<file>``
+    (the tools files with upstream's words, when used, as ``tau2-tools/<domain>/<file>``)."""
     hashes: dict[str, str] = {}
     for name in domains:
         spec = domain_spec(name)
@@ -85,4 +87,8 @@ def data_hashes(root: Path, domains: Sequence[str]) -> dict[str, str]:
             path = folder / file
             if path.is_file():
                 hashes[f"tau2-data/{name}/{file}"] = hashlib.sha256(path.read_bytes()).hexdigest()
+        words = find_tools_dir(folder, name)  # upstream's tool words change what the models read
+        for file in SEAT_FILES.values() if words is not None else ():
+            if (words / file).is_file():
+                hashes[f"tau2-tools/{name}/{file}"] = hashlib.sha256((words / file).read_bytes()).hexdigest()
     return hashes

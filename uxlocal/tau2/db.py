@@ -218,6 +218,14 @@ class CopyOnWriteRows(Generic[Row]):
         """Whether this episode edited or added anything here."""
         return bool(self._own)
 
+    def shared_rows(self) -> Mapping[str, Row]:
+        """The snapshot's rows, shared by every episode and never changed (read-only)."""
+        return self._base
+
+    def own_rows(self) -> Mapping[str, Row]:
+        """The rows this episode copied, replaced or added, which override the shared ones."""
+        return self._own
+
 
 class Table(CopyOnWriteRows[R]):
     """One keyed collection of a DB (``orders``, ``flights`` …) with copy-on-write records."""
@@ -241,7 +249,7 @@ class Table(CopyOnWriteRows[R]):
         entries = (
             (
                 k,
-                canonical_json(self._own[k].model_dump()).encode()
+                canonical_json(self._own[k].model_dump(warnings=False)).encode()
                 if k in self._own
                 else self._snapshot.record_bytes(self._name, k),
             )
@@ -297,10 +305,14 @@ class Database:
         digest.update(b"}")
         return digest.hexdigest()
 
+    def field_names(self) -> list[str]:
+        """Names of the DB's top-level fields: its tables, then its other fields."""
+        return [*self._tables, *self._snapshot.plain]
+
     def dump(self) -> dict[str, Any]:
         """Return the whole DB as plain data (slow; for tests, debugging and exports)."""
         out: dict[str, Any] = {
-            name: {k: r.model_dump() for k, r in table.items()} for name, table in self._tables.items()
+            name: {k: r.model_dump(warnings=False) for k, r in table.items()} for name, table in self._tables.items()
         }
         out.update({name: _dump_value(getattr(self, name)) for name in self._snapshot.plain})
         return out

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pydantic import ConfigDict
+
 from .db import Record
 
 
 class Address(Record):
-    """A postal address; ``address2`` is an empty string when unused."""
+    """A postal address; ``address2`` is an empty string when unused (titled as tau2 names it)."""
+
+    model_config = ConfigDict(title="UserAddress")
 
     address1: str
     address2: str

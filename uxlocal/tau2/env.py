@@ -1,10 +1,11 @@
 """One episode's environment: the agent side and (optionally) the user side, each a DB plus tools.
 
-Contract: ``Environment.call`` never raises. Unknown tools, bad JSON, wrong types, missing or
-extra arguments, unknown ids and refused state changes all come back as ``ToolResult(ok=False)``
-with ``content="Error: …"``, which is what the calling seat reads (tau2 does the same, spec
-§B.4.2). A bug in our own tool code also comes back as an error result, flagged ``internal`` so
-tests and logs can tell it apart from the model's mistakes.
+Contract: ``Environment.call`` never raises. Unknown tools, bad JSON, missing or extra
+arguments, unknown ids and refused state changes all come back as ``ToolResult(ok=False)`` with
+``content="Error: …"`` in tau2's words, which is what the calling seat reads (tau2 does the same,
+spec §B.4.2; a value of the wrong type fails only where tau2's tool would, see ``toolkit.py``).
+A bug in our own tool code also comes back as an error result, flagged ``internal`` so tests and
+logs can tell it apart from the model's mistakes.
 
 Setup (``set_state``) and assertions use ``invoke``, which may raise: a task whose setup fails is
 broken data and should stop the run, not be scored.
@@ -69,6 +70,7 @@ class Environment:
         self.agent_db: DomainDB = domain.new_agent_db()
         self.user_db: DomainDB | None = domain.new_user_db()
         self._user_allowed: frozenset[str] | None = None
+        self._user_on_agent_db = False
         self.sync_enabled = True
         """Run the domain's DB coupling after each call (telecom); off only to prove it matters."""
         if domain.spec.prepare_db is not None:
@@ -125,12 +127,18 @@ class Environment:
 
     def tool_schemas(self, requestor: Requestor = "assistant") -> list[dict[str, Any]]:
         """OpenAI function schemas for a seat: ``"assistant"`` (candidate) or ``"user"`` (simulator)."""
-        return [spec.openai_schema() for spec in self.tool_specs(requestor)]
+        return [self.domain.tool_schema(requestor, spec) for spec in self.tool_specs(requestor)]
 
     def tool_kind(self, name: str, requestor: Requestor = "assistant") -> ToolKind | None:
-        """``read``/``write``/``generic`` for a seat's tool, or ``None`` if it has no such tool."""
-        spec = next((s for s in self.tool_specs(requestor) if s.name == name), None)
-        return spec.kind if spec else None
+        """``read``/``write``/``generic`` for a seat's tool, or ``None`` if it has no such tool.
+
+        Any tool the seat can call counts, offered or not (``_callable``), so that a replay re-runs
+        a user tool the task does not offer, as upstream's replay of the trajectory does.
+        """
+        try:
+            return self._callable(name, requestor)[0].kind
+        except ToolError:
+            return None
 
     # --- calls ------------------------------------------------------------------------------
 
@@ -153,19 +161,12 @@ class Environment:
 
     def _call(self, name: str, arguments: Mapping[str, Any] | str | None, requestor: Requestor) -> ToolResult:
         try:
-            spec, db = self._offered(name, requestor)
-            parsed = _parse_arguments(arguments)
-            try:
-                value = spec.run(db, parsed)
-            except ValidationError as err:
-                if err.title == spec.args_model.__name__:
-                    return ToolResult.failure(describe_validation_error(name, err))
-                raise
-            return ToolResult(ok=True, content=render_content(value))
+            spec, db = self._callable(name, requestor)
+            return ToolResult(ok=True, content=render_content(spec.run(db, _parse_arguments(arguments))))
         except ToolError as err:
             return ToolResult.failure(str(err))
         except Exception as err:  # noqa: BLE001 - the contract is "never raises"; flagged as internal
-            return ToolResult.failure(f"internal error in {name}: {type(err).__name__}: {err}", internal=True)
+            return ToolResult.failure(str(err) or type(err).__name__, internal=True)
 
     def call_tool(self, call: ToolCall) -> ToolResult:
         """``call`` for a message's tool call, on the side its ``requestor`` names."""
@@ -233,6 +234,7 @@ class Environment:
         try:
             if data is not None and data.agent_data:
                 self.agent_db.apply_patch(data.agent_data)
+                self._user_tools_on_agent_db()
             if data is not None and data.user_data:
                 if self.user_db is None:
                     raise ValueError("user_data given but the domain has no user DB")
@@ -241,6 +243,16 @@ class Environment:
                 self.invoke(action.env_type, action.func_name, action.arguments)
         except (ValueError, ToolError) as err:
             raise InitialStateError(f"cannot apply the initial state: {err}") from None
+
+    def _user_tools_on_agent_db(self) -> None:
+        """What tau2 does after patching the agent DB: its user tools are pointed at the agent's DB.
+
+        In a domain with a user DB of its own (mock), the user's tools then run on the agent DB
+        (and fail there), and the state has no user DB; we do the same, since a model can tell.
+        """
+        if self.user_db is not None:
+            self.user_db = None
+            self._user_on_agent_db = True
 
     def replay(self, messages: Sequence[Message]) -> list[ReplayMismatch]:
         """Re-run the write calls of a trajectory in order; reads and unknown tools are skipped."""
@@ -267,19 +279,26 @@ class Environment:
         return None
 
     def _db(self, side: str) -> DomainDB | None:
-        if side == "user" and self.domain.spec.shared_db:
+        if side == "user" and (self.domain.spec.shared_db or self._user_on_agent_db):
             return self.agent_db
         return self.agent_db if side == "assistant" else self.user_db if side == "user" else None
 
-    def _offered(self, name: str, requestor: str) -> tuple[ToolSpec, DomainDB]:
+    def _callable(self, name: str, requestor: str) -> tuple[ToolSpec, DomainDB]:
+        """The seat's tool by name. As in tau2, a user tool the task does not offer still runs
+        (only the prompt leaves it out), and so does a tool the domain lists in ``unlisted_tools``
+        (banking's discoverable tools called by name); a seat without such a tool is told so in
+        tau2's words."""
         if requestor not in ("assistant", "user"):
             raise ToolError(f"unknown requestor {requestor!r}; use 'assistant' or 'user'")
-        specs = self.tool_specs(requestor)  # type: ignore[arg-type]
-        spec = next((s for s in specs if s.name == name), None)
-        db = self._db(requestor)
-        if spec is None or db is None:
-            offered = ", ".join(s.name for s in specs) or "none"
-            raise ToolError(f"unknown tool {name!r} for the {requestor}; available: {offered}")
+        toolkit, db = self._toolkit(requestor), self._db(requestor)
+        if toolkit is None or db is None:
+            raise ToolError("User tools not available")
+        spec = toolkit.spec(name)
+        if spec is None or spec.kind == "helper":
+            unlisted = self.domain.spec.unlisted_tools.get(requestor)
+            spec = unlisted.spec(name) if unlisted is not None else None
+        if spec is None:
+            raise ToolError(f"Tool {name!r} not found.")
         return spec, db
 
 

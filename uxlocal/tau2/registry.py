@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 from .layout import domain_dir, tau2_root
-from .toolkit import Toolkit
+from .tool_words import SEAT_FILES, ToolWords, find_tools_dir, load_tool_words
+from .toolkit import Toolkit, ToolSpec
 
 if TYPE_CHECKING:
     from .tasks import Task
@@ -109,9 +110,13 @@ class DomainSpec:
     tool_errors_count: bool = True
     """Whether a tool's error result counts toward ``max_errors``. Banking's tools answer refusals
     as text upstream, so its errors never end an episode; our own bugs (internal errors) still count."""
-    action_match_as_upstream: bool = False
-    """ACTION as upstream scores it: a call from either seat matches, and a gold action without
-    ``compare_args`` is compared on the predicted call's own keys. Off: same seat, gold's keys."""
+    action_match_as_upstream: bool = True
+    """ACTION as upstream scores it (every domain): a call from either seat matches, and a gold
+    action without ``compare_args`` is compared on the predicted call's own keys. Off: same seat,
+    gold's keys (stricter than tau2; for a domain of our own that wants it)."""
+    unlisted_tools: Mapping[str, Toolkit] = field(default_factory=dict)
+    """Per seat, tools never offered in a prompt that still run when called by name, as upstream's
+    do (banking's discoverable tools)."""
     episode_info: Mapping[str, Any] = field(default_factory=dict)
     """Facts every episode of the domain records in its info (banking: the retrieval variant)."""
 
@@ -156,6 +161,8 @@ class Domain:
     user_snapshot: Any | None
     tau2_version: str = DEFAULT_TAU2_VERSION
     """The grading version every environment of this domain follows (``TAU2_VERSIONS``)."""
+    tool_words: ToolWords | None = None
+    """Upstream's words for the tools (``tool_words.py``); ``None``: the tools' own descriptions."""
     gold_cache: dict[str, tuple[str, str | None, tuple[str, ...]]] = field(default_factory=dict)
     """Per task fingerprint: gold agent/user DB hashes and the gold calls that failed. A task's gold
     replay is the same for every trial, so it runs once per process."""
@@ -186,6 +193,12 @@ class Domain:
                 self._policy = resolve_components(self._policy, self.folder / self.spec.policy_components)
         return self._policy
 
+    def tool_schema(self, seat: str, spec: ToolSpec) -> dict[str, Any]:
+        """The OpenAI schema a seat's model is shown for one tool: upstream's words when loaded."""
+        if self.tool_words is None:
+            return spec.openai_schema()
+        return self.tool_words.schema(seat, spec)
+
     def new_agent_db(self) -> DomainDB:
         """Open a copy-on-write view of the agent DB for one environment."""
         return self.spec.agent_db(self.agent_snapshot)
@@ -212,30 +225,41 @@ def resolve_components(text: str, folder: Path) -> str:
     return _COMPONENT.sub(include, text)
 
 
-_LOADED: dict[tuple[Path, str, str], tuple[tuple[int, ...], Domain]] = {}
+_LOADED: dict[tuple[Path, str, str, Path | None], tuple[tuple[int, ...], Domain]] = {}
 
 
-def load_domain(data_dir: str | Path, name: str, *, tau2_version: str = DEFAULT_TAU2_VERSION) -> Domain:
+def load_domain(data_dir: str | Path, name: str, *, tau2_version: str = DEFAULT_TAU2_VERSION,
+                tools_dir: str | Path | None = None) -> Domain:
     """Load domain ``name`` from a tau2 data dir, validated on first call and cached afterwards.
 
-    The cache is keyed by the resolved folder and the grading version (each version has its own
-    gold-hash cache), and revalidated when a DB file's mtime or size changes, so tests that point
-    at temporary copies still see their own data.
+    ``tools_dir`` holds ``<domain>/tools_agent.json`` and ``tools_user.json`` with upstream's words
+    for the tools (default: ``UXLOCAL_TAU2_TOOLS``, then the domain's data folder, then our words;
+    see ``tool_words.py``); a file whose tools are shaped unlike ours raises ``ToolWordsError``.
+    The cache is keyed by the resolved folder, the grading version (each version has its own
+    gold-hash cache) and the tools folder, and revalidated when a DB or tools file's mtime or size
+    changes, so tests that point at temporary copies still see their own data.
     """
     if tau2_version not in TAU2_VERSIONS:
         raise ValueError(f"unknown tau2 version {tau2_version!r}; use {' or '.join(TAU2_VERSIONS)}")
     spec = domain_spec(name)
     folder = domain_dir(tau2_root(data_dir), name).resolve()
+    words_dir = find_tools_dir(folder, name, tools_dir)
     files = [folder / spec.db_file] + ([folder / spec.user_db_file] if spec.user_db_file else [])
-    stamp = tuple(v for f in files for v in _stat(f))
-    cached = _LOADED.get((folder, name, tau2_version))
+    word_files = [words_dir / f for f in SEAT_FILES.values()] if words_dir else []
+    stamp = tuple(v for f in files + word_files for v in _stat(f))
+    key = (folder, name, tau2_version, words_dir.resolve() if words_dir else None)
+    cached = _LOADED.get(key)
     if cached is not None and cached[0] == stamp:
         return cached[1]
+    words = load_tool_words(words_dir)
+    if words is not None:
+        words.check("assistant", spec.agent_tools.tools())
+        words.check("user", spec.user_tools.tools() if spec.user_tools is not None else [])
     agent = spec.agent_db.load(files[0])
     user = spec.user_db.load(files[1]) if spec.user_db is not None else None
     domain = Domain(spec=spec, folder=folder, agent_snapshot=agent, user_snapshot=user,
-                    tau2_version=tau2_version)
-    _LOADED[(folder, name, tau2_version)] = (stamp, domain)
+                    tau2_version=tau2_version, tool_words=words)
+    _LOADED[key] = (stamp, domain)
     return domain
 
 

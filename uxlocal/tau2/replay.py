@@ -143,9 +143,10 @@ def replay_domain(
     *,
     tasks: Iterable[Task] | None = None,
     tau2_version: str = DEFAULT_TAU2_VERSION,
+    tools_dir: str | Path | None = None,
 ) -> ReplaySummary:
     """Replay every task of a domain (the base split, or ``tasks``) under a scripted agent."""
-    domain = load_domain(data_dir, domain_name, tau2_version=tau2_version)
+    domain = load_domain(data_dir, domain_name, tau2_version=tau2_version, tools_dir=tools_dir)
     chosen = list(tasks) if tasks is not None else load_tasks(data_dir, domain_name)
     summary = ReplaySummary(domain=domain_name, agent=agent)
     summary.outcomes = [replay_task(domain, task, agent) for task in chosen]

@@ -13,10 +13,13 @@ Decisions where the spec leaves room (each also in the README's report):
   basis components enter ``reward`` and ``reward_breakdown``.
 - COMMUNICATE removes commas from both the required text and the message (tau2 removes them from
   the message); no task in the data has a comma in ``communicate_info``, so scores are unchanged.
-- ACTION matches a gold action to a call with the same name *and* the same requestor, except in
-  domains that score ACTION as upstream does (``DomainSpec.action_match_as_upstream``, banking):
-  there either seat's call matches, and a gold action without ``compare_args`` is compared on the
-  predicted call's own keys (an extra key fails, a missing one passes). Matches are never consumed.
+- ACTION matches as upstream does (``DomainSpec.action_match_as_upstream``, the default): a call
+  of the same name from either seat matches, and a gold action without ``compare_args`` is
+  compared on the predicted call's own keys (an extra key fails, a missing one passes); whether
+  the call succeeded does not matter. A domain may turn the flag off to require the gold seat and
+  compare the gold call's keys. Matches are never consumed.
+- A task whose criteria name neither ``actions`` nor ``env_assertions`` (both null) has its DB
+  counted as matched without a comparison and left out of the breakdown, as upstream does.
 - NL_ASSERTION (banking task_102) is judged by the run's local judge seat, not by upstream's
   hosted model; ``uxlocal tau2 replay`` counts such tasks apart, with their model-free part.
 - An empty ``nl_assertions`` list gates as met, without a judge.
@@ -164,7 +167,10 @@ def _model_free_checks(
     predicted = Environment.for_task(domain, task, with_history=False)
     mismatches = predicted.replay(trajectory)
     gold_agent, gold_user, gold_errors = gold_hashes(domain, task)
-    db_match = predicted.db_hash() == gold_agent and predicted.user_db_hash() == gold_user
+    # tau2 has nothing to compare the DB with when a task names neither gold actions nor env
+    # assertions (``None``, not ``[]``): the DB counts as matched and is left out of the breakdown
+    no_env_check = criteria.actions is None and criteria.env_assertions is None
+    db_match = no_env_check or (predicted.db_hash() == gold_agent and predicted.user_db_hash() == gold_user)
     env_checks = [
         EnvAssertionCheck(env_assertion=a, met=(met := predicted.check_assertion(a)), reward=float(met))
         for a in criteria.env_assertions or []
@@ -178,7 +184,8 @@ def _model_free_checks(
         "ACTION": float(all(c.action_match for c in actions)),
         "NL_ASSERTION": 1.0,  # placeholder until finish(); gates only when judged
     }
-    breakdown: dict[str, float] = {b: components[b] for b in basis}
+    skipped = ("DB", "ENV_ASSERTION") if no_env_check else ()
+    breakdown: dict[str, float] = {b: components[b] for b in basis if b not in skipped}
     info: dict[str, Any] = {
         "env": {"gold_call_errors": list(gold_errors), "replay_mismatches": len(mismatches)},
     }
@@ -201,6 +208,11 @@ def gold_hashes(domain: Domain, task: Task) -> tuple[str, str | None, tuple[str,
     if cached is not None:
         return cached
     env = Environment.for_task(domain, task)
+    # tau2 plays the gold actions without its DB coupling (telecom's sync runs after setup, not
+    # after each gold call), so the phone's mirror of the line is compared as setup left it; the
+    # DB check matches upstream's only with the same rule. No domain scores DB with a sync, so
+    # no reward changes: only the reported ``db_match`` does.
+    env.sync_enabled = False
     errors: list[str] = []
     for action in (task.evaluation_criteria.actions or []) if task.evaluation_criteria else []:
         if env.tool_kind(action.name, action.requestor) != "write":

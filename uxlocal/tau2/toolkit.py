@@ -6,6 +6,12 @@ argument validator and the source of the OpenAI schema, so the two cannot disagr
 ``ToolError`` for anything the model should be told (bad id, wrong state); the environment turns
 that into an error result. Helpers (``kind="helper"``) are callable by setup actions and
 assertions but are never offered to a model.
+
+Calls behave as tau2's do, where a model can tell: an unknown or missing argument is refused with
+the words Python uses for a method call (``MockTools.create_task() missing 1 required positional
+argument: 'user_id'``; the toolkit's ``qualifier`` is upstream's class name); a value of the wrong
+type is not refused up front (tau2 validates nothing), the tool runs on the raw JSON value and
+whatever then fails is the error (``unhashable type: 'list'``), as upstream's would.
 """
 
 from __future__ import annotations
@@ -51,12 +57,62 @@ class ToolSpec:
     description: str
     args_model: type[BaseModel]
     func: Callable[..., object]
+    qualifier: str = ""
+    """The class upstream's tool is a method of (``RetailTools``), as its call errors name it."""
+    raw: bool = False
+    """Always run on the values as sent, never on validated ones (banking: pydantic would turn the
+    int ``100000`` sent for a float into ``100000.0``, and upstream's ids and rows keep the int)."""
+
+    @property
+    def qualname(self) -> str:
+        """``Qualifier.name`` (or ``name``), as a Python call error names the function."""
+        return f"{self.qualifier}.{self.name}" if self.qualifier else self.name
+
+    def signature_problem(self, arguments: Mapping[str, Any]) -> str | None:
+        """What Python would say when binding ``arguments`` to the tool, or ``None`` if they bind."""
+        fields = self.args_model.model_fields
+        unknown = next((key for key in arguments if key not in fields), None)
+        if unknown is not None:
+            return f"{self.qualname}() got an unexpected keyword argument {unknown!r}"
+        missing = [name for name, info in fields.items() if info.is_required() and name not in arguments]
+        if not missing:
+            return None
+        quoted = [repr(name) for name in missing]
+        listed = (quoted[0] if len(quoted) == 1 else " and ".join(quoted) if len(quoted) == 2
+                  else ", ".join(quoted[:-1]) + ", and " + quoted[-1])
+        plural = "argument" if len(missing) == 1 else "arguments"
+        return f"{self.qualname}() missing {len(missing)} required positional {plural}: {listed}"
 
     def run(self, db: object, arguments: Mapping[str, Any]) -> object:
-        """Validate ``arguments`` and call the function; raises ``ValidationError`` or ``ToolError``."""
-        parsed = self.args_model.model_validate(dict(arguments))
+        """Bind and check ``arguments``, then call the function; raises ``ToolError``.
+
+        Arguments of the declared types reach the function validated; otherwise it runs on the
+        raw values (see the module docstring) and any exception it raises becomes a ``ToolError``.
+        """
+        problem = self.signature_problem(arguments)
+        if problem is not None:
+            raise ToolError(problem)
+        if self.raw:
+            return self._run_raw(db, arguments)
+        try:
+            parsed = self.args_model.model_validate(dict(arguments), strict=True)
+        except ValidationError:
+            return self._run_raw(db, arguments)
         kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
-        return self.func(db, **kwargs)
+        try:
+            return self.func(db, **kwargs)
+        except ValidationError as err:  # a record built from the caller's values refused them
+            raise ToolError(str(err)) from err
+
+    def _run_raw(self, db: object, arguments: Mapping[str, Any]) -> object:
+        defaults = {name: info.get_default(call_default_factory=True)
+                    for name, info in self.args_model.model_fields.items() if not info.is_required()}
+        try:
+            return self.func(db, **{**defaults, **arguments})
+        except ToolError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the caller's value broke the tool, as upstream's would
+            raise ToolError(str(err)) from err
 
     def openai_schema(self) -> dict[str, Any]:
         """Describe the tool in OpenAI function-calling format (a fresh copy the caller may edit)."""
@@ -72,18 +128,28 @@ class ToolSpec:
 class Toolkit:
     """The functions of one side of an environment (the agent's or the user's) over one DB type."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, qualifier: str = "", *, raw: bool = False) -> None:
         self.name = name
+        self.qualifier = qualifier
+        """Upstream's class name for this toolkit's tools, used in call errors (see ``ToolSpec``)."""
+        self.raw = raw
+        """Its tools run on the values as sent (see ``ToolSpec.raw``)."""
         self._specs: dict[str, ToolSpec] = {}
 
-    def tool(self, kind: ToolKind, description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Register a function; its name is the tool name, its keyword parameters the arguments."""
+    def tool(self, kind: ToolKind, description: str, *,
+             qualifier: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a function; its name is the tool name, its keyword parameters the arguments.
+
+        ``qualifier`` overrides the toolkit's for this tool (upstream defines it on another class).
+        """
 
         def register(func: Callable[..., Any]) -> Callable[..., Any]:
             if func.__name__ in self._specs:
                 raise ValueError(f"{self.name}: tool {func.__name__!r} registered twice")
             model = _args_model(func)
-            self._specs[func.__name__] = ToolSpec(func.__name__, kind, description, model, func)
+            owner = self.qualifier if qualifier is None else qualifier
+            spec = ToolSpec(func.__name__, kind, description, model, func, owner, self.raw)
+            self._specs[func.__name__] = spec
             return func
 
         return register
@@ -124,13 +190,13 @@ def render_content(value: object) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, BaseModel):
-        return json.dumps(value.model_dump(mode="json"))
+        return json.dumps(value.model_dump(mode="json", warnings=False))
     return json.dumps(_plain(value))
 
 
 def _plain(value: object) -> object:
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
+        return value.model_dump(mode="json", warnings=False)
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

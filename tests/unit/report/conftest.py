@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from report_store import expected_figures, shared_demo_report, shared_demo_store
 
-from uxlocal.report.model import Report
+from uxlocal.reportkit.model import Report
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from uxlocal.report import render_html
-from uxlocal.report.model import Report
-from uxlocal.report.tables import format_cell
+from uxlocal.reportkit.model import Report
+from uxlocal.reportkit.tables import format_cell
 from uxlocal.store.db import connect
 from uxlocal.suites.base import get_suite
 
@@ -88,7 +88,7 @@ def test_html_provenance_names_hash_models_prompts_and_versions(html: str, demo_
 
 
 def test_html_escapes_titles_and_cells() -> None:
-    from uxlocal.report.model import ReportTable, Section, TableGroup
+    from uxlocal.reportkit.model import ReportTable, Section, TableGroup
 
     table = ReportTable("<b>t</b>", ["a<b"], [("<script>alert(1)</script>",)], note="x & y")
     report = Report(

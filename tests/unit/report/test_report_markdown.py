@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from uxlocal.report import render_markdown
 from uxlocal.report.markdown import markdown_table
-from uxlocal.report.model import Report, ReportTable
-from uxlocal.report.tables import format_cell
+from uxlocal.reportkit.model import Report, ReportTable
+from uxlocal.reportkit.tables import format_cell
 
 
 def test_markdown_has_every_section_table_and_run(demo_report: Report) -> None:
@@ -39,8 +39,8 @@ def test_markdown_lists_plots_when_drawn(demo_report: Report) -> None:
 
 def test_terminal_tables_print_bracketed_cells_verbatim(capsys: pytest.CaptureFixture[str]) -> None:
     """Telecom task ids look like rich markup ("[mobile_data_issue]…"); they must print as they are."""
-    from uxlocal.report.model import ReportTable
-    from uxlocal.report.tables import render_tables
+    from uxlocal.reportkit.model import ReportTable
+    from uxlocal.reportkit.tables import render_tables
 
     render_tables([ReportTable("T [x]", ["task [id]"], [("[mobile_data_issue]airplane_mode_on",)], "note [dim]")])
     out = capsys.readouterr().out

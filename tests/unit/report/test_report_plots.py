@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from uxlocal.report import plots
+from uxlocal.reportkit import plots
 
 
 def _texts(svg: str) -> str:

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from uxlocal.report import registry
+from uxlocal.report import build
+from uxlocal.reportkit import registry
 from uxlocal.suites import base
 
-REPORT_DIR = Path(registry.__file__).parent
+REPORT_DIR = Path(build.__file__).parent
 
 
 @pytest.fixture
@@ -38,7 +39,7 @@ def plugin_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[st
 
 
 def test_section_specs_import_each_suites_report_section(plugin_suite: str) -> None:
-    specs = {s.key: s for s in registry.section_specs()}
+    specs = {s.key: s for s in build.section_specs()}
     assert specs[plugin_suite].title == "Plugin owned" and specs[plugin_suite].order == 7
     # the built-ins register the same way, in display order
     assert [k for k in specs if k != plugin_suite] == ["uxbench", "tau2", "ufs", "palate", "judge"]
@@ -59,8 +60,8 @@ def test_report_package_never_imports_a_suites_package() -> None:
 
 
 def test_report_table_old_import_warns_and_is_the_same_class() -> None:
-    from uxlocal.report.model import ReportTable
+    from uxlocal.reportkit.model import ReportTable
 
-    with pytest.warns(DeprecationWarning, match="uxlocal.report.model"):
+    with pytest.warns(DeprecationWarning, match="uxlocal.reportkit.model"):
         old = base.ReportTable
     assert old is ReportTable

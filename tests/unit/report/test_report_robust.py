@@ -21,11 +21,11 @@ from uxlocal.report import (
     build_report,
     register_figure,
     register_section,
-    registry,
     render_html,
     render_markdown,
 )
-from uxlocal.report.model import Figure
+from uxlocal.reportkit import registry
+from uxlocal.reportkit.model import Figure
 from uxlocal.store.db import connect
 
 

@@ -58,22 +58,20 @@ def tasks(data_dir: Path) -> dict[str, Task]:
     return {t.id: t for t in load_tasks(data_dir, BANKING)}
 
 
-def _probe_read_0001(db: BankingDB, user_id: Annotated[str, arg("Whose profile to read.")]) -> dict[str, Any]:
+def _probe_read_0001(db: BankingDB, user_id: Annotated[str, arg("Whose profile to read.")]) -> str:
     """Read one customer's profile (a test probe)."""
     row = db.users.get(user_id)
-    if row is None:
-        raise ToolError(f"no user {user_id}")
-    return row
+    return f"Error: no user {user_id}" if row is None else str(row)
 
 
 def _probe_write_0002(
     db: BankingDB,
     user_id: Annotated[str, arg("Whose email to change.")],
-    amount: Annotated[int | float, arg("A number stored as sent.")],
+    amount: Annotated[float, arg("A number stored as sent.")],
 ) -> str:
-    """Store a number on a customer's row (a test probe); refuses unknown users."""
+    """Store a number on a customer's row (a test probe); refuses unknown users, as upstream, in words."""
     if user_id not in db.users:
-        raise ToolError(f"no user {user_id}")
+        return f"Error: no user {user_id}"
     db.users.edit(user_id)["probe_amount"] = amount
     return "stored"
 
@@ -82,8 +80,8 @@ def _probe_write_0002(
 def probes(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Two discoverable agent tools that exist only during the test."""
     scratch = Toolkit("probes")
-    scratch.tool("read", _probe_read_0001.__doc__ or "")(_probe_read_0001)
-    scratch.tool("write", _probe_write_0002.__doc__ or "")(_probe_write_0002)
+    scratch.tool("read", (_probe_read_0001.__doc__ or "").split("(")[0].strip())(_probe_read_0001)
+    scratch.tool("write", (_probe_write_0002.__doc__ or "").split(";")[0])(_probe_write_0002)
     for spec in scratch.tools():
         renamed = ToolSpec(spec.name.lstrip("_"), spec.kind, spec.description, spec.args_model, spec.func)
         monkeypatch.setitem(DISCOVERABLE_AGENT._specs, renamed.name, renamed)
@@ -150,26 +148,32 @@ def test_domain_spec_rejects_a_shared_db_with_its_own_user_db() -> None:
 # --- discoverable agent tools ------------------------------------------------------------------
 
 
-def test_calling_a_locked_tool_is_an_error_result(banking: Domain, probes: None) -> None:
+# Upstream answers the doors' refusals as ordinary results (no error flag), so a model reads them as
+# text and they never count as tool errors; issue 29 made ours do the same (they were error results).
+
+
+def test_calling_a_locked_tool_is_refused_in_the_answer(banking: Domain, probes: None) -> None:
     env = Environment(banking)
     result = env.call("call_discoverable_agent_tool",
                       {"agent_tool_name": "probe_read_0001", "arguments": '{"user_id": "123"}'})
-    assert not result.ok and not result.internal and "unlock" in (result.error or "")
+    assert result.ok and "has not been unlocked" in result.content
     assert _called(env) == []
 
 
 @pytest.mark.parametrize("tool", DISCOVERABLE_CALLS)  # both doors refuse a name the bank has no tool for
-def test_unknown_agent_tool_is_an_error_result(banking: Domain, tool: str) -> None:
+def test_unknown_agent_tool_is_refused_in_the_answer(banking: Domain, tool: str) -> None:
     env = Environment(banking)
     result = env.call(tool, {"agent_tool_name": "downgrade_credit_card_3847"})
-    assert not result.ok and not result.internal and "Unknown agent tool" in result.content
+    assert result.ok and result.content == ("Error: Unknown agent tool 'downgrade_credit_card_3847'. "
+                                            "This tool is not available.")
 
 
 def test_unlock_describes_the_tool_and_enables_the_call(banking: Domain, probes: None) -> None:
     env = Environment(banking)
     unlocked = env.call("unlock_discoverable_agent_tool", {"agent_tool_name": "probe_write_0002"})
-    assert unlocked.ok and "Store a number" in unlocked.content
-    assert "user_id" in unlocked.content and "amount" in unlocked.content
+    assert unlocked.ok and "Description: Store a number on a customer's row (a test probe)" in unlocked.content
+    assert "  - user_id: string (required) - Whose email to change." in unlocked.content
+    assert "  - amount: number (required) - A number stored as sent." in unlocked.content
     before = env.db_hash()
     assert _db(env).unlocked_agent_tools == ["probe_write_0002"] and env.db_hash() == before  # not hashed
     called = env.call("call_discoverable_agent_tool",
@@ -178,20 +182,32 @@ def test_unlock_describes_the_tool_and_enables_the_call(banking: Domain, probes:
     assert _db(env).users.get("123")["probe_amount"] == 5  # type: ignore[index]
 
 
-@pytest.mark.parametrize("arguments, logged", [
-    ('{"user_id": "nobody", "amount": 1}', True),  # the tool refused: the call still ran, so it is logged
-    ('{"user_id": "123"}', False),  # missing argument: the tool never ran
-    ('{"user_id": "123", "amount": 1, "extra": 2}', False),  # unexpected argument
-    ("not json", False),  # unreadable arguments
+@pytest.mark.parametrize("arguments, ok, answer, logged", [
+    # the tool refused in words: the call ran, so it is logged
+    ('{"user_id": "nobody", "amount": 1}', True, "Error: no user nobody", True),
+    # missing argument: Python's own message, as upstream's; the tool never ran
+    ('{"user_id": "123"}', True,
+     "Error: Invalid arguments: KnowledgeTools.probe_write_0002() missing 1 required positional argument: 'amount'",
+     False),
+    # unexpected argument
+    ('{"user_id": "123", "amount": 1, "extra": 2}', True,
+     "Error: Invalid arguments: KnowledgeTools.probe_write_0002() got an unexpected keyword argument 'extra'", False),
+    # unreadable arguments
+    ("not json", True, "Error: Invalid JSON in arguments: Expecting value: line 1 column 1 (char 0)", False),
+    # arguments as a JSON object rather than text: json.loads raises, an error result as upstream
+    ({"user_id": "123", "amount": 1}, False, "Error: the JSON object must be str, bytes or bytearray, not dict",
+     False),
 ])
-def test_discoverable_call_errors_are_results_and_logged_only_when_the_tool_ran(
-    banking: Domain, probes: None, arguments: str, logged: bool
+def test_discoverable_call_refusals_are_answers_logged_only_when_the_tool_ran(
+    banking: Domain, probes: None, arguments: object, ok: bool, answer: str, logged: bool
 ) -> None:
     env = Environment(banking)
     env.call("unlock_discoverable_agent_tool", {"agent_tool_name": "probe_write_0002"})
+    _probe_owner = DISCOVERABLE_AGENT.spec("probe_write_0002").func  # type: ignore[union-attr]
+    _probe_owner.__qualname__ = "KnowledgeTools.probe_write_0002"
     result = env.call("call_discoverable_agent_tool", {"agent_tool_name": "probe_write_0002",
                                                         "arguments": arguments})
-    assert not result.ok and not result.internal
+    assert (result.ok, result.content, result.internal) == (ok, answer, False)
     assert _called(env) == (["probe_write_0002"] if logged else [])
 
 
@@ -235,35 +251,43 @@ def test_user_discoverable_tool_needs_the_agent_to_give_it(banking: Domain) -> N
     call = {"discoverable_tool_name": "get_card_last_4_digits",
             "arguments": '{"credit_card_account_id": "cc_lj82d4f1a9_silver"}'}
     refused = env.call("call_discoverable_user_tool", call, "user")
-    assert not refused.ok and "given" in (refused.error or "")
+    assert refused.ok and "has not been given to you by the agent" in refused.content  # an answer, as upstream
     assert len(_db(env).user_discoverable_tool_calls) == 0
     given = env.call("give_discoverable_user_tool", {"discoverable_tool_name": "get_card_last_4_digits"})
-    assert given.ok and "Look up the last four digits" in given.content
+    assert given.ok and "Description: Look up the last four digits" in given.content
     for _ in range(2):  # the same call twice: one log row, keyed by name + sorted arguments
         answer = env.call("call_discoverable_user_tool", call, "user")
-        assert answer.ok and re.search(r"ends in \d{4}\b", answer.content)
+        assert answer.ok and re.search(r"Last 4 digits of card: \d{4}$", answer.content)
     logged = [r["tool_name"] for r in _db(env).user_discoverable_tool_calls.values()]
     assert logged == ["get_card_last_4_digits"]
 
 
-@pytest.mark.parametrize("name, arguments, requestor", [
-    ("get_card_last_4_digits", {"credit_card_account_id": "x"}, "user"),  # discoverable: not a listed tool
-    ("call_discoverable_user_tool", {"discoverable_tool_name": "open_webpage"}, "user"),  # no such user tool
-    ("give_discoverable_user_tool", {"discoverable_tool_name": "open_webpage"}, "assistant"),  # agent side
-    ("apply_for_credit_card", {"card_type": "Gold Rewards Card"}, "assistant"),  # a user tool for the agent
+@pytest.mark.parametrize("name, arguments, requestor, ok, answer", [
+    # a discoverable user tool called by name runs as upstream's does, and checks it was given
+    ("get_card_last_4_digits", {"credit_card_account_id": "x"}, "user", True,
+     "Error: Tool 'get_card_last_4_digits' has not been given to you by the agent."),
+    # no such user tool: refused in the answer
+    ("call_discoverable_user_tool", {"discoverable_tool_name": "open_webpage"}, "user", True,
+     "Error: Unknown discoverable tool 'open_webpage'."),
+    ("give_discoverable_user_tool", {"discoverable_tool_name": "open_webpage"}, "assistant", True,
+     "Error: Unknown discoverable tool 'open_webpage'."),
+    # a user tool for the agent: the seat has no such tool, an error result
+    ("apply_for_credit_card", {"card_type": "Gold Rewards Card"}, "assistant", False,
+     "Error: Tool 'apply_for_credit_card' not found."),
 ])
-def test_tool_outside_a_seats_tools_is_an_error_result(banking: Domain, name: str,
-                                                       arguments: dict[str, Any], requestor: str) -> None:
+def test_tool_outside_a_seats_tools_answers_as_upstream(banking: Domain, name: str, arguments: dict[str, Any],
+                                                        requestor: str, ok: bool, answer: str) -> None:
     result = Environment(banking).call(name, arguments, requestor)  # type: ignore[arg-type]
-    assert not result.ok and not result.internal
+    assert result.ok is ok and result.content.startswith(answer) and not result.internal
 
 
 def test_user_tools_filter_follows_the_task(banking: Domain, tasks: dict[str, Task]) -> None:
     only_apply = tasks["task_001"]
     env = Environment.for_task(banking, only_apply)
     assert [s.name for s in env.tool_specs("user")] == ["apply_for_credit_card"]
+    # not among the tools this task gives the user, yet it runs when called, as in tau2
     result = env.call("submit_referral", {"user_id": "123", "account_type": "Gold Rewards Card"}, "user")
-    assert not result.ok  # not among the tools this task gives the user
+    assert result.ok
     no_tools = next(t for t in tasks.values() if t.user_tools == [])
     assert user_tool_schemas(banking, no_tools) == []
     assert guidelines(user_tool_schemas(banking, no_tools)) == fill("user.md")  # the plain contract
@@ -403,7 +427,7 @@ def test_gold_calls_that_fail_by_design_are_replayed_as_they_are(banking: Domain
     failing = {}
     for task in tasks.values():
         messages = scripted_trajectory(Environment.for_task(banking, task), task, "gold")
-        errors = [m.content for m in messages if m.role == "tool" and m.error]
+        errors = [m.content for m in messages if m.role == "tool" and (m.content or "").startswith("Error")]
         if errors:
             failing[task.id] = len(errors)
             assert replay_task(banking, task, "gold").reward == 1.0, task.id

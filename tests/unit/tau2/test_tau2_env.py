@@ -98,38 +98,32 @@ def test_nested_argument_schemas_are_inlined(airline: Domain) -> None:
         s for s in Environment(airline).tool_schemas() if s["function"]["name"] == "book_reservation"
     )
     flights = book["function"]["parameters"]["properties"]["flights"]
-    assert flights["items"]["properties"]["flight_number"]["type"] == "string"
-    assert flights["items"]["additionalProperties"] is False
+    leg, any_object = flights["items"]["anyOf"]  # tau2's shape: a leg, or any object
+    assert leg["properties"]["flight_number"]["type"] == "string" and "$ref" not in leg
+    assert any_object == {"additionalProperties": True, "type": "object"}
     cabin = book["function"]["parameters"]["properties"]["cabin"]
-    assert cabin["enum"] == ["basic_economy", "economy", "business"]
+    assert cabin["enum"] == ["business", "economy", "basic_economy"]  # tau2's order
 
 
 @pytest.mark.parametrize(
     ("name", "arguments", "requestor", "fragment"),
     [
-        (
-            "delete_order",
-            {},
-            "assistant",
-            "unknown tool 'delete_order' for the assistant; available: calculate",
-        ),
-        ("get_order_details", {}, "assistant", "missing argument 'order_id'"),
-        ("get_order_details", {"order_id": 5}, "assistant", "order_id: Input should be a valid string"),
+        ("delete_order", {}, "assistant", "Tool 'delete_order' not found."),
+        ("get_order_details", {}, "assistant",
+         "RetailTools.get_order_details() missing 1 required positional argument: 'order_id'"),
+        # wrong types are not refused up front, as in tau2: the lookup fails
+        ("get_order_details", {"order_id": 5}, "assistant", "Order not found"),
+        ("get_order_details", {"order_id": ["#W6247578"]}, "assistant", "unhashable type: 'list'"),
         (
             "get_order_details",
             {"order_id": "#W0", "verbose": True},
             "assistant",
-            "unexpected argument 'verbose'",
+            "RetailTools.get_order_details() got an unexpected keyword argument 'verbose'",
         ),
-        ("get_order_details", {"order_id": "#W0000000"}, "assistant", "order #W0000000 not found"),
+        ("get_order_details", {"order_id": "#W0000000"}, "assistant", "Order not found"),
         ("get_order_details", "{not json", "assistant", "arguments are not valid JSON"),
         ("get_order_details", "[1, 2]", "assistant", "arguments must be a JSON object"),
-        (
-            "get_order_details",
-            {"order_id": "#W6247578"},
-            "user",
-            "unknown tool 'get_order_details' for the user",
-        ),
+        ("get_order_details", {"order_id": "#W6247578"}, "user", "User tools not available"),
         ("get_order_details", {"order_id": "#W6247578"}, "system", "unknown requestor 'system'"),
         (
             "modify_pending_order_items",
@@ -140,7 +134,7 @@ def test_nested_argument_schemas_are_inlined(airline: Domain) -> None:
                 "payment_method_id": "credit_card_9513926",
             },
             "assistant",
-            "item_ids: Input should be a valid list",
+            "3 not found",  # a string where a list belongs: tau2 walks its characters
         ),
     ],
 )
@@ -172,8 +166,10 @@ def test_user_tools_follow_the_task_allow_list(mock: Domain) -> None:
     env = Environment(mock)
     env.restrict_user_tools(["check_notifications"])
     assert [s["function"]["name"] for s in env.tool_schemas("user")] == ["check_notifications"]
+    # as in tau2, only the prompt leaves the tool out: a call still runs
     result = env.call("dismiss_notification", {"notification_id": "notif_1"}, "user")
-    assert not result.ok and "unknown tool 'dismiss_notification' for the user" in (result.error or "")
+    assert result.ok and result.content == "Notification notif_1 dismissed"
+    assert not env.call("fly", {}, "user").ok
     env.restrict_user_tools([])
     assert env.tool_schemas("user") == []
     with pytest.raises(ValueError, match="no user tools named fly"):
@@ -222,7 +218,7 @@ def test_set_state_failing_setup_call_raises(mock: Domain) -> None:
             ),
         ]
     )
-    with pytest.raises(InitialStateError, match="task task_9 not found"):
+    with pytest.raises(InitialStateError, match="Task task_9 not found"):
         Environment(mock).set_state(state)
 
 

@@ -130,10 +130,10 @@ def test_homenet_history_write_counts_once(homenet: Domain, tasks_of: Any) -> No
 
 REFUSALS: list[tuple[str, str, dict[str, Any], str]] = [
     ("assistant", "find_customer", {"email": "nobody@example.com"}, "no account with email"),
-    ("assistant", "list_plans", {"postcode": "40121"}, "unexpected argument 'postcode'"),
+    ("assistant", "list_plans", {"postcode": "40121"}, "list_plans() got an unexpected keyword argument 'postcode'"),
     ("assistant", "change_plan", {"customer_id": "cust_101", "plan_id": "basic_100"}, "already on basic_100"),
     ("assistant", "change_plan", {"customer_id": "cust_101", "plan_id": "fiber_9"}, "plan fiber_9 not found"),
-    ("assistant", "check_outages", {}, "missing argument 'postcode'"),
+    ("assistant", "check_outages", {}, "check_outages() missing 1 required positional argument: 'postcode'"),
     # out_9 is still ongoing; out_7 is in another postcode; amounts must be positive
     ("assistant", "apply_outage_credit", {"customer_id": "cust_105", "outage_id": "out_9", "amount": 5},
      "still ongoing"),
@@ -143,9 +143,9 @@ REFUSALS: list[tuple[str, str, dict[str, Any], str]] = [
      "above 0"),
     ("assistant", "run_line_test", {"customer_id": "cust_999"}, "customer cust_999 not found"),
     ("assistant", "book_technician", {"customer_id": "cust_104", "date": "12 March"}, "YYYY-MM-DD"),
-    ("assistant", "transfer_to_human_agents", {}, "missing argument 'summary'"),
-    ("user", "check_router", {"router_id": "home_router"}, "unexpected argument 'router_id'"),
-    ("user", "restart_router", {"hard": True}, "unexpected argument 'hard'"),
+    ("assistant", "transfer_to_human_agents", {}, "transfer_to_human_agents() missing 1 required positional argument: 'summary'"),
+    ("user", "check_router", {"router_id": "home_router"}, "check_router() got an unexpected keyword argument 'router_id'"),
+    ("user", "restart_router", {"hard": True}, "restart_router() got an unexpected keyword argument 'hard'"),
 ]
 
 
@@ -207,7 +207,7 @@ def test_homenet_user_tools_follow_the_task_and_stay_on_the_user_side(homenet: D
     assert [s["function"]["name"] for s in with_tools.tool_schemas("user")] == ["check_router", "restart_router"]
     assert Environment.for_task(homenet, _task(tasks_of, "compare_plans")).tool_schemas("user") == []
     agent_try = with_tools.call("restart_router", {}, "assistant")
-    assert not agent_try.ok and "unknown tool 'restart_router' for the assistant" in (agent_try.error or "")
+    assert not agent_try.ok and "Tool 'restart_router' not found." in (agent_try.error or "")
 
 
 # --- where the sample data is found ----------------------------------------------------------------

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from uxlocal.cli import cli
 from uxlocal.tau2 import Domain, Environment, Task, load_domain, load_tasks
-from uxlocal.tau2.domains.telecom.db import TelecomUserDB
+from uxlocal.tau2.domains.telecom.phone_db import TelecomUserDB
 from uxlocal.tau2.replay import replay_domain, scripted_trajectory, unsynced_gold_holds
 from uxlocal.tau2.domains.telecom.device import can_send_mms, internet_speed, mobile_data_works
 
@@ -90,7 +90,7 @@ def test_telecom_user_tools_are_offered_to_the_user_only(telecom: Domain) -> Non
     assert "refuel_data" in agent_names and not user_names & agent_names
     assert not {"turn_airplane_mode_on", "assert_service_status", "set_user_info"} & user_names
     result = env.call("toggle_airplane_mode", {}, "assistant")
-    assert not result.ok and "unknown tool" in (result.error or "")
+    assert not result.ok and result.content == "Error: Tool 'toggle_airplane_mode' not found."  # tau2's words
 
 
 # --- device rules (spec §A.2) -----------------------------------------------------------------
@@ -146,7 +146,9 @@ def test_airplane_mode_on_drops_the_vpn_and_the_service(telecom: Domain, tasks: 
     assert env.call("toggle_airplane_mode", {}, "user").ok
     phone = _phone(env)
     assert not phone.device.vpn_connected and phone.device.network_connection_status == "no_service"
-    assert not env.call("toggle_wifi", {}, "user").ok  # refused in airplane mode
+    refused = env.call("toggle_wifi", {}, "user")  # refused in the answer text, as upstream does (issue 29)
+    assert refused.ok and refused.content.startswith("Cannot change Wi-Fi settings while Airplane Mode is ON.")
+    assert not phone.device.wifi_enabled
     assert env.call("toggle_airplane_mode", {}, "user").ok
     assert phone.device.network_connection_status == "connected" and not phone.device.vpn_connected
 
@@ -170,13 +172,18 @@ def test_mms_needs_data_off_2g_an_mmsc_and_both_app_permissions(telecom: Domain,
     assert can_send_mms(phone.device, phone.surroundings)
     env.invoke("user", "remove_app_permission", {"app_name": "messaging", "permission": "storage"})
     assert not can_send_mms(phone.device, phone.surroundings)
-    assert env.call("grant_app_permission", {"app_name": "Messaging", "permission": "STORAGE"}, "user").ok
+    # app names match exactly (upstream's phone has no 'Messaging'); the permission is lower-cased
+    missing = env.call("grant_app_permission", {"app_name": "Messaging", "permission": "STORAGE"}, "user")
+    assert missing.ok and missing.content.startswith("Error. App 'Messaging' not found.")
+    assert not can_send_mms(phone.device, phone.surroundings)
+    assert env.call("grant_app_permission", {"app_name": "messaging", "permission": "STORAGE"}, "user").ok
     env.call("set_network_mode_preference", {"mode": "2g_only"}, "user")
     assert mobile_data_works(phone.device, phone.surroundings) and not can_send_mms(phone.device, phone.surroundings)
     env.call("set_network_mode_preference", {"mode": "4g_5g_preferred"}, "user")
     env.invoke("user", "set_wifi_calling", {"enabled": True, "mms_over_wifi": True})
     assert not can_send_mms(phone.device, phone.surroundings)
-    assert env.call("toggle_wifi_calling", {}, "user").ok and can_send_mms(phone.device, phone.surroundings)
+    assert env.call("toggle_wifi_calling", {}, "user").ok and not phone.device.wifi_calling_enabled
+    assert can_send_mms(phone.device, phone.surroundings)
 
 
 def test_mobile_data_abroad_needs_roaming_on_the_phone_and_the_line(telecom: Domain, tasks: list[Task]) -> None:
@@ -199,7 +206,8 @@ def test_sync_carries_the_payment_chain_both_ways(telecom: Domain, tasks: list[T
                {"customer_id": "C1001", "line_id": "L1002", "new_bill_id": "B1234321", "contract_ended": False})
     phone = _phone(env)
     assert not phone.surroundings.line_active and phone.surroundings.payment_request is None
-    assert not env.call("make_payment", {}, "user").ok  # nothing to pay yet
+    nothing = env.call("make_payment", {}, "user")  # nothing to pay yet: a plain answer upstream (issue 29)
+    assert nothing.ok and nothing.content == "You do not have a payment request."
     assert env.call("send_payment_request", {"customer_id": "C1001", "bill_id": "B1234321"}).ok
     request = phone.surroundings.payment_request
     assert request is not None and request.bill_id == "B1234321" and request.amount_due == 65.0
@@ -231,7 +239,7 @@ def test_refuel_without_a_draft_bill_creates_the_same_bill_id_every_time(telecom
         customer = env.agent_db.customers.get("C1002")  # type: ignore[attr-defined]
         ids.append(customer.bill_ids[-1])
         assert json.loads(env.call("get_details_by_id", {"id": ids[-1]}).content)["status"] == "Draft"
-    assert ids == ["B1007", "B1007"]
+    assert ids == ["B9001", "B9001"]  # counter-drawn, clear of the file's ids; upstream draws a uuid (bug 5)
 
 
 # --- scripted replays on the 114 base tasks (spec §C) -----------------------------------------
@@ -294,14 +302,16 @@ def test_invalid_user_tool_calls_are_error_results_counted_toward_max_errors(
     run = run_tau2(
         tmp_path, data_dir, domain="telecom", tasks=tasks[0].id, max_errors=3,
         user=[call("check_status_bar"), call("fly_to_the_moon"), call("set_network_mode_preference", mode="6g"),
-              call("grant_app_permission", app_name="messaging", permission="camera")],
+              call("set_apn_settings", apn_settings={"apn_name": "6g"}), call("toggle_data", on=True)],
         agent=[],
     )
-    rows = run.rows("SELECT requestor, name, ok, error FROM tool_calls ORDER BY turn_idx")
+    rows = run.rows("SELECT requestor, name, ok, error, result FROM tool_calls ORDER BY turn_idx")
     assert [r[:3] for r in rows] == [("user", "check_status_bar", True), ("user", "fly_to_the_moon", False),
-                                     ("user", "set_network_mode_preference", False),
-                                     ("user", "grant_app_permission", False)]
-    assert "unknown tool 'fly_to_the_moon'" in rows[1][3] and "mode" in rows[2][3] and "camera" in rows[3][3]
+                                     ("user", "set_network_mode_preference", True),
+                                     ("user", "set_apn_settings", False), ("user", "toggle_data", False)]
+    # an unknown mode is refused in the answer, not as an error (upstream's phone); an unknown APN name is an error
+    assert "Tool 'fly_to_the_moon' not found." in rows[1][3] and "'6g' is not a valid option" in rows[2][4]
+    assert "Input should be 'internet' or 'broken'" in rows[3][3]
     episode = run.episode()
     assert episode["termination"] == "too_many_errors" and episode["info"]["errors"] == 3
     assert episode["reward"] == 0.0

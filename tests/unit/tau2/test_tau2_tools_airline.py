@@ -54,59 +54,63 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
     (
         "book_reservation",
         _booking(payment_methods=[{"payment_id": EMMA_CARD, "amount": 100}]),
-        "payments add up to 100 but the total price is 137",
+        "Payment amount does not add up, total price is 137, but paid 100",
     ),
     (
         "book_reservation",
         _booking(flights=[{"flight_number": "HAT001", "date": "2024-05-10"}]),
-        "not open for booking (landed)",
+        "Flight HAT001 not available on date 2024-05-10",
     ),
     (
         "book_reservation",
         _booking(payment_methods=[{"payment_id": EMMA_GIFT, "amount": 137}]),
-        "gift_card_9562694 balance 103.0 does not cover 137",
+        "Not enough balance in payment method gift_card_9562694",
     ),
-    ("book_reservation", _booking(cabin="first"), "cabin: Input should be"),  # not a cabin class
+    ("book_reservation", _booking(cabin="first"),
+     "1 validation error for Reservation\ncabin\n  Input should be 'business', 'economy' or 'basic_economy'"),  # not a cabin class
     (
         "book_reservation",
         _booking(
             passengers=[TRAVELLER] * 18, payment_methods=[{"payment_id": EMMA_CARD, "amount": 137 * 18}]
         ),
-        "not enough economy seats",
+        "Not enough seats on flight HAT001",
     ),
     (
         "book_reservation",
         _booking(payment_methods=[{"payment_id": EMMA_CARD, "amount": 136.5}]),
-        "amount: Input should be a valid integer",
+        "1 validation error for Payment\namount\n  Input should be a valid integer",
     ),
-    ("calculate", {"expression": "3 % 2"}, "may only contain digits"),
-    ("cancel_reservation", {"reservation_id": "NOPE00"}, "reservation NOPE00 not found"),
+    ("calculate", {"expression": "3 % 2"}, "Invalid characters in expression"),
+    ("cancel_reservation", {"reservation_id": "NOPE00"}, "Reservation NOPE00 not found"),
     (
         "get_flight_status",
         {"flight_number": "HAT001", "date": "2024-06-01"},
-        "does not operate on 2024-06-01",
+        "Flight HAT001 not found on date 2024-06-01",
     ),
-    ("get_reservation_details", {"reservation_id": "NOPE00"}, "reservation NOPE00 not found"),
-    ("get_user_details", {"user_id": "nobody_1"}, "user nobody_1 not found"),
-    ("list_all_airports", {"country": "US"}, "unexpected argument 'country'"),
-    ("search_direct_flight", {"origin": "PHL", "destination": "LGA"}, "missing argument 'date'"),
+    ("get_reservation_details", {"reservation_id": "NOPE00"}, "Reservation NOPE00 not found"),
+    ("get_user_details", {"user_id": "nobody_1"}, "User nobody_1 not found"),
+    ("list_all_airports", {"country": "US"},
+     "AirlineTools.list_all_airports() got an unexpected keyword argument 'country'"),
+    ("search_direct_flight", {"origin": "PHL", "destination": "LGA"},
+     "AirlineTools.search_direct_flight() missing 1 required positional argument: 'date'"),
     (
         "search_onestop_flight",
-        {"origin": "PHL", "destination": "LGA", "date": 20240520},
-        "date: Input should be a valid string",
+        {"origin": "PHL", "destination": "LGA", "date": ["2024-05-20"]},
+        "unhashable type: 'list'",  # not refused up front (tau2 validates nothing); the lookup fails
     ),
-    ("send_certificate", {"user_id": "nobody_1", "amount": 100}, "user nobody_1 not found"),
-    ("send_certificate", {"user_id": EMMA, "amount": 0}, "amount: Input should be greater than 0"),
-    ("transfer_to_human_agents", {"summary": None}, "summary: Input should be a valid string"),
+    ("send_certificate", {"user_id": "nobody_1", "amount": 100}, "User nobody_1 not found"),
+    ("send_certificate", {"user_id": EMMA, "amount": "a lot"}, "1 validation error for Certificate"),
+    ("transfer_to_human_agents", {"summary": "x", "urgent": True},
+     "AirlineTools.transfer_to_human_agents() got an unexpected keyword argument 'urgent'"),
     (
         "update_reservation_baggages",
         {"reservation_id": "EHGLP3", "total_baggages": 3, "nonfree_baggages": 3, "payment_id": EMMA_GIFT},
-        "balance 103.0 does not cover 150",
+        "Gift card balance is not enough",
     ),
     (
         "update_reservation_baggages",
-        {"reservation_id": "EHGLP3", "total_baggages": -1, "nonfree_baggages": 0, "payment_id": EMMA_CARD},
-        "total_baggages: Input should be greater than",
+        {"reservation_id": "EHGLP3", "total_baggages": 1, "nonfree_baggages": 0, "payment_id": "nope"},
+        "Payment method not found",
     ),
     (
         "update_reservation_flights",
@@ -116,17 +120,17 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
             "flights": [{"flight_number": "HAT156", "date": "2024-05-03"}],
             "payment_id": EMMA_CARD,
         },
-        "HAT156 on 2024-05-03 is not open for booking",
+        "Flight HAT156 not available on date 2024-05-03",
     ),
     (
         "update_reservation_flights",
-        {"reservation_id": "EHGLP3", "cabin": "basic_economy", "flights": [], "payment_id": EMMA_CARD},
-        "flights: List should have at least 1 item",
+        {"reservation_id": "EHGLP3", "cabin": "basic_economy", "flights": "HAT156", "payment_id": EMMA_CARD},
+        "'str' object has no attribute 'flight_number'",  # a string where a list belongs
     ),
     (
         "update_reservation_passengers",
         {"reservation_id": "EHGLP3", "passengers": [TRAVELLER]},
-        "has 2 passengers; give exactly that many",
+        "Number of passengers does not match",
     ),
 ]
 
@@ -254,7 +258,8 @@ def test_search_onestop_flight_connects_after_arrival(content: Content, env: Env
         if first["scheduled_arrival_time_est"].endswith("+1"):
             assert second["date"] == "2024-05-18"
         else:
-            assert second["scheduled_departure_time_est"] > first["scheduled_arrival_time_est"]
+            # tau2 lets the second leg leave at the very time the first lands (a string >=)
+            assert second["scheduled_departure_time_est"] >= first["scheduled_arrival_time_est"]
 
 
 def test_search_onestop_flight_pairs_overnight_leg_with_next_day(content: Content, env: Environment) -> None:
@@ -274,7 +279,7 @@ def test_next_day_keeps_tau2_unpadded_quirk() -> None:
 
 def test_send_certificate_uses_fixed_ids_in_turn(content: Content, env: Environment) -> None:
     assert content(env, "send_certificate", {"user_id": EMMA, "amount": 150}) == (
-        "Certificate certificate_3221322 with amount 150.0 added to user emma_kim_9957."
+        "Certificate certificate_3221322 added to user emma_kim_9957 with amount 150."
     )
     env.call("send_certificate", {"user_id": EMMA, "amount": 50})
     methods = content(env, "get_user_details", {"user_id": EMMA})["payment_methods"]
@@ -364,7 +369,7 @@ def test_changes_cannot_be_paid_by_certificate(env: Environment) -> None:
             "nonfree_baggages": 9,
             "payment_id": certificate,
         },
-        "a certificate cannot pay for a change",
+        "Certificate cannot be used to update reservation",
     )
 
 

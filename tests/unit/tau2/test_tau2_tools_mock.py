@@ -18,18 +18,22 @@ def env(mock: Domain) -> Environment:
 
 
 REFUSALS: list[tuple[str, str, dict[str, Any], str]] = [
-    ("assistant", "create_task", {"user_id": "user_9", "title": "X"}, "user user_9 not found"),
-    ("assistant", "get_users", {"user_id": "user_1"}, "unexpected argument 'user_id'"),
-    ("assistant", "update_task_status", {"task_id": "task_1", "status": "done"}, "status: Input should be"),
+    ("assistant", "create_task", {"user_id": "user_9", "title": "X"}, "User user_9 not found"),
+    ("assistant", "get_users", {"user_id": "user_1"},
+     "MockTools.get_users() got an unexpected keyword argument 'user_id'"),
+    # a wrong type is not refused up front (tau2 validates nothing); the lookup then fails
+    ("assistant", "update_task_status", {"task_id": ["task_1"], "status": "done"}, "unhashable type: 'list'"),
     (
         "assistant",
         "update_task_status",
         {"task_id": "task_9", "status": "completed"},
-        "task task_9 not found",
+        "Task task_9 not found",
     ),
-    ("assistant", "transfer_to_human_agents", {}, "missing argument 'summary'"),
-    ("user", "check_notifications", {"unread_only": True}, "unexpected argument 'unread_only'"),
-    ("user", "dismiss_notification", {"notification_id": "notif_9"}, "notification notif_9 not found"),
+    ("assistant", "transfer_to_human_agents", {},
+     "MockTools.transfer_to_human_agents() missing 1 required positional argument: 'summary'"),
+    ("user", "check_notifications", {"unread_only": True},
+     "MockUserTools.check_notifications() got an unexpected keyword argument 'unread_only'"),
+    ("user", "dismiss_notification", {"notification_id": "notif_9"}, "Notification notif_9 not found"),
 ]
 
 
@@ -68,6 +72,11 @@ def test_update_task_status_sets_status(content: Content, env: Environment) -> N
     assert env.invoke("assistant", "assert_number_of_tasks", {"user_id": "user_1", "expected_number": 1})
 
 
+def test_update_task_status_stores_any_status_as_tau2_does(content: Content, env: Environment) -> None:
+    assert content(env, "update_task_status", {"task_id": "task_1", "status": "done"})["status"] == "done"
+    assert not env.invoke("assistant", "assert_task_status", {"task_id": "task_1", "expected_status": "completed"})
+
+
 def test_get_users_lists_users(content: Content, env: Environment) -> None:
     assert content(env, "get_users", {}) == [{"user_id": "user_1", "name": "Test User", "tasks": ["task_1"]}]
 
@@ -87,7 +96,8 @@ def test_user_tools_read_and_dismiss_notifications_on_user_db_only(
     agent_hash, user_hash = env.db_hash(), env.user_db_hash()
     inbox = content(env, "check_notifications", {}, "user")
     assert [n["status"] for n in inbox] == ["unread"]
-    assert content(env, "dismiss_notification", {"notification_id": "notif_1"}, "user")["status"] == "read"
+    dismissed = env.call("dismiss_notification", {"notification_id": "notif_1"}, "user")
+    assert dismissed.ok and dismissed.content == "Notification notif_1 dismissed"
     assert env.db_hash() == agent_hash and env.user_db_hash() != user_hash
     assert env.invoke(
         "user", "assert_notification_status", {"notification_id": "notif_1", "expected_status": "read"}

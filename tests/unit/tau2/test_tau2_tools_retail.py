@@ -53,13 +53,13 @@ HAPPY = {
 }
 
 REFUSALS: list[tuple[str, dict[str, Any], str]] = [
-    ("calculate", {"expression": "2 ** 10"}, "only + - * / and parentheses"),  # powers could stall a run
+    ("calculate", {"expression": "9 ** 9 ** 9"}, "too large"),  # a huge power would stall a run
     ("calculate", {"expression": "1 / 0"}, "division by zero"),
-    ("calculate", {"expression": "__import__('os')"}, "may only contain digits"),
+    ("calculate", {"expression": "__import__('os')"}, "Invalid characters in expression"),
     ("calculate", {"expression": "-" * 999 + "1"}, "too large or too deeply nested"),  # parser recursion
     ("calculate", {"expression": "1+" * 600 + "1"}, "longer than 1000 characters"),
-    ("cancel_pending_order", {"order_id": "#W6247578", "reason": "too expensive"}, "reason must be one of"),
-    ("cancel_pending_order", {"order_id": "#W2378156", "reason": "no longer needed"}, "is 'delivered'"),
+    ("cancel_pending_order", {"order_id": "#W6247578", "reason": "too expensive"}, "Invalid reason"),
+    ("cancel_pending_order", {"order_id": "#W2378156", "reason": "no longer needed"}, "Non-pending order cannot be cancelled"),
     (
         "exchange_delivered_order_items",
         {
@@ -68,7 +68,7 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
             "new_item_ids": ["9647292434"],
             "payment_method_id": YUSUF_CARD,
         },
-        "not an available variant of product 1656367028",
+        "Variant not found",
     ),  # a T-shirt is not a keyboard variant
     (
         "exchange_delivered_order_items",
@@ -78,7 +78,7 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
             "new_item_ids": ["9647292434"],
             "payment_method_id": YUSUF_CARD,
         },
-        "is 'pending'",
+        "Non-delivered order cannot be exchanged",
     ),
     (
         "exchange_delivered_order_items",
@@ -88,15 +88,16 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
             "new_item_ids": ["7706410293", "7706410293"],
             "payment_method_id": YUSUF_CARD,
         },
-        "(often enough)",
+        "Number of 1151293680 not found.",
     ),
-    ("find_user_id_by_name_zip", {"first_name": "Yusuf", "last_name": "Rossi", "zip": "00000"}, "no user"),
-    ("find_user_id_by_email", {"email": "nobody@example.com"}, "no user with that email"),
-    ("get_item_details", {"item_id": "0000000000"}, "item 0000000000 not found"),
-    ("get_order_details", {"order_id": "W6247578"}, "order W6247578 not found"),  # the '#' is part of the id
-    ("get_product_details", {"product_id": "0"}, "product 0 not found"),
-    ("get_user_details", {"user_id": "nobody_1"}, "user nobody_1 not found"),
-    ("list_all_product_types", {"category": "shirts"}, "unexpected argument 'category'"),
+    ("find_user_id_by_name_zip", {"first_name": "Yusuf", "last_name": "Rossi", "zip": "00000"}, "User not found"),
+    ("find_user_id_by_email", {"email": "nobody@example.com"}, "User not found"),
+    ("get_item_details", {"item_id": "0000000000"}, "Item not found"),
+    ("get_order_details", {"order_id": "W6247578"}, "Order not found"),  # the '#' is part of the id
+    ("get_product_details", {"product_id": "0"}, "Product not found"),
+    ("get_user_details", {"user_id": "nobody_1"}, "User not found"),
+    ("list_all_product_types", {"category": "shirts"},
+     "RetailTools.list_all_product_types() got an unexpected keyword argument 'category'"),
     (
         "modify_pending_order_address",
         {
@@ -108,7 +109,7 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
             "country": "USA",
             "zip": "19122",
         },
-        "cannot change the address",
+        "Non-pending order cannot be modified",
     ),
     (
         "modify_pending_order_items",
@@ -118,7 +119,7 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
             "new_item_ids": ["3799046073"],
             "payment_method_id": YUSUF_CARD,
         },
-        "is the same as the old one",
+        "The new item id should be different from the old item id",
     ),
     (
         "modify_pending_order_items",
@@ -128,7 +129,7 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
             "new_item_ids": ["5047954489"],
             "payment_method_id": YUSUF_CARD,
         },
-        "not an available variant",
+        "New item 5047954489 not found or available",
     ),  # 5047954489 exists but is unavailable
     (
         "modify_pending_order_items",
@@ -138,7 +139,7 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
             "new_item_ids": ["9647292434", "8349118980"],
             "payment_method_id": YUSUF_CARD,
         },
-        "same length",
+        "The number of items to be exchanged should match",
     ),
     (
         "modify_pending_order_items",
@@ -148,17 +149,17 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
             "new_item_ids": ["9647292434"],
             "payment_method_id": "paypal_0",
         },
-        "payment method paypal_0 not found",
+        "Payment method not found",
     ),
     (
         "modify_pending_order_payment",
         {"order_id": "#W6436609", "payment_method_id": ANYA_GIFT},
-        "already used",
+        "The new payment method should be different from the current one",
     ),
     (
         "modify_pending_order_payment",
         {"order_id": "#W2378156", "payment_method_id": YUSUF_CARD},
-        "cannot change the payment method",
+        "Non-pending order cannot be modified",
     ),
     (
         "modify_user_address",
@@ -171,24 +172,25 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
             "country": "USA",
             "zip": "1",
         },
-        "user nobody_1 not found",
+        "User not found",
     ),
     (
         "return_delivered_order_items",
         {"order_id": "#W6247578", "item_ids": ["3799046073"], "payment_method_id": YUSUF_CARD},
-        "cannot return items",
+        "Non-delivered order cannot be returned",
     ),
     (
         "return_delivered_order_items",
         {"order_id": "#W2378156", "item_ids": ["4202497723"], "payment_method_id": ANYA_CARD},
-        "not found in the user's profile",
+        "Payment method not found",
     ),
     (
         "return_delivered_order_items",
-        {"order_id": "#W2378156", "item_ids": [], "payment_method_id": YUSUF_CARD},
-        "no item ids given",
+        {"order_id": "#W2378156", "item_ids": ["3799046073"], "payment_method_id": YUSUF_CARD},
+        "Some item not found",  # an item of another order
     ),
-    ("transfer_to_human_agents", {}, "missing argument 'summary'"),
+    ("transfer_to_human_agents", {},
+     "RetailTools.transfer_to_human_agents() missing 1 required positional argument: 'summary'"),
 ]
 
 
@@ -281,7 +283,7 @@ def test_exchange_refuses_gift_card_that_cannot_cover_difference(retail: Domain)
             "new_item_ids": ["3761330360", "9647374798"],
             "payment_method_id": "gift_card_7245904",
         },
-        "does not cover 21.1",
+        "Insufficient gift card balance to pay for the price difference",
     )
 
 
@@ -318,7 +320,7 @@ def test_modify_pending_order_items_charges_difference_and_locks_order(
     assert order["items"][0]["item_id"] == "9647292434" and order["items"][0]["price"] == 53.48
     assert order["payment_history"][-1] == {
         "transaction_type": "payment",
-        "amount": 0.21,
+        "amount": 53.48 - 53.27,  # unrounded, as tau2 records it (0.20999999999999375)
         "payment_method_id": YUSUF_CARD,
     }
     _refused(
@@ -330,13 +332,13 @@ def test_modify_pending_order_items_charges_difference_and_locks_order(
             "new_item_ids": ["8349118980"],
             "payment_method_id": YUSUF_CARD,
         },
-        "is 'pending (item modified)'",
+        "Non-pending order cannot be modified",
     )
     _refused(
         env,
         "cancel_pending_order",
         {"order_id": "#W6247578", "reason": "ordered by mistake"},
-        "cannot cancel",
+        "Non-pending order cannot be cancelled",
     )
 
 
@@ -360,7 +362,7 @@ def test_modify_pending_order_items_copies_last_variant_onto_every_item(
     )
     assert [i["price"] for i in order["items"]] == [replacement["price"]] * 2
     assert order["items"][0]["options"] == replacement["options"]
-    expected = round(53.48 - 53.43 + replacement["price"] - other["price"], 2)
+    expected = 0 + (53.48 - 53.43) + (replacement["price"] - other["price"])  # summed unrounded, pair by pair
     assert order["payment_history"][-1]["amount"] == abs(expected)  # the charge itself is per item
 
 
@@ -381,7 +383,7 @@ def test_modify_pending_order_items_refuses_gift_card_short_of_difference(
             "new_item_ids": [dearer["item_id"]],
             "payment_method_id": ANYA_GIFT,
         },
-        "does not cover",
+        "Insufficient gift card balance to pay for the new item",
     )
 
 
@@ -450,7 +452,7 @@ def test_return_refund_must_go_to_original_method_or_gift_card(retail: Domain) -
             "item_ids": [order["items"][0]["item_id"]],
             "payment_method_id": other,
         },
-        "original payment method or a gift card",
+        "Payment method should be the original payment method",
     )
 
 

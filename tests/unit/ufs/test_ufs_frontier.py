@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from uxlocal.errors import InputError
-from uxlocal.report.plots import wants_log_scale
+from uxlocal.reportkit.plots import wants_log_scale
 from uxlocal.suites.userproxy.ufs.frontier import (
     TABLE_1,
     Point,

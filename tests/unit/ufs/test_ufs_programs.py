@@ -13,7 +13,8 @@ import pytest
 from uxlocal.engine.base import Sampling
 from uxlocal.engine.fake import FakeEngine
 from uxlocal.engine.pool import ModelPool
-from uxlocal.rollout import EpisodeContext, EpisodeSpec, Outcome, Scheduler
+from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
+from uxlocal.rollout import Scheduler
 from uxlocal.store.writer import StoreWriter
 from uxlocal.tau2 import Message, Task
 from uxlocal.suites.userproxy.ufs.criteria import VERIFIER_CHECKS, Blueprint, Criterion

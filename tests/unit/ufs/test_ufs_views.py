@@ -1,4 +1,4 @@
-"""db/views/userproxy.sql equals the Python reference on hand-built store rows (issue 5, item 8)."""
+"""suites/userproxy/views.sql equals the Python reference on hand-built store rows (issue 5, item 8)."""
 
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from uxlocal.report.html import render_table
-from uxlocal.report.model import ReportTable
-from uxlocal.report.tables import format_cell
+from uxlocal.reportkit.model import ReportTable
+from uxlocal.reportkit.tables import format_cell
 from uxlocal.store.db import json_value
 
 from .queries import PAGE_SIZE, Filters

@@ -7,7 +7,7 @@ Why one episode per (item, judge) asking every criterion (and both pairwise orde
 the scheduler puts an episode's requests next to each other in the batch, so the K prompts that
 share a conversation prefix reach vLLM together and its prefix cache computes the prefix once.
 
-Verdict rows (table ``verdicts``; the views in ``db/views/judge.sql`` read them):
+Verdict rows (table ``verdicts``; the views in ``suites/judge/views.sql`` read them):
 
 - ``name = 'judge:<criterion>'``: the verdict. ``label`` is the argmax label; ``label_probs``
   every label's probability over its whole token path (one-hot in reason mode, where the label
@@ -27,7 +27,7 @@ from typing import Any
 
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
 from uxlocal.grammar import Choice, JsonSchema
-from uxlocal.rollout import EpisodeContext, Outcome, Program
+from uxlocal.episode import EpisodeContext, Outcome, Program
 from uxlocal.suites.judge.inputs import JudgeItem
 from uxlocal.suites.judge.prompts import Layout, judge_messages
 from uxlocal.suites.judge.rubrics import TIE_LABEL, Criterion, Rubric

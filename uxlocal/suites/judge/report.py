@@ -15,7 +15,7 @@ import numpy as np
 
 from uxlocal import stats
 from uxlocal.store.db import query
-from uxlocal.report.model import ReportTable
+from uxlocal.reportkit.model import ReportTable
 
 Statistic = Callable[[np.ndarray], float | None]
 

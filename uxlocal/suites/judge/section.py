@@ -2,7 +2,7 @@
 
 Registered through ``JudgeSuite.report_section``; the tables are the suite's own
 (``JudgeSuite.report``: counts, throughput, agreement with intervals). Every figure reads a view
-of ``db/views/judge.sql``, so a plot and the table beside it come from the same rows:
+of ``suites/judge/views.sql``, so a plot and the table beside it come from the same rows:
 
 - reliability diagram: ``judge_reliability`` (the bins behind the table's ECE), binary labels;
 - confusion matrix: ``judge_confusion`` for label rubrics (likert goes to the scatter);
@@ -18,10 +18,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from uxlocal.report.build import NoData, in_list, rows_of
-from uxlocal.report.model import Figure
-from uxlocal.report.plots import ReliabilityBin, grouped_hbars_svg, heatmap_svg, reliability_svg, scatter_svg
-from uxlocal.report.registry import register_figure, register_section
+from uxlocal.reportkit.rows import NoData, in_list, rows_of
+from uxlocal.reportkit.model import Figure
+from uxlocal.reportkit.plots import (
+    ReliabilityBin,
+    grouped_hbars_svg,
+    heatmap_svg,
+    reliability_svg,
+    scatter_svg,
+)
+from uxlocal.reportkit.registry import register_figure, register_section
 
 register_section("judge", title="Judge scoring of your own data", order=50)
 

@@ -17,10 +17,10 @@ from typing import Any
 
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.errors import InputError
-from uxlocal.rollout import EpisodeSpec
-from uxlocal.report.model import ReportTable
+from uxlocal.episode import EpisodeSpec
+from uxlocal.reportkit.model import ReportTable
 from uxlocal import paths
-from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
+from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
 from uxlocal.suites.judge import episodes
 from uxlocal.suites.judge.config import JudgeConfig
 from uxlocal.suites.judge.inputs import HumanParser, JudgeItem, input_sha256, load_items
@@ -84,7 +84,6 @@ def _item_rows(item: JudgeItem, turn: int | None, kind: str) -> dict[str, Any]:
             "source_line": item.source_line}
 
 
-@register_suite
 class JudgeSuite(Suite):
     """Judge scoring of the user's own conversations, with agreement against human labels."""
 

@@ -1,7 +1,7 @@
 """PALATE's episode programs: rubric induction, trajectories, agreement scoring, realism trials.
 
 Layer contract: generators that yield ``GenRequest``s and record turns and verdicts on their
-``EpisodeContext``; no store, no files, no engine (rollout.py's contract).
+``EpisodeContext``; no store, no files, no engine (episode.py's contract).
 
 Every program that needs a user's rubric asks for the same induction request (greedy, same
 prompt), so the scheduler generates it once per user and serves the rest from its cache; the
@@ -29,7 +29,7 @@ from typing import Any
 
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
 from uxlocal.grammar import Choice, JsonSchema
-from uxlocal.rollout import EpisodeContext, Outcome, Program
+from uxlocal.episode import EpisodeContext, Outcome, Program
 from uxlocal.suites.palate.adapters import adapter_name
 from uxlocal.suites.palate.options import Candidate, PalateConfig
 from uxlocal.suites.palate.profiles import Card

@@ -1,4 +1,4 @@
-"""PALATE's result tables, read from ``db/views/palate.sql`` (intervals and tau from ``agreement.py``).
+"""PALATE's result tables, read from ``suites/palate/views.sql`` (intervals and tau from ``agreement.py``).
 
 Layer contract: reads a store connection, returns ``ReportTable``s; writes nothing.
 The three axes are separate tables on purpose: the spec forbids merging them into one ranking.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from uxlocal.report.model import ReportTable
+from uxlocal.reportkit.model import ReportTable
 from uxlocal.store.db import query
 from uxlocal.suites.palate.agreement import agreement_table, realism_table
 

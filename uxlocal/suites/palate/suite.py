@@ -5,7 +5,7 @@ The suite plans four kinds of episodes (``episodes.py``): ``induce/<user>`` (the
 ``agree/<user>/<session>`` (held-out ratings vs rubric scores) and
 ``realism/<simulator>/<user>/<session>/<turn>`` (2AFC). Its report prints the three axes
 separately, the user x candidate matrix with per-user ranks, the agreement table and the
-realism rates, all read from ``db/views/palate.sql``.
+realism rates, all read from ``suites/palate/views.sql``.
 
 Roles: ``candidate:<name>`` per ``--candidates`` entry, ``user`` (the simulator seat; when no
 ``--model user=...`` is given it runs on the judge's model) and ``judge``.
@@ -19,9 +19,9 @@ from typing import Any
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.errors import InputError
 from uxlocal.models import ResolvedModel
-from uxlocal.report.model import ReportTable
-from uxlocal.rollout import EpisodeSpec
-from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
+from uxlocal.reportkit.model import ReportTable
+from uxlocal.episode import EpisodeSpec
+from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
 from uxlocal.suites.palate.adapters import adapters_fingerprint, attach_adapters, find_adapter
 from uxlocal.suites.palate.cardfiles import load_cards
 from uxlocal.suites.palate.episodes import (
@@ -63,7 +63,6 @@ def _bind(fn: Any, *args: Any) -> Any:
     return lambda ctx: fn(ctx, *args)
 
 
-@register_suite
 class Palate(Suite):
     """PALATE (palate.md): per-user simulators, personalized rubrics, three separate axes."""
 

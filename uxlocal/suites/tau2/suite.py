@@ -2,7 +2,7 @@
 
 Plan: one episode per (domain, task, trial), id ``<domain>/<task id>/trial-<k>``, and one
 ``items`` row per task holding the whole task. Every episode is a ``tau2_episode`` program; the
-scheduler batches all of them per model. Metrics are the views in ``db/views/tau2.sql``.
+scheduler batches all of them per model. Metrics are the views in ``suites/tau2/views.sql``.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any, ClassVar, Literal
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import Sampling
 from uxlocal.errors import InputError
-from uxlocal.report.model import ReportTable
-from uxlocal.rollout import EpisodeSpec
+from uxlocal.reportkit.model import ReportTable
+from uxlocal.episode import EpisodeSpec
 from uxlocal.store.db import query
-from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
+from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
 from uxlocal.tau2 import Domain, Environment, Task, load_tasks
 from uxlocal.tau2.data import data_hashes as _data_hashes
 from uxlocal.tau2.data import demo_data, resolve_data_dir
@@ -60,7 +60,6 @@ class Tau2Config(Tau2Options):
         return parse_domains(self.domain, "--domain")
 
 
-@register_suite
 class Tau2Suite(Suite):
     """tau2-bench text mode with local models in the agent, user and judge seats."""
 

@@ -10,7 +10,7 @@ Registered through ``UserProxySuite.report_section``. The tables are ``ufs/repor
 ``ufs_tables``, the same ones ``uxlocal run userproxy`` prints; the frontier is drawn by
 ``ufs/plot.py``, the same drawing ``uxlocal ufs frontier --plot`` writes.
 
-Views read (``db/views/userproxy.sql``): ``ufs_episodes``, ``ufs_verdicts``, ``ufs_summary``,
+Views read (``suites/userproxy/views.sql``): ``ufs_episodes``, ``ufs_verdicts``, ``ufs_summary``,
 ``ufs_domain``, ``ufs_family_failures``, ``ufs_frontier``.
 """
 
@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from uxlocal.report.build import NoData, in_list
-from uxlocal.report.model import Figure, TableGroup
-from uxlocal.report.plots import grouped_hbars_svg
-from uxlocal.report.registry import register_figure, register_section
+from uxlocal.reportkit.rows import NoData, in_list
+from uxlocal.reportkit.model import Figure, TableGroup
+from uxlocal.reportkit.plots import grouped_hbars_svg
+from uxlocal.reportkit.registry import register_figure, register_section
 from uxlocal.suites.userproxy.ufs.plot import frontier_svg
 from uxlocal.suites.userproxy.ufs.report import FRONTIER_COLUMNS, GROUP, frontier_row, group_view, ufs_tables
 from uxlocal.suites.userproxy.ufs.taxonomy import FAMILIES

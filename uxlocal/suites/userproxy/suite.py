@@ -9,7 +9,7 @@ the task, sent as one batch, recorded as ``ufs:<criterion_id>`` verdicts on the 
 itself. The agent, its sampling and seeds (one per task and trial when the agent samples) and the
 judge are the same for every proxy, so proxies differ only by what the user seat does. After the
 episodes, the deterministic pre-checks run on the run's trajectories (``precheck:<kind>``
-verdicts). Metrics are the views in ``db/views/userproxy.sql`` (read through ``ufs/report.py``).
+verdicts). Metrics are the views in ``suites/userproxy/views.sql`` (read through ``ufs/report.py``).
 
 "Unchanged" above means the tau2 seats are reused as they are: ``UserSeat`` only takes the model
 role to ask, and ``tau2_trajectory`` hands the finished messages to the grading step.
@@ -39,10 +39,10 @@ from pydantic import Field
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import Sampling
 from uxlocal.errors import InputError
-from uxlocal.report.model import ReportTable
-from uxlocal.rollout import EpisodeContext, EpisodeSpec, Outcome
+from uxlocal.reportkit.model import ReportTable
+from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
 from uxlocal.store.db import connect, query
-from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
+from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
 from uxlocal.suites.userproxy.ufs.criteria import Blueprint
 from uxlocal.suites.userproxy.ufs.episodes import run_store_prechecks
 from uxlocal.suites.userproxy.ufs.programs import GradingJob, graded_criteria, grading_program
@@ -162,7 +162,6 @@ class UserProxyConfig(Tau2Options):
         return Sampling(temperature=temperature, max_tokens=self.user_max_tokens)
 
 
-@register_suite
 class UserProxySuite(Suite):
     """Compare user proxies on the same tau2 episodes by User Fidelity Score."""
 

@@ -6,7 +6,7 @@ for a reply, then the judge for a label on it; the scheduler batches each step a
 
 Every verdict row names its judge; invalid outputs (cut off, context window, empty reply) are
 stored with ``valid = false`` and counted apart, never guessed. Point metrics come from
-``db/views/uxbench.sql``; intervals are percentile bootstraps over the same view rows
+``suites/uxbench/views.sql``; intervals are percentile bootstraps over the same view rows
 (``metrics.py``), so the printed numbers and ``uxlocal query`` agree.
 """
 
@@ -23,10 +23,10 @@ from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
 from uxlocal.errors import InputError
 from uxlocal.grammar import Choice, JsonSchema
-from uxlocal.report.model import ReportTable
-from uxlocal.rollout import EpisodeContext, EpisodeSpec, Outcome, Program
+from uxlocal.reportkit.model import ReportTable
+from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome, Program
 from uxlocal.store.db import json_value, query
-from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
+from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
 from uxlocal.suites.uxbench import metrics
 from uxlocal.suites.uxbench.data import (
     SAMPLE_DIR,
@@ -285,7 +285,6 @@ _LOADERS: dict[str, tuple[Callable[..., Loaded[Any]], Callable[..., Program], Ca
 # ---------------------------------------------------------------- suite
 
 
-@register_suite
 class UXBench(Suite):
     """UXBench T1/T2/T3 over the released files or the bundled samples."""
 

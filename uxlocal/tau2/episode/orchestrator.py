@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from uxlocal.engine.base import GenResult
-from uxlocal.rollout import Ask, EpisodeContext, Outcome
+from uxlocal.episode import Ask, EpisodeContext, Outcome
 from uxlocal.tau2 import (
     CONTEXT_WINDOW_EXCEEDED,
     DEFAULT_MAX_ERRORS,

@@ -5,7 +5,7 @@ criteria (blueprints, the writer/verifier schemas, exact grounding, the frozen s
 writer/verifier/grader prompts and the grader's trajectory view, UFS arithmetic with bootstrap
 intervals and violation effects, the cost-fidelity frontier and its plot, deterministic
 pre-checks, and ingest of tau2 / tau-bench v1 trajectory files. Metrics are SQL views in
-``db/views/userproxy.sql``. See README.md for the map.
+``suites/userproxy/views.sql``. See README.md for the map.
 """
 
 from .criteria import (

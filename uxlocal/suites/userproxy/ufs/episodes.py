@@ -4,7 +4,7 @@ Any run whose items hold tau2 tasks (``uxlocal run tau2``, ``uxlocal ingest ...`
 tau2-shaped episodes: ``items.data = {domain, position, task}``, one ``turns`` row per message
 with ``meta.message`` the exact tau2 message. ``load_trajectories`` rebuilds them.
 
-Verdict naming (what ``db/views/userproxy.sql`` reads):
+Verdict naming (what ``suites/userproxy/views.sql`` reads):
 
 - ``ufs:<criterion_id>``: one judge verdict per (episode, criterion). ``label`` pass | fail |
   not_applicable | invalid, ``score`` 1/0/NULL, ``value`` = ``{criteria_set, criterion_id,

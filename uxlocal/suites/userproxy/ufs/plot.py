@@ -3,7 +3,7 @@
 Follows the paper's Figure 1 (spec §A.7.4): cost per simulation on x (logarithmic when every cost
 is positive and they span more than a factor of 20), Mean UFS on y, one labelled point per proxy,
 filled on the efficient frontier (joined by a dashed step), rings for dominated proxies. It is
-drawn with the report's matplotlib primitives (``uxlocal.report.plots``: house style, palette,
+drawn with the report's matplotlib primitives (``uxlocal.reportkit.plots``: house style, palette,
 deterministic SVG), so the report's figure and the CLI's file are the same picture.
 
 Layer contract: ``frontier_svg`` is pure; ``write_frontier_plot`` is the only function here that
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from uxlocal.errors import InputError
-from uxlocal.report.plots import PlotUnavailable, colour, empty_note, figure, to_svg, wants_log_scale
+from uxlocal.reportkit.plots import PlotUnavailable, colour, empty_note, figure, to_svg, wants_log_scale
 
 from .frontier import FrontierRow
 

@@ -1,6 +1,6 @@
 """The two UFS model steps as scheduler episode programs: write+verify criteria, grade a trajectory.
 
-Layer contract: pure episode programs (``uxlocal.rollout``). They yield ``GenRequest``s, record
+Layer contract: pure episode programs (``uxlocal.episode``). They yield ``GenRequest``s, record
 verdicts on their ``EpisodeContext`` and return an ``Outcome``; they never open the store. A suite
 (or command) builds ``EpisodeSpec``s around them, runs them through the scheduler, and afterwards
 freezes the criteria found in the outcomes with ``store.save_criteria``.
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
-from uxlocal.rollout import Ask, EpisodeContext, Outcome
+from uxlocal.episode import Ask, EpisodeContext, Outcome
 from uxlocal.tau2 import Message
 from uxlocal.tau2.episode import JUDGE_ROLE
 

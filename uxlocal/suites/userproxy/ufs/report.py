@@ -1,6 +1,6 @@
 """UFS results out of the store: episode records for Python-side statistics, the frontier, tables.
 
-The point numbers come from the SQL views (``db/views/userproxy.sql``); this module turns view
+The point numbers come from the SQL views (``suites/userproxy/views.sql``); this module turns view
 rows into ``EpisodeRecord``s (for bootstrap intervals, which SQL does badly) and into
 ``FrontierRow``s (for the plot), and builds the UFS tables. ``ufs_tables`` is the one table
 builder: ``uxlocal run userproxy`` prints it and the report's UFS section shows it, so the
@@ -19,8 +19,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from uxlocal.report.build import in_list, rows_of
-from uxlocal.report.model import ReportTable
+from uxlocal.reportkit.rows import in_list, rows_of
+from uxlocal.reportkit.model import ReportTable
 
 from .frontier import FrontierRow, Point
 from .scoring import CriterionVerdict, EpisodeRecord, UFSIntervals, bootstrap_ufs, group_by

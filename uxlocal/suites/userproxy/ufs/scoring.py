@@ -1,7 +1,7 @@
 """UFS arithmetic in Python: episode scores, per-domain UFS, Mean UFS, intervals and effects.
 
 Spec userproxybench.md §A.3 (Eq. 1) and §A.7, §A.9 step 7. The SQL views in
-``db/views/userproxy.sql`` compute the same point numbers from the store; this module is the
+``suites/userproxy/views.sql`` compute the same point numbers from the store; this module is the
 reference they are tested against, and the place for what SQL does badly (bootstrap intervals).
 
 Episode score, per the paper: an episode passes iff every *applicable* criterion passes; with no

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ...db import Database, Record, Table
 from ...db_common import Address, PersonName
 
-Cabin = Literal["basic_economy", "economy", "business"]
-FlightType = Literal["one_way", "round_trip"]
+Cabin = Literal["business", "economy", "basic_economy"]
+FlightType = Literal["round_trip", "one_way"]
+"""Both in tau2's order: its schemas list the values so, and its validation errors name them so."""
 Insurance = Literal["yes", "no"]
 Membership = Literal["regular", "silver", "gold"]
 
@@ -93,7 +94,10 @@ class Flight(Record):
 
 
 class Passenger(Record):
-    """A traveller on a reservation or saved on a profile."""
+    """A traveller on a reservation or saved on a profile; as a tool argument, unknown keys are
+    ignored (as tau2's model does)."""
+
+    model_config = ConfigDict(extra="ignore")
 
     first_name: str
     last_name: str
@@ -143,7 +147,10 @@ class User(Record):
 
 
 class Payment(Record):
-    """A charge (positive) or refund (negative) on a reservation, in whole dollars."""
+    """A charge (positive) or refund (negative) on a reservation, in whole dollars; as a tool
+    argument, unknown keys are ignored (as tau2's model does)."""
+
+    model_config = ConfigDict(extra="ignore")
 
     payment_id: str
     amount: int

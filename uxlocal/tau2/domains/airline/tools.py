@@ -5,16 +5,20 @@ ids are deterministic and a gold replay reproduces them exactly. As in tau2, the
 arithmetic and inventory, not policy: cancelling checks nothing, and neither cancelling nor
 changing flights gives seats back; the candidate is supposed to apply the policy itself.
 
-Every write tool checks first and mutates last, so a refused call leaves the DB untouched.
-``search_onestop_flight`` keeps tau2's unpadded next-day date (``2024-05-6``) for parity
-(spec §B.5.2): overnight connections departing on days 1-8 are therefore never listed.
+Checks run in tau2's order and refuse in its words, and values are stored as tau2 stores them
+(unvalidated where tau2 assigns a field), so a model sees what it would see upstream
+(``tests/conformance``). A check failing after an earlier step changed something keeps that
+change, as in tau2. ``search_onestop_flight`` keeps tau2's unpadded next-day date
+(``2024-05-6``) and its string comparison of times for parity (spec §B.5.2).
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Sequence
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from .db import (
     AirlineDB,
@@ -32,10 +36,10 @@ from .db import (
     User,
 )
 from ...registry import DomainSpec
-from ...toolkit import ToolArgs, ToolError, Toolkit, arg
+from ...toolkit import ToolError, Toolkit, arg
 from ...tools_common import register_common
 
-AGENT = Toolkit("airline")
+AGENT = Toolkit("airline", qualifier="AirlineTools")
 
 NOW = "2024-05-15T15:00:00"
 """The fixed current time of the airline domain (the policy says so too)."""
@@ -45,51 +49,20 @@ INSURANCE_PER_PASSENGER = 30
 PRICE_PER_EXTRA_BAG = 50
 
 AIRPORTS = (
-    ("ATL", "Atlanta"),
-    ("BOS", "Boston"),
-    ("CLT", "Charlotte"),
-    ("DEN", "Denver"),
-    ("DFW", "Dallas-Fort Worth"),
-    ("DTW", "Detroit"),
-    ("EWR", "Newark"),
-    ("IAH", "Houston"),
-    ("JFK", "New York"),
-    ("LAS", "Las Vegas"),
-    ("LAX", "Los Angeles"),
-    ("LGA", "New York"),
-    ("MCO", "Orlando"),
-    ("MIA", "Miami"),
-    ("MSP", "Minneapolis"),
-    ("ORD", "Chicago"),
-    ("PHL", "Philadelphia"),
-    ("PHX", "Phoenix"),
-    ("SEA", "Seattle"),
-    ("SFO", "San Francisco"),
+    ("SFO", "San Francisco"), ("JFK", "New York"), ("LAX", "Los Angeles"), ("ORD", "Chicago"),
+    ("DFW", "Dallas"), ("DEN", "Denver"), ("SEA", "Seattle"), ("ATL", "Atlanta"), ("MIA", "Miami"),
+    ("BOS", "Boston"), ("PHX", "Phoenix"), ("IAH", "Houston"), ("LAS", "Las Vegas"),
+    ("MCO", "Orlando"), ("EWR", "Newark"), ("CLT", "Charlotte"), ("MSP", "Minneapolis"),
+    ("DTW", "Detroit"), ("PHL", "Philadelphia"), ("LGA", "LaGuardia"),
 )
+"""The airports the domain serves, in the order (and with the city names) tau2 lists them."""
 
 
-class FlightRef(ToolArgs):
-    """One leg to book or keep."""
+class FlightInfo(BaseModel):
+    """One leg to book or keep (unknown keys ignored, as in tau2)."""
 
     flight_number: str = Field(description="Flight number, e.g. 'HAT001'.")
     date: str = Field(description="Departure date as YYYY-MM-DD, e.g. '2024-05-01'.")
-
-
-class PassengerArg(ToolArgs):
-    """A traveller as the tools receive it."""
-
-    first_name: str = Field(description="First name, e.g. 'Noah'.")
-    last_name: str = Field(description="Last name, e.g. 'Brown'.")
-    dob: str = Field(description="Date of birth as YYYY-MM-DD, e.g. '1990-01-01'.")
-
-
-class PaymentArg(ToolArgs):
-    """One payment method and the amount taken from it."""
-
-    payment_id: str = Field(
-        description="A payment method id from the user's profile, e.g. 'credit_card_7815826'."
-    )
-    amount: int = Field(description="Whole dollars to charge to this method.")
 
 
 UserId = Annotated[str, arg("The user id, e.g. 'sara_doe_496'.")]
@@ -97,95 +70,110 @@ ReservationId = Annotated[str, arg("The reservation id, e.g. 'ZFA04Y'.")]
 Airport = Annotated[str, arg("IATA airport code, e.g. 'JFK'.")]
 Date = Annotated[str, arg("Date as YYYY-MM-DD, e.g. '2024-05-01'.")]
 PaymentId = Annotated[str, arg("A payment method id from the user's profile, e.g. 'gift_card_7815826'.")]
-Passengers = Annotated[list[PassengerArg], arg("Every traveller on the reservation.", min_length=1)]
-BagCount = Annotated[int, arg("A number of checked bags.", ge=0)]
+Flights = Annotated[list[FlightInfo | dict[str, Any]], arg("Every leg, in travel order.")]
+Passengers = Annotated[list[Passenger | dict[str, Any]], arg("Every traveller on the reservation.")]
+BagCount = Annotated[int, arg("A number of checked bags.")]
 
 
-# --- lookups shared by the tools ------------------------------------------------------------
+# --- lookups and helpers shared by the tools (arguments may be raw JSON values of any type) ----
 
 
-def _user(db: AirlineDB, user_id: str) -> User:
-    user = db.users.get(user_id)
-    if user is None:
-        raise ToolError(f"user {user_id} not found")
-    return user
+def _user(db: AirlineDB, user_id: Any, *, edit: bool = False) -> User:
+    if user_id not in db.users:
+        raise ToolError(f"User {user_id} not found")
+    return db.users.edit(user_id) if edit else db.users.get(user_id)  # type: ignore[return-value]
 
 
-def _reservation(db: AirlineDB, reservation_id: str) -> Reservation:
-    reservation = db.reservations.get(reservation_id)
-    if reservation is None:
-        raise ToolError(f"reservation {reservation_id} not found")
-    return reservation
+def _reservation(db: AirlineDB, reservation_id: Any, *, edit: bool = False) -> Reservation:
+    if reservation_id not in db.reservations:
+        raise ToolError(f"Reservation {reservation_id} not found")
+    return db.reservations.edit(reservation_id) if edit else db.reservations.get(reservation_id)  # type: ignore[return-value]
 
 
-def _flight_day(db: AirlineDB, flight_number: str, date: str) -> tuple[Flight, Any]:
-    flight = db.flights.get(flight_number)
-    if flight is None:
-        raise ToolError(f"flight {flight_number} not found")
-    day = flight.dates.get(date)
-    if day is None:
-        raise ToolError(f"flight {flight_number} does not operate on {date}")
+def _flight(db: AirlineDB, flight_number: Any) -> Flight:
+    if flight_number not in db.flights:
+        raise ToolError(f"Flight {flight_number} not found")
+    return db.flights.get(flight_number)  # type: ignore[return-value]
+
+
+def _flight_day(db: AirlineDB, flight_number: Any, date: Any) -> Any:
+    flight = _flight(db, flight_number)
+    if date not in flight.dates:
+        raise ToolError(f"Flight {flight_number} not found on date {date}")
+    return flight.dates[date]
+
+
+def _as_models(values: Any, model: type[BaseModel]) -> Any:
+    """tau2's conversion: when every entry is an object, each becomes ``model``; else as given."""
+    if all(isinstance(v, dict | model) for v in values):
+        return [v if isinstance(v, model) else model(**v) for v in values]
+    return values
+
+
+def _store(record: BaseModel, **fields: Any) -> None:
+    """Assign as tau2 does, without validation (a wrong value is stored as given)."""
+    record.__dict__.update(fields)
+
+
+def _seats(day: AvailableDay, cabin: Any) -> int:
+    """Seats left in ``cabin``; an unknown cabin fails as a missing key, as in tau2."""
+    return int(day.available_seats.model_dump()[cabin])
+
+
+def _leg(flight: Flight, info: Any, day: AvailableDay, cabin: Any) -> ReservationFlight:
+    return ReservationFlight(flight_number=info.flight_number, origin=flight.origin,
+                             destination=flight.destination, date=info.date,
+                             price=day.prices.model_dump()[cabin])
+
+
+def _bookable(db: AirlineDB, info: Any, cabin: Any, travellers: int) -> tuple[Flight, AvailableDay]:
+    flight = _flight(db, info.flight_number)
+    day = _flight_day(db, info.flight_number, info.date)
+    if not isinstance(day, AvailableDay):
+        raise ToolError(f"Flight {info.flight_number} not available on date {info.date}")
+    if _seats(day, cabin) < travellers:
+        raise ToolError(f"Not enough seats on flight {info.flight_number}")
     return flight, day
 
 
-def _bookable(db: AirlineDB, ref: FlightRef, cabin: Cabin, travellers: int) -> ReservationFlight:
-    """Price a new leg at today's fare, if the flight is for sale with enough seats in ``cabin``."""
-    flight, day = _flight_day(db, ref.flight_number, ref.date)
-    if not isinstance(day, AvailableDay):
-        raise ToolError(f"flight {ref.flight_number} on {ref.date} is not open for booking ({day.status})")
-    if getattr(day.available_seats, cabin) < travellers:
-        raise ToolError(f"not enough {cabin} seats on flight {ref.flight_number} on {ref.date}")
-    return ReservationFlight(
-        flight_number=flight.flight_number,
-        origin=flight.origin,
-        destination=flight.destination,
-        date=ref.date,
-        price=getattr(day.prices, cabin),
-    )
-
-
-def _check_change_payment(user: User, payment_id: str, amount: int) -> None:
-    """Check a change payment: card or gift card, never a certificate (spec §B.4.5)."""
-    method = user.payment_methods.get(payment_id)
-    if method is None:
-        raise ToolError(f"payment method {payment_id} not found in the user's profile")
+def _payment_for_update(user: User, payment_id: Any, total: Any) -> Payment | None:
+    """Charge a change: card or gift card (debited now), never a certificate."""
+    if payment_id not in user.payment_methods:
+        raise ToolError("Payment method not found")
+    method = user.payment_methods[payment_id]
     if isinstance(method, Certificate):
-        raise ToolError("a certificate cannot pay for a change to a reservation")
-    if isinstance(method, GiftCard) and method.amount < amount:
-        raise ToolError(f"gift card {payment_id} balance {method.amount} does not cover {amount}")
+        raise ToolError("Certificate cannot be used to update reservation")
+    if isinstance(method, GiftCard) and method.amount < total:
+        raise ToolError("Gift card balance is not enough")
+    if isinstance(method, GiftCard):
+        _store(method, amount=method.amount - total)
+    return Payment(payment_id=payment_id, amount=total) if total != 0 else None
 
 
-def _debit_gift_card(db: AirlineDB, user_id: str, payment_id: str, amount: int) -> None:
-    """Take ``amount`` off a gift card (a negative amount credits it); other methods are untouched."""
-    if isinstance(_user(db, user_id).payment_methods.get(payment_id), GiftCard):
-        card = db.users.edit(user_id).payment_methods[payment_id]
-        assert isinstance(card, GiftCard)
-        card.amount = card.amount - amount
-
-
-def _search_entry(flight: Flight, date: str) -> dict[str, Any]:
-    day = flight.dates[date]
-    assert isinstance(day, AvailableDay), "only bookable dates are listed"
-    return {
-        "flight_number": flight.flight_number,
-        "origin": flight.origin,
-        "destination": flight.destination,
-        "date": date,
-        "status": day.status,
-        "scheduled_departure_time_est": flight.scheduled_departure_time_est,
-        "scheduled_arrival_time_est": flight.scheduled_arrival_time_est,
-        "available_seats": day.available_seats.model_dump(),
-        "prices": day.prices.model_dump(),
-    }
-
-
-def _for_sale(flight: Flight, date: str) -> bool:
-    return isinstance(flight.dates.get(date), AvailableDay)
+def _direct(db: AirlineDB, date: Any, origin: Any = None, destination: Any = None,
+            leave_after: Any = None) -> list[dict[str, Any]]:
+    """Flights for sale on ``date`` (the fields tau2 lists; ``date`` left null)."""
+    found = []
+    for flight in db.flights.values():
+        if ((origin is None or flight.origin == origin)
+                and (destination is None or flight.destination == destination)
+                and date in flight.dates and flight.dates[date].status == "available"
+                and (leave_after is None or flight.scheduled_departure_time_est >= leave_after)):
+            day = flight.dates[date]
+            assert isinstance(day, AvailableDay)
+            found.append({
+                "flight_number": flight.flight_number, "origin": flight.origin,
+                "destination": flight.destination, "status": "available",
+                "scheduled_departure_time_est": flight.scheduled_departure_time_est,
+                "scheduled_arrival_time_est": flight.scheduled_arrival_time_est, "date": None,
+                "available_seats": day.available_seats.model_dump(), "prices": day.prices.model_dump(),
+            })
+    return found
 
 
 def _next_day_unpadded(date: str) -> str:
-    """Next day of a May-2024 date, written without zero padding as tau2 does ('2024-05-6')."""
-    return f"{date[:8]}{int(date[8:]) + 1}"
+    """The next day as tau2 writes it: May 2024, day not zero-padded ('2024-05-6')."""
+    return f"2024-05-{int(date[-2:]) + 1}"
 
 
 # --- read tools -------------------------------------------------------------------------------
@@ -218,11 +206,7 @@ def search_direct_flight(
     db: AirlineDB, origin: Airport, destination: Airport, date: Date
 ) -> list[dict[str, Any]]:
     """Only dates with status 'available' are listed, with seats and fares."""
-    return [
-        _search_entry(f, date)
-        for f in db.flights.values()
-        if f.origin == origin and f.destination == destination and _for_sale(f, date)
-    ]
+    return _direct(db, date, origin, destination)
 
 
 @AGENT.tool(
@@ -234,22 +218,14 @@ def search_onestop_flight(
     db: AirlineDB, origin: Airport, destination: Airport, date: Date
 ) -> list[list[dict[str, Any]]]:
     """Pairs of legs; a first leg landing '+1' connects with flights of the next day."""
-    flights = list(db.flights.values())
     pairs: list[list[dict[str, Any]]] = []
-    for first in flights:
-        if first.origin != origin or not _for_sale(first, date):
-            continue
-        arrival = first.scheduled_arrival_time_est
-        second_date = _next_day_unpadded(date) if arrival.endswith("+1") else date
-        lands = arrival.removesuffix("+1")
-        for second in flights:
-            if (
-                second.origin == first.destination
-                and second.destination == destination
-                and _for_sale(second, second_date)
-                and second.scheduled_departure_time_est > lands
-            ):
-                pairs.append([_search_entry(first, date), _search_entry(second, second_date)])
+    for first in _direct(db, date, origin):
+        first["date"] = date
+        arrival = first["scheduled_arrival_time_est"]
+        second_date = _next_day_unpadded(date) if "+1" in arrival else date
+        for second in _direct(db, second_date, first["destination"], destination, leave_after=arrival):
+            second["date"] = second_date
+            pairs.append([first, second])
     return pairs
 
 
@@ -260,8 +236,7 @@ def get_flight_status(
     db: AirlineDB, flight_number: Annotated[str, arg("Flight number, e.g. 'HAT001'.")], date: Date
 ) -> str:
     """Return the status word only."""
-    _, day = _flight_day(db, flight_number, date)
-    return str(day.status)
+    return str(_flight_day(db, flight_number, date).status)
 
 
 # --- write tools ------------------------------------------------------------------------------
@@ -279,10 +254,10 @@ def book_reservation(
     destination: Airport,
     flight_type: Annotated[FlightType, arg("'one_way' or 'round_trip'.")],
     cabin: Annotated[Cabin, arg("'basic_economy', 'economy' or 'business'.")],
-    flights: Annotated[list[FlightRef], arg("Every leg, in travel order.", min_length=1)],
+    flights: Flights,
     passengers: Passengers,
     payment_methods: Annotated[
-        list[PaymentArg], arg("Methods from the user's profile and the amount for each.")
+        list[Payment | dict[str, Any]], arg("Methods from the user's profile and the amount for each.")
     ],
     total_baggages: BagCount,
     nonfree_baggages: BagCount,
@@ -292,72 +267,61 @@ def book_reservation(
 
     The id is the first free one of HATHAT/HATHAU/HATHAV and ``created_at`` is the fixed NOW.
     """
-    user = _user(db, user_id)
-    travellers = len(passengers)
-    legs = [_bookable(db, ref, cabin, travellers) for ref in flights]
-    total = sum(leg.price for leg in legs) * travellers + PRICE_PER_EXTRA_BAG * nonfree_baggages
-    total += INSURANCE_PER_PASSENGER * travellers if insurance == "yes" else 0
-    _check_booking_payments(user, payment_methods, total)
+    flights = _as_models(flights, FlightInfo)
+    passengers = _as_models(passengers, Passenger)
+    payment_methods = _as_models(payment_methods, Payment)
+    user = _user(db, user_id, edit=True)
     reservation_id = next((r for r in NEW_RESERVATION_IDS if r not in db.reservations), None)
     if reservation_id is None:
-        raise ToolError("no reservation id left for new bookings")
-    _take_booking_payments(db, user_id, payment_methods)
-    for ref in flights:
-        seats = db.flights.edit(ref.flight_number).dates[ref.date]
-        assert isinstance(seats, AvailableDay)
-        current = getattr(seats.available_seats, cabin)
-        setattr(seats.available_seats, cabin, current - travellers)
+        raise ToolError("Too many reservations")
     reservation = Reservation(
-        reservation_id=reservation_id,
-        user_id=user_id,
-        origin=origin,
-        destination=destination,
-        flight_type=flight_type,
-        cabin=cabin,
-        flights=legs,
-        passengers=[Passenger(**p.model_dump()) for p in passengers],
-        payment_history=[Payment(payment_id=p.payment_id, amount=p.amount) for p in payment_methods],
-        created_at=NOW,
-        total_baggages=total_baggages,
-        nonfree_baggages=nonfree_baggages,
-        insurance=insurance,
+        reservation_id=reservation_id, user_id=user_id, origin=origin, destination=destination,
+        flight_type=flight_type, cabin=cabin, flights=[], passengers=copy.deepcopy(passengers),
+        payment_history=copy.deepcopy(payment_methods), created_at=NOW, total_baggages=total_baggages,
+        nonfree_baggages=nonfree_baggages, insurance=insurance,
     )
-    db.reservations.add(reservation_id, reservation)
-    db.users.edit(user_id).reservations.append(reservation_id)
+    total: Any = 0
+    for info in flights:
+        flight, day = _bookable(db, info, cabin, len(passengers))
+        leg = _leg(flight, info, day, cabin)
+        reservation.flights.append(leg)
+        total += leg.price * len(passengers)
+    if insurance == "yes":
+        total += INSURANCE_PER_PASSENGER * len(passengers)
+    total += PRICE_PER_EXTRA_BAG * nonfree_baggages
+    _check_booking_payments(user, payment_methods)
+    paid = sum(payment.amount for payment in payment_methods)
+    if paid != total:
+        raise ToolError(f"Payment amount does not add up, total price is {total}, but paid {paid}")
+    for payment in payment_methods:
+        method = user.payment_methods[payment.payment_id]
+        if isinstance(method, GiftCard):
+            _store(method, amount=method.amount - payment.amount)
+        elif isinstance(method, Certificate):
+            user.payment_methods.pop(payment.payment_id)
+    for info in flights:  # the same flight twice loses seats twice, as in tau2
+        day = db.flights.edit(info.flight_number).dates[info.date]
+        assert isinstance(day, AvailableDay)
+        setattr(day.available_seats, cabin, _seats(day, cabin) - len(passengers))
+    db.reservations.put(reservation_id, reservation)
+    user.reservations.append(reservation_id)
     return reservation
 
 
-def _check_booking_payments(user: User, payments: list[PaymentArg], total: int) -> None:
-    """Every method on file, balances sufficient (summed per method), and the sum exactly ``total``."""
-    per_method: dict[str, int] = {}
+def _check_booking_payments(user: User, payments: Sequence[Any]) -> None:
+    """Every method on file, and each gift card or certificate covering its own entry."""
     for payment in payments:
-        per_method[payment.payment_id] = per_method.get(payment.payment_id, 0) + payment.amount
-    for payment_id, amount in per_method.items():
-        method = user.payment_methods.get(payment_id)
-        if method is None:
-            raise ToolError(f"payment method {payment_id} not found in the user's profile")
-        if isinstance(method, GiftCard | Certificate) and method.amount < amount:
-            raise ToolError(f"{payment_id} balance {method.amount} does not cover {amount}")
-    paid = sum(per_method.values())
-    if paid != total:
-        raise ToolError(f"payments add up to {paid} but the total price is {total}")
-
-
-def _take_booking_payments(db: AirlineDB, user_id: str, payments: list[PaymentArg]) -> None:
-    user = db.users.edit(user_id)
-    for payment in payments:
-        method = user.payment_methods.get(payment.payment_id)
-        if isinstance(method, GiftCard):
-            method.amount = method.amount - payment.amount
-        elif isinstance(method, Certificate):
-            del user.payment_methods[payment.payment_id]
+        if payment.payment_id not in user.payment_methods:
+            raise ToolError(f"Payment method {payment.payment_id} not found")
+        method = user.payment_methods[payment.payment_id]
+        if isinstance(method, GiftCard | Certificate) and method.amount < payment.amount:
+            raise ToolError(f"Not enough balance in payment method {payment.payment_id}")
 
 
 @AGENT.tool("write", "Cancel a whole reservation; every payment on it is refunded to its method.")
 def cancel_reservation(db: AirlineDB, reservation_id: ReservationId) -> Reservation:
     """No eligibility check here (the policy is the candidate's job), and seats are not released."""
-    _reservation(db, reservation_id)
-    reservation = db.reservations.edit(reservation_id)
+    reservation = _reservation(db, reservation_id, edit=True)
     refunds = [Payment(payment_id=p.payment_id, amount=-p.amount) for p in reservation.payment_history]
     reservation.payment_history.extend(refunds)
     reservation.status = "cancelled"
@@ -366,16 +330,16 @@ def cancel_reservation(db: AirlineDB, reservation_id: ReservationId) -> Reservat
 
 @AGENT.tool("write", "Add a travel certificate worth the given amount to a user's profile (compensation).")
 def send_certificate(
-    db: AirlineDB, user_id: UserId, amount: Annotated[float, arg("Value in dollars, e.g. 100.", gt=0)]
+    db: AirlineDB, user_id: UserId, amount: Annotated[int, arg("Value in dollars, e.g. 100.")]
 ) -> str:
     """Ids come from a fixed list of three, so gold and candidate runs name the certificate alike."""
-    user = _user(db, user_id)
-    certificate_id = next((c for c in NEW_CERTIFICATE_IDS if c not in user.payment_methods), None)
-    if certificate_id is None:
-        raise ToolError("this user cannot receive more certificates")
-    certificate = Certificate(source="certificate", id=certificate_id, amount=amount)
-    db.users.edit(user_id).payment_methods[certificate_id] = certificate
-    return f"Certificate {certificate_id} with amount {amount} added to user {user_id}."
+    user = _user(db, user_id, edit=True)
+    for certificate_id in NEW_CERTIFICATE_IDS:
+        if certificate_id not in user.payment_methods:
+            user.payment_methods[certificate_id] = Certificate(id=certificate_id, amount=amount,
+                                                               source="certificate")
+            return f"Certificate {certificate_id} added to user {user_id} with amount {amount}."
+    raise ToolError("Too many certificates")
 
 
 @AGENT.tool(
@@ -391,15 +355,13 @@ def update_reservation_baggages(
     payment_id: PaymentId,
 ) -> Reservation:
     """Only an increase in non-free bags is charged; the tool does not refuse fewer bags (policy does)."""
-    current = _reservation(db, reservation_id)
-    charge = PRICE_PER_EXTRA_BAG * max(0, nonfree_baggages - current.nonfree_baggages)
-    _check_change_payment(_user(db, current.user_id), payment_id, charge)
-    _debit_gift_card(db, current.user_id, payment_id, charge)
-    reservation = db.reservations.edit(reservation_id)
-    if charge:
-        reservation.payment_history.append(Payment(payment_id=payment_id, amount=charge))
-    reservation.total_baggages = total_baggages
-    reservation.nonfree_baggages = nonfree_baggages
+    reservation = _reservation(db, reservation_id, edit=True)
+    user = _user(db, reservation.user_id, edit=True)
+    charge = PRICE_PER_EXTRA_BAG * max(0, nonfree_baggages - reservation.nonfree_baggages)
+    payment = _payment_for_update(user, payment_id, charge)
+    if payment is not None:
+        reservation.payment_history.append(payment)
+    _store(reservation, total_baggages=total_baggages, nonfree_baggages=nonfree_baggages)
     return reservation
 
 
@@ -412,35 +374,30 @@ def update_reservation_flights(
     db: AirlineDB,
     reservation_id: ReservationId,
     cabin: Annotated[Cabin, arg("Cabin for the whole reservation after the change.")],
-    flights: Annotated[
-        list[FlightRef], arg("Every leg of the new itinerary, in travel order.", min_length=1)
-    ],
+    flights: Flights,
     payment_id: PaymentId,
 ) -> Reservation:
     """Legs kept in the same cabin keep their old fare; no seat inventory changes."""
-    current = _reservation(db, reservation_id)
-    travellers = len(current.passengers)
-    legs = [_kept_or_new_leg(db, current, ref, cabin, travellers) for ref in flights]
-    difference = (sum(leg.price for leg in legs) - sum(leg.price for leg in current.flights)) * travellers
-    _check_change_payment(_user(db, current.user_id), payment_id, difference)
-    _debit_gift_card(db, current.user_id, payment_id, difference)
-    reservation = db.reservations.edit(reservation_id)
-    reservation.flights = legs
-    reservation.cabin = cabin
-    if difference:
-        reservation.payment_history.append(Payment(payment_id=payment_id, amount=difference))
+    flights = _as_models(flights, FlightInfo)
+    reservation = _reservation(db, reservation_id, edit=True)
+    user = _user(db, reservation.user_id, edit=True)
+    travellers = len(reservation.passengers)
+    total: Any = 0
+    legs = []
+    for info in flights:
+        kept = next((leg for leg in reservation.flights if leg.flight_number == info.flight_number
+                     and leg.date == info.date and cabin == reservation.cabin), None)
+        if kept is None:
+            flight, day = _bookable(db, info, cabin, travellers)
+            kept = _leg(flight, info, day, cabin)
+        total += kept.price * travellers
+        legs.append(kept)
+    total -= sum(leg.price for leg in reservation.flights) * travellers
+    payment = _payment_for_update(user, payment_id, total)
+    if payment is not None:
+        reservation.payment_history.append(payment)
+    _store(reservation, flights=legs, cabin=cabin)
     return reservation
-
-
-def _kept_or_new_leg(
-    db: AirlineDB, reservation: Reservation, ref: FlightRef, cabin: Cabin, travellers: int
-) -> ReservationFlight:
-    """Keep an unchanged leg (same flight, date, cabin) as a fresh copy, else price a new one."""
-    if cabin == reservation.cabin:
-        for leg in reservation.flights:
-            if (leg.flight_number, leg.date) == (ref.flight_number, ref.date):
-                return leg.model_copy()
-    return _bookable(db, ref, cabin, travellers)
 
 
 @AGENT.tool(
@@ -450,11 +407,11 @@ def update_reservation_passengers(
     db: AirlineDB, reservation_id: ReservationId, passengers: Passengers
 ) -> Reservation:
     """Names and birth dates only; fares and seats are untouched."""
-    current = _reservation(db, reservation_id)
-    if len(passengers) != len(current.passengers):
-        raise ToolError(f"the reservation has {len(current.passengers)} passengers; give exactly that many")
-    reservation = db.reservations.edit(reservation_id)
-    reservation.passengers = [Passenger(**p.model_dump()) for p in passengers]
+    passengers = _as_models(passengers, Passenger)
+    reservation = _reservation(db, reservation_id, edit=True)
+    if len(passengers) != len(reservation.passengers):
+        raise ToolError("Number of passengers does not match")
+    _store(reservation, passengers=copy.deepcopy(passengers))
     return reservation
 
 

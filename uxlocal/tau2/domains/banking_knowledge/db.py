@@ -26,7 +26,7 @@ from typing import Any
 from uxlocal.errors import InputError
 
 from ...db import CopyOnWriteRows, canonical_json, deep_merge
-from ...toolkit import ToolError
+from .discoverable import NO_WORDS, DiscoverableWords
 
 TABLES: tuple[str, ...] = (
     "users", "accounts", "debit_cards", "referrals", "credit_card_applications",
@@ -51,52 +51,40 @@ insertion order); ``1.0.1``: the later semantics (read allowlist, numbers as flo
 
 
 def parse_money(value: object) -> float:
-    """Dollars from an amount as stored: a number, or text like ``"$2,850.00"`` or ``"129.02"``; missing is 0.
+    """Read dollars as upstream does: a number as is, text like ``"$2,850.00"`` parsed, else 0.
 
-    Unreadable text is a ``ToolError`` (the pinned data has none).
+    Unreadable text raises ``ValueError`` (the pinned data has none), which a tool call reports as
+    its error, as upstream's does.
     """
-    if isinstance(value, bool):
-        raise ToolError(f"the stored amount {value!r} is not an amount")
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str):
-        try:
-            return float(value.replace("$", "").replace(",", ""))
-        except ValueError:
-            raise ToolError(f"the stored amount {value!r} is not an amount") from None
+        return float(value.replace("$", "").replace(",", ""))
     return 0.0
 
 
 def account_balance(account: Mapping[str, Any]) -> float:
-    """A bank account's balance (``current_holdings``, or a legacy ``balance`` field)."""
+    """Read a bank account's balance (``current_holdings``, or a legacy ``balance`` field)."""
     return parse_money(account.get("current_holdings", account.get("balance", 0)))
 
 
-def dollars(amount: float) -> str:
-    """``$12.50``: how results and ``$``-style balances print money."""
-    return f"${amount:.2f}"
-
-
 def seeded_id(seed: str, length: int = 16) -> str:
-    """A deterministic hex id: the first ``length`` hex digits of sha256(seed)."""
+    """Make a deterministic hex id: the first ``length`` hex digits of sha256(seed)."""
     return hashlib.sha256(seed.encode()).digest()[: length // 2].hex()
 
 
-def seed_of(*parts: object) -> str:
-    """Join id seed parts with ``:``; numbers go in as ``str(value)`` (so 100000 != 100000.0)."""
-    return ":".join(str(p) for p in parts)
+def dispute_id(user_id: object, transaction_id: object) -> str:
+    """Id of a card or cash back dispute: one per customer and transaction (credit and debit alike)."""
+    return "dsp_" + seeded_id(f"dispute:{user_id}:{transaction_id}", 12)
 
 
-def dispute_id(user_id: str, transaction_id: str) -> str:
-    """Id of a card dispute; one dispute per customer and transaction (credit and debit alike)."""
-    return "dsp_" + seeded_id(seed_of("dispute", user_id, transaction_id), 12)
+def card_transaction_id(user_id: Any, card_type: Any, merchant: Any, amount: Any, category: Any) -> str:
+    """Id of a credit card transaction row; the amount enters with two decimals, so 25 == 25.0.
 
-
-def card_transaction_id(user_id: str, card_type: str, merchant: str, amount: float, category: str) -> str:
-    """Id of a credit card transaction row; the amount enters with two decimals, so 25 == 25.0."""
-    seed = seed_of("transaction", user_id, card_type, merchant, f"{amount:.2f}", category)
-    return "txn_" + seeded_id(seed, 12)
-
+    The parts are joined as text, so a non-text part fails as upstream's join does.
+    """
+    parts = ["transaction", user_id, card_type, merchant, f"{amount:.2f}", category]
+    return "txn_" + seeded_id(":".join(parts), 12)
 
 
 @dataclass
@@ -166,6 +154,8 @@ class BankingDB:
         self.unlocked_agent_tools: list[str] = []
         """Agent tools unlocked in this episode, in order (in memory, not hashed)."""
         self.grading = BankingGrading()
+        self.words: DiscoverableWords = NO_WORDS
+        """Upstream's tool descriptions when the data folder has a tools file (set per environment)."""
 
     @property
     def source(self) -> Path | None:
@@ -175,6 +165,22 @@ class BankingDB:
     def table(self, name: str) -> BankingTable:
         """A table by name; ``KeyError`` for a name the DB does not have."""
         return self._tables[name]
+
+    def has_table(self, name: str) -> bool:
+        """Whether the DB has a table of this name (upstream's writes to other names do nothing)."""
+        return name in self._tables
+
+    def has_row(self, table: str, key: object) -> bool:
+        """Whether ``key`` is a row of ``table``; an unhashable key raises ``TypeError``, as upstream."""
+        hash(key)
+        return key in self._tables[table]
+
+    def row(self, table: str, key: object) -> dict[str, Any]:
+        """Return a row known to exist (after ``has_row``); read it, never mutate it."""
+        found = self._tables[table].get(key)  # type: ignore[arg-type]
+        if found is None:
+            raise KeyError(f"{table} has no row {key!r}")
+        return found
 
     def __getattr__(self, name: str) -> BankingTable:
         tables: dict[str, BankingTable] | None = self.__dict__.get("_tables")

@@ -224,19 +224,25 @@ def search(kb: KnowledgeBase, query: str, *, k: int = TOP_K) -> list[SearchHit]:
             for rank, (index, score) in enumerate(kb.bm25.top(query, k), 1)]
 
 
-def format_hits(hits: Sequence[SearchHit], *, scorer: str = "BM25") -> str:
-    """Write what the agent reads: per hit its rank, title, id, score (4 decimals) and full content.
+def format_hits(hits: Sequence[SearchHit]) -> str:
+    """Write what the agent reads, in upstream's layout.
 
-    No timing line (upstream appends one), so the same call always returns the same text.
+    Per hit its rank and title, then indented id, score (4 decimals) and full content; then the
+    timing bracket.
+
+    Upstream's bracket carries wall-clock milliseconds; ours is always ``retrieval=0ms, total=0ms``,
+    so the same call gives the same text and the model still sees the line it would see upstream.
     """
-    if not hits:
-        return "No documents found: the search query was empty."
-    blocks = [f"Result {hit.rank}: {hit.document.title}\n"
-              f"Document ID: {hit.document.id}\n"
-              f"{scorer} score: {hit.score:.4f}\n"
-              f"{hit.document.content}"
+    blocks = [f"{hit.rank}. {hit.document.title}\n"
+              f"   ID: {hit.document.id}\n"
+              f"   Score: {hit.score:.4f}\n"
+              f"   Content: {hit.document.content}\n"
               for hit in hits]
-    return "\n\n".join(blocks)
+    body = "\n".join(blocks) if blocks else "No relevant documents found."
+    return f"{body}\n\n{TIMING_LINE}"
+
+
+TIMING_LINE = "[Timing: retrieval=0ms, total=0ms]"
 
 
 # --- the agent tool and the variant ------------------------------------------------------------------
@@ -319,7 +325,6 @@ def knowledge_base_of(db: Any) -> KnowledgeBase:
 
 def KB_search(  # the tool name the agent and upstream's prompts use
     db: Any,
-    *,
     query: Annotated[str, arg("Words to look for in the bank's documents, e.g. 'dispute credit card "
                                 "charge'. Matching is on whole lower-case words, so use the terms a "
                                 "policy document would use.")],
@@ -342,7 +347,7 @@ def register_retrieval(toolkit: Toolkit, variant: str = DEFAULT_RETRIEVAL_VARIAN
     ``check_retrieval(variant)`` before a run to fail early with the fix.
     """
     chosen = retrieval_variant(variant)
-    toolkit.tool("read", _KB_SEARCH_DESCRIPTION)(KB_search)
+    toolkit.tool("read", _KB_SEARCH_DESCRIPTION, qualifier="KBSearchMixin")(KB_search)  # upstream's mixin
     if chosen.dense:
         from .retrieval_dense import KB_SEARCH_DENSE_DESCRIPTION, KB_search_dense
 

@@ -26,8 +26,8 @@ import numpy as np
 
 from uxlocal.errors import InputError
 
-from .retrieval import TOP_K, KnowledgeBase, SearchHit, format_hits, knowledge_base_of
 from ...toolkit import arg
+from .retrieval import TOP_K, KnowledgeBase, SearchHit, format_hits, knowledge_base_of
 
 EMBEDDING_MODEL_ENV = "UXLOCAL_KB_EMBEDDING_MODEL"
 _configured: Path | None = None
@@ -153,7 +153,7 @@ def KB_search_dense(  # the tool name upstream's alltools variant uses
                                 "contest a card payment'. Matching is by meaning, not exact words.")],
 ) -> str:
     """Search the bank's knowledge base by meaning (local embedding model, cosine similarity)."""
-    return format_hits(dense_search(knowledge_base_of(db), query), scorer="Cosine")
+    return format_hits(dense_search(knowledge_base_of(db), query))
 
 
 KB_SEARCH_DENSE_DESCRIPTION = (

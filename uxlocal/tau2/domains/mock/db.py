@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ...db import Database, Record, Table
 
@@ -16,7 +16,9 @@ TaskStatus = Literal["pending", "completed"]
 
 
 class MockTask(Record):
-    """A to-do item owned by one user."""
+    """A to-do item owned by one user (titled ``Task``, as tau2's validation errors name it)."""
+
+    model_config = ConfigDict(title="Task")
 
     task_id: str
     title: str

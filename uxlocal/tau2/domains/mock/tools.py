@@ -13,8 +13,8 @@ from ...registry import DomainSpec
 from ...toolkit import ToolError, Toolkit, arg
 from ...tools_common import register_common
 
-AGENT = Toolkit("mock")
-USER = Toolkit("mock-user")
+AGENT = Toolkit("mock", qualifier="MockTools")
+USER = Toolkit("mock-user", qualifier="MockUserTools")
 
 UserId = Annotated[str, arg("The user's id, e.g. 'user_1'.")]
 TaskId = Annotated[str, arg("The task's id, e.g. 'task_1'.")]
@@ -24,7 +24,7 @@ NotificationId = Annotated[str, arg("The notification's id, e.g. 'notif_1'.")]
 def _task(db: MockDB, task_id: str) -> MockTask:
     task = db.tasks.get(task_id)
     if task is None:
-        raise ToolError(f"task {task_id} not found")
+        raise ToolError(f"Task {task_id} not found")
     return task
 
 
@@ -37,7 +37,7 @@ def create_task(
 ) -> MockTask:
     """Give new tasks the id ``task_<count+1>``, so replays of the same calls give the same ids."""
     if user_id not in db.users:
-        raise ToolError(f"user {user_id} not found")
+        raise ToolError(f"User {user_id} not found")
     number = len(db.tasks) + 1
     while f"task_{number}" in db.tasks:
         number += 1
@@ -59,10 +59,9 @@ def update_task_status(
     task_id: TaskId,
     status: Annotated[TaskStatus, arg("The new status.")],
 ) -> MockTask:
-    """Only the two statuses the policy allows are accepted (the argument type enforces it)."""
-    _task(db, task_id)
-    task = db.tasks.edit(task_id)
-    task.status = status
+    """The schema offers the two statuses; like tau2, any other string is stored as given."""
+    task = _task(db, task_id).model_copy(update={"status": status})
+    db.tasks.put(task_id, task)
     return task
 
 
@@ -90,13 +89,12 @@ def check_notifications(db: MockUserDB) -> list[Notification]:
 
 
 @USER.tool("write", "Dismiss one notification, marking it as read.")
-def dismiss_notification(db: MockUserDB, notification_id: NotificationId) -> Notification:
-    """Dismissing twice is allowed and changes nothing the second time."""
+def dismiss_notification(db: MockUserDB, notification_id: NotificationId) -> str:
+    """Dismissing twice is allowed and changes nothing the second time; answers as tau2 does."""
     if notification_id not in db.notifications:
-        raise ToolError(f"notification {notification_id} not found")
-    note = db.notifications.edit(notification_id)
-    note.status = "read"
-    return note
+        raise ToolError(f"Notification {notification_id} not found")
+    db.notifications.edit(notification_id).status = "read"
+    return f"Notification {notification_id} dismissed"
 
 
 @USER.helper("Put an unread notification in the user's inbox (setup only).")

@@ -103,8 +103,8 @@ class Order(Record):
     user_id: str
     address: Address
     items: list[OrderItem]
-    fulfillments: list[Fulfillment]
     status: str
+    fulfillments: list[Fulfillment]
     payment_history: list[Transaction]
     cancel_reason: str | None = None
     exchange_items: list[str] | None = None

@@ -1,19 +1,23 @@
 """Retail agent tools (spec §B.4.4): 16 tools, their checks and their DB effects.
 
-Every write tool checks everything first and mutates last, so a refused call leaves the DB as it
-was. Two upstream behaviours are kept on purpose for score parity with tau2 (spec §B.5.2):
+The checks run in tau2's order and refuse in its words ("Order not found", "Non-pending order
+cannot be modified"), and amounts are computed as tau2 computes them, so a model sees what it
+would see upstream (``tests/conformance``). Upstream behaviours kept on purpose for parity
+(spec §B.5.2), since gold and predicted replays run this same code:
 
 - ``modify_pending_order_items`` copies price and options of the *last* new variant onto every
-  swapped item (the payment difference is still computed per item);
-- ``cancel_pending_order`` refunds each ``payment`` entry of the order, gift cards at once.
-
-Gold and predicted replays run this same code, so neither quirk can make a correct run fail.
+  swapped item, and records the unrounded price difference (``36.12999999999999``);
+- ``cancel_pending_order`` refunds every entry of the payment history, gift cards at once;
+- a check that fails after an earlier step changed something leaves that change (tau2 writes as
+  it goes; our copy-on-write records do the same).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 from ...db_common import Address
 from .db import GiftCard, Order, PaymentMethod, Product, RetailDB, Transaction, User, Variant
@@ -21,7 +25,7 @@ from ...registry import DomainSpec
 from ...toolkit import ToolError, Toolkit, arg
 from ...tools_common import register_common
 
-AGENT = Toolkit("retail")
+AGENT = Toolkit("retail", qualifier="RetailTools")
 
 CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 
@@ -45,84 +49,112 @@ Country = Annotated[str, arg("Country, e.g. 'USA'.")]
 Zip = Annotated[str, arg("Postal code, e.g. '12345'.")]
 
 
-# --- lookups shared by the tools ------------------------------------------------------------
+# --- lookups shared by the tools (arguments may be raw JSON values of any type) ----------------
 
 
-def _order(db: RetailDB, order_id: str) -> Order:
-    order = db.orders.get(order_id)
-    if order is None:
-        raise ToolError(f"order {order_id} not found")
-    return order
+def _order(db: RetailDB, order_id: Any) -> Order:
+    if order_id not in db.orders:
+        raise ToolError("Order not found")
+    return db.orders.edit(order_id)
 
 
-def _user(db: RetailDB, user_id: str) -> User:
-    user = db.users.get(user_id)
-    if user is None:
-        raise ToolError(f"user {user_id} not found")
-    return user
+def _user(db: RetailDB, user_id: Any) -> User:
+    if user_id not in db.users:
+        raise ToolError("User not found")
+    return db.users.edit(user_id)
 
 
-def _payment_method(user: User, payment_method_id: str) -> PaymentMethod:
-    method = user.payment_methods.get(payment_method_id)
-    if method is None:
-        raise ToolError(f"payment method {payment_method_id} not found in the user's profile")
-    return method
+def _product(db: RetailDB, product_id: Any) -> Product:
+    if product_id not in db.products:
+        raise ToolError("Product not found")
+    product = db.products.get(product_id)
+    assert product is not None
+    return product
 
 
-def _require_status(
-    order: Order, *, exact: str | None = None, contains: str | None = None, action: str
-) -> None:
-    """Status gates differ per tool: some need exactly 'pending', address/payment edits any 'pending…'."""
-    if (exact is not None and order.status != exact) or (
-        contains is not None and contains not in order.status
-    ):
-        raise ToolError(f"cannot {action}: order {order.order_id} is '{order.status}'")
+def _variant(db: RetailDB, product_id: str, variant_id: Any) -> Variant:
+    product = _product(db, product_id)
+    if variant_id not in product.variants:
+        raise ToolError("Variant not found")
+    return product.variants[variant_id]
 
 
-def _require_items(order: Order, item_ids: list[str]) -> None:
-    """Each id must occur in the order at least as often as it is listed."""
-    if not item_ids:
-        raise ToolError("no item ids given")
+def _payment_method(db: RetailDB, user_id: str, payment_method_id: Any) -> PaymentMethod:
+    user = _user(db, user_id)
+    if payment_method_id not in user.payment_methods:
+        raise ToolError("Payment method not found")
+    return user.payment_methods[payment_method_id]
+
+
+def _credit_gift_card(method: PaymentMethod, amount: float) -> None:
+    """Add ``amount`` to a gift card (negative to charge), rounded to cents; other methods: no-op."""
+    if isinstance(method, GiftCard):
+        method.balance = round(method.balance + amount, 2)
+
+
+def _check_counts(order: Order, item_ids: Sequence[Any], message: str) -> None:
+    """Each id must occur in the order at least as often as it is listed (``{item}`` in ``message``)."""
     in_order = [item.item_id for item in order.items]
-    for item_id in set(item_ids):
+    for item_id in item_ids:
         if item_ids.count(item_id) > in_order.count(item_id):
-            raise ToolError(f"item {item_id} not found in order {order.order_id} (often enough)")
+            raise ToolError(message.format(item=item_id))
 
 
-def _price_difference(
-    db: RetailDB, order: Order, item_ids: list[str], new_item_ids: list[str], *, must_differ: bool
-) -> tuple[float, Variant]:
-    """Total new-minus-old price over the pairs, and the last new variant looked up."""
+def _price_difference(db: RetailDB, order: Order, item_ids: Sequence[Any], new_item_ids: Sequence[Any], *,
+                      must_differ: bool) -> tuple[float, Variant | None]:
+    """New-minus-old price summed pair by pair (unrounded), and the last new variant looked up."""
+    difference: float = 0
+    variant = None
+    for item_id, new_item_id in zip(item_ids, new_item_ids, strict=False):
+        if must_differ and item_id == new_item_id:
+            raise ToolError("The new item id should be different from the old item id")
+        item = next((i for i in order.items if i.item_id == item_id), None)
+        if item is None:
+            raise ToolError(f"Item {item_id} not found")
+        variant = _variant(db, item.product_id, new_item_id)
+        if not variant.available:
+            raise ToolError(f"New item {new_item_id} not found or available")
+        difference += variant.price - item.price
+    return difference, variant
+
+
+@dataclass(frozen=True)
+class _Swap:
+    """How one item-swapping tool checks its call, in tau2's words (they differ per tool)."""
+
+    status: str
+    wrong_status: str
+    count: str
+    lengths: str
+    must_differ: bool
+    rounded: bool
+    short_gift_card: str
+
+
+EXCHANGE = _Swap("delivered", "Non-delivered order cannot be exchanged", "Number of {item} not found.",
+                 "The number of items to be exchanged should match.", False, True,
+                 "Insufficient gift card balance to pay for the price difference")
+MODIFY = _Swap("pending", "Non-pending order cannot be modified", "{item} not found",
+               "The number of items to be exchanged should match", True, False,
+               "Insufficient gift card balance to pay for the new item")
+
+
+def _checked_swap(db: RetailDB, order_id: Any, item_ids: Sequence[Any], new_item_ids: Sequence[Any],
+                  payment_method_id: Any, swap: _Swap) -> tuple[Order, float, Variant | None, PaymentMethod]:
+    """The order, price difference, last new variant and payment method of a valid swap."""
+    order = _order(db, order_id)
+    if order.status != swap.status:
+        raise ToolError(swap.wrong_status)
+    _check_counts(order, item_ids, swap.count)
     if len(item_ids) != len(new_item_ids):
-        raise ToolError("item_ids and new_item_ids must have the same length")
-    difference, last = 0.0, None
-    for old_id, new_id in zip(item_ids, new_item_ids, strict=True):
-        if must_differ and old_id == new_id:
-            raise ToolError(f"new item {new_id} is the same as the old one")
-        old = next(item for item in order.items if item.item_id == old_id)
-        product = db.products.get(old.product_id)
-        variant = product.variants.get(new_id) if product else None
-        if variant is None or not variant.available:
-            raise ToolError(f"new item {new_id} is not an available variant of product {old.product_id}")
-        difference += variant.price - old.price
-        last = variant
-    assert last is not None
-    return round(difference, 2), last
-
-
-def _move_gift_card(db: RetailDB, user_id: str, method_id: str, delta: float) -> None:
-    """Add ``delta`` to a gift card's balance (negative to charge); other methods are untouched."""
-    user = db.users.get(user_id)
-    if user is None or not isinstance(user.payment_methods.get(method_id), GiftCard):
-        return
-    card = db.users.edit(user_id).payment_methods[method_id]
-    assert isinstance(card, GiftCard)
-    card.balance = round(card.balance + delta, 2)
-
-
-def _require_gift_card_covers(method: PaymentMethod, amount: float) -> None:
-    if isinstance(method, GiftCard) and method.balance < amount:
-        raise ToolError(f"gift card {method.id} balance {method.balance} does not cover {amount}")
+        raise ToolError(swap.lengths)
+    difference, variant = _price_difference(db, order, item_ids, new_item_ids, must_differ=swap.must_differ)
+    if swap.rounded:
+        difference = round(difference, 2)
+    method = _payment_method(db, order.user_id, payment_method_id)
+    if isinstance(method, GiftCard) and method.balance < difference:
+        raise ToolError(swap.short_gift_card)
+    return order, difference, variant, method
 
 
 # --- read tools -------------------------------------------------------------------------------
@@ -143,7 +175,7 @@ def find_user_id_by_name_zip(
             zip,
         ):
             return user.user_id
-    raise ToolError("no user with that name and zip code")
+    raise ToolError("User not found")
 
 
 @AGENT.tool("read", "Find a user's id from their email address.")
@@ -152,22 +184,21 @@ def find_user_id_by_email(db: RetailDB, email: Annotated[str, arg("Email, e.g. '
     for user in db.users.values():
         if user.email.lower() == email.lower():
             return user.user_id
-    raise ToolError("no user with that email")
+    raise ToolError("User not found")
 
 
 @AGENT.tool("read", "Show an order: items, status, address, fulfillments and payment history.")
 def get_order_details(db: RetailDB, order_id: OrderId) -> Order:
     """Return the order record as stored."""
-    return _order(db, order_id)
+    if order_id not in db.orders:
+        raise ToolError("Order not found")
+    return db.orders.get(order_id)  # type: ignore[return-value]
 
 
 @AGENT.tool("read", "Show a product with all its variants (options, price, availability).")
 def get_product_details(db: RetailDB, product_id: ProductId) -> Product:
     """Return the product record as stored."""
-    product = db.products.get(product_id)
-    if product is None:
-        raise ToolError(f"product {product_id} not found")
-    return product
+    return _product(db, product_id)
 
 
 @AGENT.tool("read", "Show one item (variant): its options, price and availability.")
@@ -176,19 +207,21 @@ def get_item_details(db: RetailDB, item_id: ItemId) -> Variant:
     for product in db.products.values():
         if item_id in product.variants:
             return product.variants[item_id]
-    raise ToolError(f"item {item_id} not found")
+    raise ToolError("Item not found")
 
 
 @AGENT.tool("read", "Show a user's profile: name, address, email, payment methods and order ids.")
 def get_user_details(db: RetailDB, user_id: UserId) -> User:
     """Return the user record as stored."""
-    return _user(db, user_id)
+    if user_id not in db.users:
+        raise ToolError("User not found")
+    return db.users.get(user_id)  # type: ignore[return-value]
 
 
 @AGENT.tool("read", "List every product type in the store with its product id.")
 def list_all_product_types(db: RetailDB) -> str:
     """Name → product id, sorted by name, as one JSON object."""
-    return json.dumps(dict(sorted((p.name, p.product_id) for p in db.products.values())))
+    return json.dumps({p.name: p.product_id for p in db.products.values()}, sort_keys=True)
 
 
 # --- write tools ------------------------------------------------------------------------------
@@ -206,19 +239,18 @@ def cancel_pending_order(
 ) -> Order:
     """Only orders exactly 'pending' can be cancelled (not after an item change)."""
     order = _order(db, order_id)
-    _require_status(order, exact="pending", action="cancel")
+    if order.status != "pending":
+        raise ToolError("Non-pending order cannot be cancelled")
     if reason not in CANCEL_REASONS:
-        raise ToolError(f"reason must be one of: {', '.join(repr(r) for r in CANCEL_REASONS)}")
-    payments = [p for p in order.payment_history if p.transaction_type == "payment"]
-    for payment in payments:
-        _move_gift_card(db, order.user_id, payment.payment_method_id, payment.amount)
-    order = db.orders.edit(order_id)
-    order.payment_history.extend(
-        Transaction(transaction_type="refund", amount=p.amount, payment_method_id=p.payment_method_id)
-        for p in payments
-    )
+        raise ToolError("Invalid reason")
+    refunds = []
+    for payment in order.payment_history:
+        refunds.append(Transaction(transaction_type="refund", amount=payment.amount,
+                                   payment_method_id=payment.payment_method_id))
+        _credit_gift_card(_payment_method(db, order.user_id, payment.payment_method_id), payment.amount)
     order.status = "cancelled"
     order.cancel_reason = reason
+    order.payment_history.extend(refunds)
     return order
 
 
@@ -235,13 +267,7 @@ def exchange_delivered_order_items(
     payment_method_id: PaymentMethodId,
 ) -> Order:
     """Record the request only; no money moves until the exchange is processed."""
-    order = _order(db, order_id)
-    _require_status(order, exact="delivered", action="exchange items")
-    _require_items(order, item_ids)
-    difference, _ = _price_difference(db, order, item_ids, new_item_ids, must_differ=False)
-    method = _payment_method(_user(db, order.user_id), payment_method_id)
-    _require_gift_card_covers(method, difference)
-    order = db.orders.edit(order_id)
+    order, difference, _, _ = _checked_swap(db, order_id, item_ids, new_item_ids, payment_method_id, EXCHANGE)
     order.status = "exchange requested"
     order.exchange_items = sorted(item_ids)
     order.exchange_new_items = sorted(new_item_ids)
@@ -262,8 +288,9 @@ def modify_pending_order_address(
     zip: Zip,  # noqa: A002
 ) -> Order:
     """Allow the change while the status still says pending, even after an item change."""
-    _require_status(_order(db, order_id), contains="pending", action="change the address")
-    order = db.orders.edit(order_id)
+    order = _order(db, order_id)
+    if "pending" not in order.status:
+        raise ToolError("Non-pending order cannot be modified")
     order.address = Address(
         address1=address1, address2=address2, city=city, state=state, country=country, zip=zip
     )
@@ -283,24 +310,19 @@ def modify_pending_order_items(
     payment_method_id: PaymentMethodId,
 ) -> Order:
     """Leave the order 'pending (item modified)', which blocks further item changes and cancelling."""
-    order = _order(db, order_id)
-    _require_status(order, exact="pending", action="change items")
-    _require_items(order, item_ids)
-    difference, last_variant = _price_difference(db, order, item_ids, new_item_ids, must_differ=True)
-    method = _payment_method(_user(db, order.user_id), payment_method_id)
-    _require_gift_card_covers(method, difference)
-    _move_gift_card(db, order.user_id, payment_method_id, -difference)
-    order = db.orders.edit(order_id)
-    kind: Literal["payment", "refund"] = "payment" if difference > 0 else "refund"
-    order.payment_history.append(
-        Transaction(transaction_type=kind, amount=abs(difference), payment_method_id=payment_method_id)
-    )
-    for old_id, new_id in zip(item_ids, new_item_ids, strict=True):
-        item = next(i for i in order.items if i.item_id == old_id)
-        item.item_id = new_id
+    order, difference, variant, method = _checked_swap(db, order_id, item_ids, new_item_ids, payment_method_id,
+                                                       MODIFY)
+    order.payment_history.append(Transaction(
+        transaction_type="payment" if difference > 0 else "refund", amount=abs(difference),
+        payment_method_id=payment_method_id))
+    _credit_gift_card(method, -difference)
+    for item_id, new_item_id in zip(item_ids, new_item_ids, strict=False):
+        item = next(i for i in order.items if i.item_id == item_id)
+        item.item_id = new_item_id
         # tau2 parity: price and options come from the last variant looked up (module docstring)
-        item.price = last_variant.price
-        item.options = dict(last_variant.options)
+        assert variant is not None
+        item.price = variant.price
+        item.options = dict(variant.options)
     order.status = "pending (item modified)"
     return order
 
@@ -314,26 +336,23 @@ def modify_pending_order_payment(
 ) -> Order:
     """Needs exactly one existing payment; a gift card must cover the whole amount."""
     order = _order(db, order_id)
-    _require_status(order, contains="pending", action="change the payment method")
-    method = _payment_method(_user(db, order.user_id), payment_method_id)
+    if "pending" not in order.status:
+        raise ToolError("Non-pending order cannot be modified")
+    method = _payment_method(db, order.user_id, payment_method_id)
     history = order.payment_history
     if len(history) != 1 or history[0].transaction_type != "payment":
-        raise ToolError("the order must have exactly one payment to change its payment method")
-    old = history[0]
-    if old.payment_method_id == payment_method_id:
-        raise ToolError("the new payment method is the one already used")
-    _require_gift_card_covers(method, old.amount)
-    _move_gift_card(db, order.user_id, payment_method_id, -old.amount)
-    _move_gift_card(db, order.user_id, old.payment_method_id, old.amount)
-    order = db.orders.edit(order_id)
-    order.payment_history.extend(
-        [
-            Transaction(transaction_type="payment", amount=old.amount, payment_method_id=payment_method_id),
-            Transaction(
-                transaction_type="refund", amount=old.amount, payment_method_id=old.payment_method_id
-            ),
-        ]
-    )
+        raise ToolError("There should be exactly one payment for a pending order")
+    if history[0].payment_method_id == payment_method_id:
+        raise ToolError("The new payment method should be different from the current one")
+    amount, old_method_id = history[0].amount, history[0].payment_method_id
+    if isinstance(method, GiftCard) and method.balance < amount:
+        raise ToolError("Insufficient gift card balance to pay for the order")
+    history.extend([
+        Transaction(transaction_type="payment", amount=amount, payment_method_id=payment_method_id),
+        Transaction(transaction_type="refund", amount=amount, payment_method_id=old_method_id),
+    ])
+    _credit_gift_card(method, -amount)
+    _credit_gift_card(_payment_method(db, order.user_id, old_method_id), amount)
     return order
 
 
@@ -349,8 +368,7 @@ def modify_user_address(
     zip: Zip,  # noqa: A002
 ) -> User:
     """Orders are not touched; use modify_pending_order_address for those."""
-    _user(db, user_id)
-    user = db.users.edit(user_id)
+    user = _user(db, user_id)
     user.address = Address(
         address1=address1, address2=address2, city=city, state=state, country=country, zip=zip
     )
@@ -367,13 +385,12 @@ def return_delivered_order_items(
 ) -> Order:
     """Record the request only; the refund happens when the return is processed."""
     order = _order(db, order_id)
-    _require_status(order, exact="delivered", action="return items")
-    method = _payment_method(_user(db, order.user_id), payment_method_id)
-    original = order.payment_history[0].payment_method_id if order.payment_history else None
-    if not isinstance(method, GiftCard) and payment_method_id != original:
-        raise ToolError("the refund must go to the original payment method or a gift card")
-    _require_items(order, item_ids)
-    order = db.orders.edit(order_id)
+    if order.status != "delivered":
+        raise ToolError("Non-delivered order cannot be returned")
+    method = _payment_method(db, order.user_id, payment_method_id)
+    if not isinstance(method, GiftCard) and payment_method_id != order.payment_history[0].payment_method_id:
+        raise ToolError("Payment method should be the original payment method")
+    _check_counts(order, item_ids, "Some item not found")
     order.status = "return requested"
     order.return_items = sorted(item_ids)
     order.return_payment_method_id = payment_method_id

@@ -2,7 +2,8 @@
 
 Pure functions over the two telecom DBs; the user tools, the hidden helpers and the env assertions
 all read the same rules here, so a rule cannot drift between the tool a user calls and the check
-that scores it. The numbers are the spec's, exactly: the assertions compare against them.
+that scores it. The numbers and the order of the rules are upstream's: assertions compare against
+them and the conformance suite compares every state after every call.
 
 - ``network_search``: what the radio attaches to (technology, signal, status).
 - ``mobile_data_works`` / ``internet_speed`` / ``can_send_mms``: derived, never stored.
@@ -13,7 +14,9 @@ that scores it. The numbers are the spec's, exactly: the assertions compare agai
 
 from __future__ import annotations
 
-from .db import Line, PaymentRequest, PhoneDevice, Surroundings, TelecomDB, TelecomUserDB
+from .db import Customer, Line, TelecomDB
+from .phone_db import APNNames, NetworkModePreference, PaymentRequest, PhoneDevice, SimStatus, Surroundings
+from .phone_db import TelecomUserDB
 
 SPEED_RANGE_MBPS: dict[str, tuple[float, float]] = {
     "2G": (0.1, 0.4),
@@ -21,7 +24,7 @@ SPEED_RANGE_MBPS: dict[str, tuple[float, float]] = {
     "4G": (10.0, 100.0),
     "5G": (50.0, 500.0),
 }
-"""Download speed range per technology; a connection starts from the midpoint."""
+"""Download speed range per technology; a connection gets the midpoint times the signal factor."""
 
 SIGNAL_FACTOR: dict[str, float] = {"poor": 0.2, "fair": 0.5, "good": 0.8, "excellent": 1.0}
 POOR_VPN_FACTOR = 0.1
@@ -37,37 +40,55 @@ SPEED_LABELS: tuple[tuple[float, str], ...] = (
 )
 """Upper bounds (exclusive) of each label; at or above the last bound the speed is Excellent."""
 
-_ONLY_MODE = {"4g_only": "4G", "3g_only": "3G", "2g_only": "2G"}
+_ONLY_MODE = {
+    NetworkModePreference.FOUR_G_ONLY: "4G",
+    NetworkModePreference.THREE_G_ONLY: "3G",
+    NetworkModePreference.TWO_G_ONLY: "2G",
+}
+
+
+def sim_status(device: PhoneDevice) -> SimStatus:
+    """A SIM out of its slot reads as missing whatever its lock says; reseating keeps the lock."""
+    return "missing" if device.sim_card_missing else device.sim_card_status
 
 
 def network_search(device: PhoneDevice, surroundings: Surroundings) -> None:
-    """Re-attach the radio: the technology follows the preference, the signal the surroundings."""
-    if (
-        device.airplane_mode
-        or device.sim_card_missing
-        or device.sim_card_status != "active"
-        or device.active_apn_settings.apn_name == "broken"
-        or not surroundings.line_active
-    ):
-        device.network_connection_status = "no_service"
-        device.network_technology_connected = "none"
-        device.network_signal_strength = "none"
-        return
-    preference = device.network_mode_preference
-    if preference == "4g_5g_preferred":
-        technology = "5G" if surroundings.signal_strength.get("5G", "none") != "none" else "4G"
+    """Re-attach the radio: the technology follows the preference, the signal the surroundings.
+
+    The rules apply one after another, in upstream's order, so a phone whose APN setting was
+    broken by a malformed call (upstream's bug 3, see ``user_tools.store_unchecked``) fails at
+    the same point, with the same partial state, as upstream's does.
+    """
+    if sim_status(device) == "active":
+        preference = device.network_mode_preference
+        if preference == NetworkModePreference.FOUR_G_5G_PREFERRED:
+            technology = "5G" if surroundings.signal_strength.get("5G", "none") != "none" else "4G"
+        else:
+            technology = _ONLY_MODE.get(preference, "4G")
+        device.network_connection_status = "connected"
+        device.network_technology_connected = technology  # type: ignore[assignment]
+        device.network_signal_strength = surroundings.signal_strength.get(technology, "none")
     else:
-        technology = _ONLY_MODE[preference]
-    device.network_technology_connected = technology  # type: ignore[assignment]
-    device.network_signal_strength = surroundings.signal_strength.get(technology, "none")
-    device.network_connection_status = "connected"
+        _no_service(device)
+    if device.airplane_mode:
+        _no_service(device)
+    if device.active_apn_settings.apn_name == APNNames.BROKEN:
+        _no_service(device)
+    if not surroundings.line_active:
+        _no_service(device)
+
+
+def _no_service(device: PhoneDevice) -> None:
+    device.network_connection_status = "no_service"
+    device.network_technology_connected = "none"
+    device.network_signal_strength = "none"
 
 
 def mobile_data_works(device: PhoneDevice, surroundings: Surroundings) -> bool:
     """Mobile data needs service, data on, roaming allowed on both ends abroad, and usage left."""
-    if device.airplane_mode or device.network_connection_status == "no_service":
+    if device.airplane_mode or device.network_signal_strength == "none":
         return False
-    if device.network_signal_strength == "none" or device.network_technology_connected == "none":
+    if device.network_connection_status == "no_service":
         return False
     if surroundings.is_abroad and not (device.roaming_enabled and surroundings.roaming_allowed):
         return False
@@ -75,15 +96,17 @@ def mobile_data_works(device: PhoneDevice, surroundings: Surroundings) -> bool:
 
 
 def internet_speed(device: PhoneDevice, surroundings: Surroundings) -> tuple[float | None, str]:
-    """Download speed in Mbps and its label; ``(None, "No Connection")`` without mobile data."""
+    """Download speed in Mbps (2 decimals) and its label; ``(None, "No Connection")`` without data."""
     if not mobile_data_works(device, surroundings):
         return None, "No Connection"
-    low, high = SPEED_RANGE_MBPS.get(device.network_technology_connected, (0.0, 0.0))
-    speed = (low + high) / 2 * SIGNAL_FACTOR.get(device.network_signal_strength, 0.0)
+    factor = 1.0
     if device.vpn_connected and device.vpn_details and device.vpn_details.server_performance == "poor":
-        speed *= POOR_VPN_FACTOR
+        factor = POOR_VPN_FACTOR
     if device.data_saver_mode:
-        speed *= DATA_SAVER_FACTOR
+        factor *= DATA_SAVER_FACTOR
+    low, high = SPEED_RANGE_MBPS.get(device.network_technology_connected, (0.0, 0.0))
+    signal = SIGNAL_FACTOR.get(device.network_signal_strength, 0.0)
+    speed = round((low + high) / 2.0 * signal * factor, 2)
     return speed, speed_label(speed)
 
 
@@ -101,17 +124,30 @@ def can_send_mms(device: PhoneDevice, surroundings: Surroundings) -> bool:
         return False
     if device.wifi_calling_enabled and device.wifi_calling_mms_over_wifi:
         return False
-    if not device.active_apn_settings.mmsc_url:
+    if device.active_apn_settings.mmsc_url is None:
         return False
     messaging = device.app_statuses.get("messaging")
     return messaging is not None and messaging.permissions.sms and messaging.permissions.storage
+
+
+def customer_by_phone(db: TelecomDB, phone_number: str) -> Customer | None:
+    """The first customer, in file order, whose own number or one of whose lines has the number."""
+    for customer in db.customers.values():
+        if customer.phone_number == phone_number:
+            return customer
+        for line_id in customer.line_ids:
+            line = db.lines.get(line_id)
+            if line is not None and line.phone_number == phone_number:
+                return customer
+    return None
 
 
 def sync(agent_db: TelecomDB, user_db: TelecomUserDB) -> None:
     """Align the phone's mirror of its line with the carrier's DB and settle a paid request.
 
     Runs after every call on either side, so it must be cheap and idempotent; it edits a carrier
-    record only when a paid request has to mark its bill Paid.
+    record only when a paid request has to mark its bill Paid. A paid request is cleared and, in
+    the same pass, the next bill awaiting payment (if any) becomes the new request.
     """
     surroundings = user_db.surroundings
     line = _line_of(agent_db, surroundings.phone_number)
@@ -127,8 +163,8 @@ def sync(agent_db: TelecomDB, user_db: TelecomUserDB) -> None:
         if request.bill_id in agent_db.bills:
             agent_db.bills.edit(request.bill_id).status = "Paid"
         surroundings.payment_request = None
-    elif request is None:
-        surroundings.payment_request = _awaiting_request(agent_db, line)
+    if surroundings.payment_request is None and surroundings.phone_number is not None:
+        surroundings.payment_request = _awaiting_request(agent_db, surroundings.phone_number)
 
 
 def _line_of(agent_db: TelecomDB, phone_number: str | None) -> Line | None:
@@ -137,9 +173,9 @@ def _line_of(agent_db: TelecomDB, phone_number: str | None) -> Line | None:
     return next((line for line in agent_db.lines.values() if line.phone_number == phone_number), None)
 
 
-def _awaiting_request(agent_db: TelecomDB, line: Line) -> PaymentRequest | None:
-    """A request for the first bill awaiting payment on the line's account, if any."""
-    customer = next((c for c in agent_db.customers.values() if line.line_id in c.line_ids), None)
+def _awaiting_request(agent_db: TelecomDB, phone_number: str) -> PaymentRequest | None:
+    """A request for the first bill awaiting payment on the account the phone number finds."""
+    customer = customer_by_phone(agent_db, phone_number)
     if customer is None:
         return None
     for bill_id in customer.bill_ids:

@@ -1,14 +1,15 @@
 """Telecom user tools (spec tau2-telecom-banking.md §A.2): what the simulated user can do on the phone.
 
 15 read tools look at the phone, 15 write tools change it; every write answers with what it did
-followed by the status bar, as a person looking at their phone would see it. Hidden helpers break
-the phone for a task's setup and check it for the task's assertions; they never reach a model.
+followed by the status bar. What each tool says, and what it leaves unsaid, is upstream's: a user
+proxy can only disclose what its phone shows it, so a phone that shows more (the data cap, MMS over
+Wi-Fi, whether mobile data really works) would change the very thing UserProxyBench measures.
+Hidden setup and assertion helpers live in ``phone_helpers``.
 
 Which changes re-run the network search (the radio re-attaching) is part of the rules the
-assertions read: the preference, airplane mode, the SIM, data, roaming and a reboot do; data
-saver, Wi-Fi, Wi-Fi calling, the VPN, permissions and an APN edit do not (an APN reset waits for
-the reboot). Setup helpers that break the radio (airplane on, SIM out or locked, APN broken) search
-too, so a task starts in the state a real phone would be in.
+assertions read: the preference, airplane mode, the SIM, data, roaming, a reboot and both APN
+tools do; data saver, Wi-Fi, Wi-Fi calling, the VPN and permissions do not. An APN reset only
+marks the settings; they return to the defaults at the next reboot.
 """
 
 from __future__ import annotations
@@ -17,498 +18,474 @@ from typing import Annotated, Any
 
 from pydantic import ValidationError
 
-from .db import ApnSettings, ModePreference, Permission, TelecomUserDB, VpnDetails
-from .device import can_send_mms as _can_send_mms
-from .device import internet_speed, mobile_data_works, network_search
 from ...toolkit import ToolError, Toolkit, arg
+from .arg_types import LooseStr
+from .device import can_send_mms as _can_send_mms
+from .device import internet_speed, network_search, sim_status
+from .phone_db import APNSettings, NetworkModePreference, PhoneDevice, TelecomUserDB
 
-USER = Toolkit("telecom-user")
+USER = Toolkit("telecom-user", qualifier="TelecomUserTools")
 
-AppName = Annotated[str, arg("The app's name as installed, e.g. 'messaging' or 'browser'.")]
-PERMISSIONS: tuple[str, ...] = ("sms", "storage", "phone", "network")
+AppName = Annotated[LooseStr, arg("The app's name as installed, e.g. 'messaging' or 'browser'.")]
+
+_SIGNAL_ICON = {
+    "none": "📵 No Signal",
+    "poor": "📶¹ Poor",
+    "fair": "📶² Fair",
+    "good": "📶³ Good",
+    "excellent": "📶⁴ Excellent",
+}
+_SIM_TEXT = {
+    "active": "Your SIM card is active and working.",
+    "missing": "No SIM card detected in the phone.",
+    "locked_pin": "The SIM card is locked with a PIN code.",
+    "locked_puk": "The SIM card is locked with a PUK code.",
+}
+_SPEED_ADVICE = {
+    "Very Poor": "Connection is very slow. Basic web browsing might be difficult.",
+    "Poor": "Connection is slow. Web browsing may be sluggish, streaming difficult.",
+    "Fair": "Connection is okay for web browsing and some standard definition streaming.",
+    "Good": "Connection is good for most activities, including HD streaming.",
+    "Excellent": "Connection is very fast.",
+}
 
 
 def _on(flag: bool) -> str:
     return "ON" if flag else "OFF"
 
 
-def _search(db: TelecomUserDB) -> None:
+def _yes(flag: bool) -> str:
+    return "Yes" if flag else "No"
+
+
+def search(db: TelecomUserDB) -> None:
+    """Re-run the network search on this phone."""
     network_search(db.device, db.surroundings)
 
 
 def status_bar(db: TelecomUserDB) -> str:
-    """The icons along the top of the screen, in words."""
+    """The icons along the top of the screen; it shows the data switch, not whether data works."""
     d = db.device
-    parts = []
+    icons = []
     if d.airplane_mode:
-        parts.append("Airplane mode")
-    if d.network_connection_status == "no_service":
-        parts.append("No Service")
+        icons.append("✈️ Airplane Mode")
     else:
-        parts.append(f"Signal: {d.network_signal_strength}, {d.network_technology_connected}")
-    if d.data_enabled and mobile_data_works(d, db.surroundings):
-        parts.append("Mobile data")
-    if d.wifi_enabled:
-        parts.append("Wi-Fi connected" if d.wifi_connected else "Wi-Fi on (not connected)")
+        icons.append(_SIGNAL_ICON.get(d.network_signal_strength, "📵 No Signal"))
+        if d.network_technology_connected != "none":
+            icons.append(d.network_technology_connected)
+        if d.data_enabled and d.network_technology_connected != "none":
+            icons.append("📱 Data Enabled")
+            if d.data_saver_mode:
+                icons.append("🔽 Data Saver")
+        else:
+            icons.append("📵 Data Disabled")
+    if d.wifi_enabled and d.wifi_connected:
+        icons.append(f"📡 Connected to {d.wifi_ssid}" if d.wifi_ssid else "📡 Enabled")
     if d.vpn_connected:
-        parts.append("VPN")
-    if d.data_saver_mode:
-        parts.append("Data saver")
-    parts.append(f"Battery {d.battery_level}%")
-    return "Status bar: " + " | ".join(parts)
+        icons.append("🔒 VPN Connected")
+    icons.append(f"🔋 {d.battery_level}%")
+    return " | ".join(icons)
 
 
-def _did(db: TelecomUserDB, what: str) -> str:
-    return f"{what}\n{status_bar(db)}"
+def store_unchecked(device: PhoneDevice, field: str, value: object) -> None:
+    """Put a value of the wrong type into a phone setting, bypassing validation: upstream's bug 3.
+
+    Upstream's setters store what the model sent before using it, so ``mode=123`` or
+    ``apn_settings="internet"`` stays in the phone, later calls that read the setting fail (the
+    recorded suite has both), and the state the reward compares holds the bad value. A model
+    can see that, so the phone does the same; only these two setters do it.
+    """
+    device.__dict__[field] = value
+
+
+def did(db: TelecomUserDB, what: str) -> str:
+    """A write tool's answer: what happened, then the status bar."""
+    return f"{what}\nStatus Bar: {status_bar(db)}"
 
 
 # --- read tools -----------------------------------------------------------------------------
 
 
-@USER.tool("read", "Look at the phone's status bar (signal, network type, airplane mode, data, Wi-Fi, VPN).")
+@USER.tool("read", "Look at the status bar: signal, network type, mobile data, Wi-Fi, VPN, battery.")
 def check_status_bar(db: TelecomUserDB) -> str:
     """What the user sees first when asked whether the phone has service."""
-    return status_bar(db)
+    return f"Status Bar: {status_bar(db)}"
 
 
-@USER.tool("read", "Open the network settings: connection status, network type and signal strength.")
+@USER.tool("read", "Open the network settings: airplane mode, SIM, signal, data and roaming switches, Wi-Fi.")
 def check_network_status(db: TelecomUserDB) -> str:
-    """The radio's state, plus the switches that decide it."""
+    """The radio's state and the switches; whether data actually flows is not shown."""
     d = db.device
-    return (
-        f"Connection: {d.network_connection_status}; network type: {d.network_technology_connected}; "
-        f"signal: {d.network_signal_strength}; airplane mode {_on(d.airplane_mode)}; "
-        f"mobile data {_on(d.data_enabled)}; data roaming {_on(d.roaming_enabled)}"
-    )
+    lines = [
+        f"Airplane Mode: {_on(d.airplane_mode)}",
+        f"SIM Card Status: {sim_status(d)}",
+        f"Cellular Connection: {d.network_connection_status}",
+        f"Cellular Signal: {d.network_signal_strength}",
+        f"Cellular Network Type: {d.network_technology_connected}",
+        f"Mobile Data Enabled: {_yes(d.data_enabled)}",
+        f"Data Roaming Enabled: {_yes(d.roaming_enabled)}",
+        f"Wi-Fi Radio: {_on(d.wifi_enabled)}",
+        f"Wi-Fi Connected: {_yes(d.wifi_connected)}",
+    ]
+    if d.wifi_connected:
+        lines.append(f"Connected Wi-Fi Network: {d.wifi_ssid}")
+    return "\n".join(lines)
 
 
-@USER.tool("read", "See which network types the phone prefers (e.g. 4G/5G preferred, 2G only).")
+@USER.tool("read", "See which network types the phone prefers (e.g. 4G/5G preferred, 3G only).")
 def check_network_mode_preference(db: TelecomUserDB) -> str:
     """The preference decides the technology at the next network search."""
-    return f"Preferred network type: {db.device.network_mode_preference}"
+    return f"Network Mode Preference: {db.device.network_mode_preference.value}"
+
+
+@USER.tool("write", "Set the preferred network type; the phone then searches for a network.")
+def set_network_mode_preference(db: TelecomUserDB, mode: NetworkModePreference | str) -> str:
+    """An unknown mode is refused in the answer text (not as an error), and nothing changes.
+
+    A mode that is not text breaks the phone as it breaks upstream's (see ``store_unchecked``).
+    """
+    if not isinstance(mode, str):
+        store_unchecked(db.device, "network_mode_preference", mode)
+        search(db)  # an unknown preference falls back to 4G
+        raise ToolError(f"'{type(mode).__name__}' object has no attribute 'value'")
+    try:
+        valid = NetworkModePreference(mode)
+    except ValueError:
+        choices = ", ".join(m.value for m in NetworkModePreference)
+        why = f"'{mode}' is not a valid option. Please use one of: {choices}"
+        return did(db, f"Failed to set network mode: {why}")
+    db.device.network_mode_preference = valid
+    search(db)
+    return did(db, f"Preferred Network Mode set to: {valid.value}")
 
 
 @USER.tool("read", "Run a speed test of the mobile data connection.")
 def run_speed_test(db: TelecomUserDB) -> str:
-    """Speed in Mbps and its label; says so when there is no connection at all."""
+    """Speed in Mbps, its label and what it is good for; a failure when mobile data does not work."""
     speed, label = internet_speed(db.device, db.surroundings)
     if speed is None:
-        return "Speed test failed: no internet connection."
-    return f"Download speed: {speed:.2f} Mbps ({label})"
+        return f"Speed test failed: {label}."
+    return f"Speed Test Result: {speed:.2f} Mbps ({label}). {_SPEED_ADVICE.get(label, '')}"
 
 
-@USER.tool("read", "Check the SIM card: inserted, active, or locked by PIN/PUK.")
-def check_sim_status(db: TelecomUserDB) -> str:
-    """Missing and locked SIMs both mean no service; the user can only reseat a missing one."""
-    d = db.device
-    if d.sim_card_missing:
-        return "SIM card: not detected (missing)"
-    return f"SIM card: {d.sim_card_status}"
-
-
-@USER.tool("read", "Check what limits mobile data: the data switch, data saver, roaming, and the usage cap.")
-def check_data_restriction_status(db: TelecomUserDB) -> str:
-    """Usage over the cap shows here because the phone shows the carrier's notice."""
-    d, s = db.device, db.surroundings
-    cap = "reached: mobile data is paused by the carrier" if s.mobile_data_usage_exceeded else "not reached"
-    return (
-        f"Mobile data {_on(d.data_enabled)}; data saver {_on(d.data_saver_mode)}; "
-        f"data roaming {_on(d.roaming_enabled)}; data usage limit {cap}"
-    )
-
-
-@USER.tool("read", "Show the mobile network access point (APN) settings.")
-def check_apn_settings(db: TelecomUserDB) -> str:
-    """The settings as stored, including a reset waiting for the next reboot."""
-    apn = db.device.active_apn_settings
-    pending = "; a reset to defaults will apply at the next reboot" if apn.reset_at_reboot else ""
-    mmsc = apn.mmsc_url or "(not set)"
-    return f"APN name: {apn.apn_name}; MMS APN: {apn.mms_apn}; MMSC URL: {mmsc}{pending}"
-
-
-@USER.tool("read", "Check Wi-Fi: on or off, connected, and the Wi-Fi signal.")
-def check_wifi_status(db: TelecomUserDB) -> str:
-    """Wi-Fi never carries mobile data here; it matters for Wi-Fi calling and MMS."""
-    d = db.device
-    signal = d.wifi_signal_strength
-    return f"Wi-Fi {_on(d.wifi_enabled)}; connected: {d.wifi_connected}; Wi-Fi signal: {signal}"
-
-
-@USER.tool("read", "Check Wi-Fi calling and whether it also sends MMS over Wi-Fi.")
-def check_wifi_calling_status(db: TelecomUserDB) -> str:
-    """Wi-Fi calling with MMS over Wi-Fi blocks MMS when there is no Wi-Fi."""
-    d = db.device
-    return f"Wi-Fi calling {_on(d.wifi_calling_enabled)}; MMS over Wi-Fi {_on(d.wifi_calling_mms_over_wifi)}"
-
-
-@USER.tool("read", "Check the VPN: connected or not, and how well its server performs.")
-def check_vpn_status(db: TelecomUserDB) -> str:
-    """A connected VPN with a poor server slows every connection."""
-    d = db.device
-    if not d.vpn_connected:
-        return "VPN: not connected"
-    details = d.vpn_details or VpnDetails()
-    server = f"{details.server_address} ({details.protocol})"
-    return f"VPN: connected to {server}; server performance: {details.server_performance}"
-
-
-@USER.tool("read", "List the apps installed on the phone.")
-def check_installed_apps(db: TelecomUserDB) -> str:
-    """Names only; the status and permission tools take one of them."""
-    return "Installed apps: " + ", ".join(sorted(db.device.app_statuses))
-
-
-def _app(db: TelecomUserDB, app_name: str) -> str:
-    name = app_name.strip().lower()
-    if name not in db.device.app_statuses:
-        raise ToolError(f"no app named {app_name!r}; installed: {', '.join(sorted(db.device.app_statuses))}")
-    return name
-
-
-@USER.tool("read", "Show one app's status and its permissions.")
-def check_app_status(db: TelecomUserDB, app_name: AppName) -> str:
-    """Same facts as the permission view, phrased as the app's info page."""
-    name = _app(db, app_name)
-    return f"App {name}: installed. " + check_app_permissions(db, name)
-
-
-@USER.tool("read", "Show which permissions one app has (sms, storage, phone, network).")
-def check_app_permissions(db: TelecomUserDB, app_name: AppName) -> str:
-    """Granted and missing permissions, in a fixed order."""
-    perms = db.device.app_statuses[_app(db, app_name)].permissions
-    granted = [p for p in PERMISSIONS if getattr(perms, p)]
-    missing = [p for p in PERMISSIONS if not getattr(perms, p)]
-    return f"Permissions granted: {', '.join(granted) or 'none'}; not granted: {', '.join(missing) or 'none'}"
-
-
-@USER.tool("read", "Try sending a picture message (MMS) and see whether it goes through.")
-def can_send_mms(db: TelecomUserDB) -> str:
-    """The outcome only; finding the cause is the agent's job."""
-    if _can_send_mms(db.device, db.surroundings):
-        return "MMS sent successfully."
-    return "MMS could not be sent."
-
-
-@USER.tool("read", "Check whether the carrier has sent a payment request to the phone.")
-def check_payment_request(db: TelecomUserDB) -> str:
-    """A request appears once the agent sends one (the sync carries it to the phone)."""
-    request = db.surroundings.payment_request
-    if request is None:
-        return "No payment request."
-    state = "paid" if request.paid else "waiting for your payment"
-    return f"Payment request for bill {request.bill_id}: {request.amount_due:.2f} USD, {state}"
-
-
-# --- write tools ----------------------------------------------------------------------------
-
-
-@USER.tool("write", "Set the preferred network type; the phone then searches for a network.")
-def set_network_mode_preference(
-    db: TelecomUserDB,
-    mode: Annotated[ModePreference, arg("One of 4g_5g_preferred, 4g_only, 3g_only, 2g_only.")],
-) -> str:
-    """Only 4g_5g_preferred can reach 5G, so only it can give an excellent speed."""
-    db.device.network_mode_preference = mode
-    _search(db)
-    return _did(db, f"Preferred network type set to {mode}.")
-
-
-@USER.tool("write", "Turn airplane mode on or off (turning it on also drops Wi-Fi and the VPN).")
+@USER.tool("write", "Turn airplane mode on or off.")
 def toggle_airplane_mode(db: TelecomUserDB) -> str:
     """Either direction re-runs the network search."""
-    _set_airplane(db, not db.device.airplane_mode)
-    return _did(db, f"Airplane mode is now {_on(db.device.airplane_mode)}.")
+    on = toggle_airplane(db)
+    return did(db, f"Airplane Mode is now {_on(on)}.")
 
 
-def _set_airplane(db: TelecomUserDB, on: bool) -> None:
+def toggle_airplane(db: TelecomUserDB) -> bool:
+    """Flip airplane mode: on drops Wi-Fi's connection and the VPN; off starts a search."""
     d = db.device
-    d.airplane_mode = on
-    if on:
-        d.wifi_enabled = False
+    turning_on = not d.airplane_mode
+    d.airplane_mode = turning_on
+    if not turning_on:
+        d.network_connection_status = "searching"
+    if turning_on or d.wifi_enabled:
         d.wifi_connected = False
-        d.vpn_connected = False
-    _search(db)
+        d.wifi_ssid = None
+        d.wifi_signal_strength = "none"
+    if turning_on and d.vpn_connected:
+        disconnect(db)
+    search(db)
+    return d.airplane_mode
 
 
-@USER.tool("write", "Take the SIM card out and put it back in; the phone then searches for a network.")
+@USER.tool("read", "Check whether the SIM card is active, missing, or locked by a PIN or PUK code.")
+def check_sim_status(db: TelecomUserDB) -> str:
+    """Missing, active, or locked by PIN/PUK."""
+    return _SIM_TEXT[sim_status(db.device)]
+
+
+@USER.tool("write", "Take the SIM card out and put it back in; helps when the phone does not detect it.")
 def reseat_sim_card(db: TelecomUserDB) -> str:
-    """Fixes a SIM that was out; a PIN/PUK lock stays."""
-    d = db.device
-    d.sim_card_missing = False
-    if d.sim_card_status == "missing":
-        d.sim_card_status = "active"
-    _search(db)
-    return _did(db, "SIM card removed and reinserted.")
+    """Fixes a SIM that was out of its slot; a PIN or PUK lock stays (the issue's reproducer)."""
+    db.device.sim_card_missing = False
+    search(db)
+    return did(db, "SIM card re-seated successfully.")
 
 
 @USER.tool("write", "Turn mobile data on or off.")
 def toggle_data(db: TelecomUserDB) -> str:
     """Re-runs the network search."""
-    db.device.data_enabled = not db.device.data_enabled
-    _search(db)
-    return _did(db, f"Mobile data is now {_on(db.device.data_enabled)}.")
+    on = flip(db, "data_enabled", search_after=True)
+    return did(db, f"Mobile Data is now {_on(on)}.")
+
+
+def flip(db: TelecomUserDB, field: str, *, search_after: bool) -> bool:
+    """Invert one boolean setting of the phone, optionally re-running the search; the new value."""
+    value = not getattr(db.device, field)
+    setattr(db.device, field, value)
+    if search_after:
+        search(db)
+    return value
 
 
 @USER.tool("write", "Turn data roaming on or off on the phone.")
 def toggle_roaming(db: TelecomUserDB) -> str:
     """The phone's setting only; the carrier must also allow roaming on the line."""
-    db.device.roaming_enabled = not db.device.roaming_enabled
-    _search(db)
-    return _did(db, f"Data roaming is now {_on(db.device.roaming_enabled)}.")
+    on = flip(db, "roaming_enabled", search_after=True)
+    return did(db, f"Data Roaming is now {_on(on)}.")
+
+
+@USER.tool("read", "Check whether data saver limits mobile data.")
+def check_data_restriction_status(db: TelecomUserDB) -> str:
+    """Data saver only: the carrier's usage cap is not something the phone shows."""
+    if db.device.data_saver_mode:
+        return "Data Saver mode is ON (limits data usage)."
+    return "Data Saver mode is OFF."
 
 
 @USER.tool("write", "Turn data saver mode on or off.")
 def toggle_data_saver_mode(db: TelecomUserDB) -> str:
     """No network search: data saver only throttles."""
-    db.device.data_saver_mode = not db.device.data_saver_mode
-    return _did(db, f"Data saver is now {_on(db.device.data_saver_mode)}.")
+    on = flip(db, "data_saver_mode", search_after=False)
+    return did(db, f"Data Saver Mode is now {_on(on)}.")
 
 
-@USER.tool("write", "Change APN settings; give only the fields to change (apn_name, mms_apn, mmsc_url).")
-def set_apn_settings(
-    db: TelecomUserDB,
-    apn_settings: Annotated[dict[str, Any], arg("Fields to change, e.g. {\"apn_name\": \"internet\"}.")],
-) -> str:
-    """An edit takes effect at once for MMS; the radio re-attaches only at the next search."""
-    current = db.device.active_apn_settings.model_dump()
-    unknown = sorted(set(apn_settings) - set(current) - {"reset_at_reboot"})
-    if unknown:
-        raise ToolError(f"unknown APN fields: {', '.join(unknown)}")
-    try:
-        db.device.active_apn_settings = ApnSettings.model_validate({**current, **apn_settings})
-    except ValidationError as err:
-        raise ToolError(f"invalid APN settings: {err.errors()[0]['msg']}") from None
-    return _did(db, "APN settings saved.")
+@USER.tool("read", "Show the APN settings.")
+def check_apn_settings(db: TelecomUserDB) -> str:
+    """The APN name and MMSC address only, as a settings screen for non-experts shows them."""
+    apn = db.device.active_apn_settings
+    return (
+        f"Current APN Name: {apn.apn_name.value or 'Not Set'}\n"
+        f"MMSC URL (for picture messages): {apn.mmsc_url or 'Not Set'}\n"
+        "(These are technical settings, usually best left unchanged.)"
+    )
 
 
-@USER.tool("write", "Reset the APN settings to the carrier's defaults (takes effect after a reboot).")
+@USER.tool("write", "Replace the APN settings; omitted fields take their defaults.")
+def set_apn_settings(db: TelecomUserDB, apn_settings: APNSettings | dict[str, Any]) -> str:
+    """The whole profile is replaced (not merged), only known APN names pass, then a search runs.
+
+    Settings that are neither a mapping nor a profile break the phone as they break upstream's
+    (see ``store_unchecked``).
+    """
+    if not isinstance(apn_settings, dict | APNSettings):
+        store_unchecked(db.device, "active_apn_settings", apn_settings)
+        raise ToolError(f"'{type(apn_settings).__name__}' object has no attribute 'apn_name'")
+    if isinstance(apn_settings, dict):
+        try:
+            apn_settings = APNSettings(**apn_settings)
+        except ValidationError as err:
+            raise ToolError(str(err)) from None
+    db.device.active_apn_settings = apn_settings
+    search(db)
+    return did(db, f"APN settings set to: {apn_settings.apn_name.value}")
+
+
+@USER.tool("write", "Reset the APN settings to the defaults at the next reboot.")
 def reset_apn_settings(db: TelecomUserDB) -> str:
-    """Only schedules the reset: the user must reboot, which is what the manual tells the agent."""
+    """Only marks the settings; the user must reboot, which is what the manual tells the agent."""
     db.device.active_apn_settings.reset_at_reboot = True
-    return _did(db, "APN settings will be reset to defaults when the phone restarts.")
+    search(db)
+    return did(db, "APN settings will reset at reboot.")
 
 
-@USER.tool("write", "Turn Wi-Fi on or off (not possible while airplane mode is on).")
+@USER.tool("read", "Check Wi-Fi: on or off, and the network it is connected to.")
+def check_wifi_status(db: TelecomUserDB) -> str:
+    """On or off, and the network it is connected to."""
+    d = db.device
+    if not d.wifi_enabled:
+        return "Wi-Fi is turned OFF."
+    if d.wifi_connected:
+        return f"Wi-Fi is ON and connected to '{d.wifi_ssid}'. Signal strength: {d.wifi_signal_strength}."
+    return "Wi-Fi is ON but not connected to any network."
+
+
+@USER.tool("write", "Turn Wi-Fi on or off.")
 def toggle_wifi(db: TelecomUserDB) -> str:
-    """There is no Wi-Fi network around in these tasks, so turning it on connects to nothing."""
+    """Refused (as text) while airplane mode is on; there is no Wi-Fi network to join in these tasks."""
     d = db.device
     if d.airplane_mode:
-        raise ToolError("Wi-Fi cannot be changed while airplane mode is on")
+        return did(db, "Cannot change Wi-Fi settings while Airplane Mode is ON.")
     d.wifi_enabled = not d.wifi_enabled
-    d.wifi_connected = False
-    return _did(db, f"Wi-Fi is now {_on(d.wifi_enabled)}.")
+    if not d.wifi_enabled:
+        d.wifi_connected = False
+        d.wifi_ssid = None
+        d.wifi_signal_strength = "none"
+    return did(db, f"Wi-Fi is now {_on(d.wifi_enabled)}.")
+
+
+@USER.tool("read", "Check whether Wi-Fi calling is on.")
+def check_wifi_calling_status(db: TelecomUserDB) -> str:
+    """On or off only; the MMS-over-Wi-Fi option is not shown."""
+    return f"Wi-Fi Calling is currently turned {_on(db.device.wifi_calling_enabled)}."
 
 
 @USER.tool("write", "Turn Wi-Fi calling on or off.")
 def toggle_wifi_calling(db: TelecomUserDB) -> str:
-    """Leaves the MMS-over-Wi-Fi preference as it is; it matters only while Wi-Fi calling is on."""
-    db.device.wifi_calling_enabled = not db.device.wifi_calling_enabled
-    return _did(db, f"Wi-Fi calling is now {_on(db.device.wifi_calling_enabled)}.")
+    """Leaves the MMS-over-Wi-Fi preference as it is."""
+    on = flip(db, "wifi_calling_enabled", search_after=False)
+    return did(db, f"Wi-Fi Calling is now {_on(on)}.")
 
 
-@USER.tool("write", "Connect the VPN.")
-def connect_vpn(db: TelecomUserDB) -> str:
-    """Connects to the configured server (a default one when none is set)."""
+@USER.tool("read", "Check the VPN: off, on but not connected, or connected (with its details).")
+def check_vpn_status(db: TelecomUserDB) -> str:
+    """Connected (with the server's details), set on but not connected, or off."""
     d = db.device
     if d.vpn_connected:
-        return _did(db, "The VPN is already connected.")
+        if d.vpn_details is None:
+            return "VPN is ON and connected (no specific details available)."
+        return f"VPN is ON and connected. Details: {_details_text(d.vpn_details.model_dump())}"
+    if d.vpn_enabled_setting:
+        return "VPN is turned ON in settings, but currently not connected."
+    return "VPN is turned OFF."
+
+
+def _details_text(details: dict[str, Any]) -> str:
+    """The VPN details as a Python dict prints them, the performance shown as its enum member."""
+    parts = []
+    for key, value in details.items():
+        enum_member = f"<PerformanceLevel.{str(value).upper()}: '{value}'>"
+        shown = enum_member if key == "server_performance" else repr(value)
+        parts.append(f"{key!r}: {shown}")
+    return "{" + ", ".join(parts) + "}"
+
+
+@USER.tool("write", "Connect to the phone's VPN.")
+def connect_vpn(db: TelecomUserDB) -> str:
+    """Connects to the default profile; the setting switch is left as it is."""
+    if not connect(db):
+        return "VPN already connected."
+    return did(db, "VPN connected successfully.")
+
+
+def connect(db: TelecomUserDB) -> bool:
+    """Connect to this episode's VPN profile; False when already connected.
+
+    The device holds the profile itself, not a copy: once ``break_vpn`` has degraded it, a
+    reconnect in the same episode meets the same poor server (as upstream's does), while the next
+    episode starts from a new profile (upstream's leaks into every later episode of the process).
+    """
+    d = db.device
+    if d.vpn_connected:
+        return False
     d.vpn_connected = True
-    d.vpn_enabled_setting = True
-    if d.vpn_details is None:
-        d.vpn_details = VpnDetails()
-    return _did(db, "VPN connected.")
+    d.vpn_details = db.vpn_profile
+    return True
 
 
 @USER.tool("write", "Disconnect the VPN.")
 def disconnect_vpn(db: TelecomUserDB) -> str:
-    """Disconnecting twice is not an error, so a cautious user is not punished."""
+    """Disconnecting twice is not an error."""
+    if disconnect(db):
+        return did(db, "VPN disconnected successfully.")
+    return did(db, "No active VPN connection to disconnect.")
+
+
+def disconnect(db: TelecomUserDB) -> bool:
+    """Drop the VPN connection and its details; False when none was connected."""
     d = db.device
     if not d.vpn_connected:
-        return _did(db, "No VPN is connected.")
+        return False
     d.vpn_connected = False
-    d.vpn_enabled_setting = False
-    return _did(db, "VPN disconnected.")
+    d.vpn_details = None
+    return True
 
 
-@USER.tool("write", "Give an app one permission (sms, storage, phone or network).")
+@USER.tool("read", "List the apps installed on the phone.")
+def check_installed_apps(db: TelecomUserDB) -> str:
+    """Names only, in the phone's order."""
+    return f"The following apps are installed on the phone: {', '.join(db.device.app_statuses)}"
+
+
+def _granted(db: TelecomUserDB, app_name: str) -> list[str] | None:
+    app = db.device.app_statuses.get(app_name)
+    if app is None:
+        return None
+    return [name for name, allowed in app.permissions.model_dump().items() if allowed]
+
+
+@USER.tool("read", "Show one app's status and the permissions it has.")
+def check_app_status(db: TelecomUserDB, app_name: AppName) -> str:
+    """The app's granted permissions as a list; names match exactly (case matters)."""
+    granted = _granted(db, app_name)
+    if granted is None:
+        return f"App '{app_name}' not found on this phone."
+    lines = [f"Status for App: {app_name}"]
+    if granted:
+        lines.append(" - Permissions Granted:")
+        lines.extend(f"   - {perm}" for perm in granted)
+    else:
+        lines.append(" - Permissions: None granted.")
+    return "\n".join(lines)
+
+
+@USER.tool("read", "Show which permissions one app has.")
+def check_app_permissions(db: TelecomUserDB, app_name: AppName) -> str:
+    """Granted permissions only."""
+    granted = _granted(db, app_name)
+    if granted is None:
+        return f"App '{app_name}' not found on this phone."
+    if not granted:
+        return f"App '{app_name}' currently has no permissions granted."
+    return f"App '{app_name}' has permission for: {', '.join(granted)}."
+
+
+@USER.tool("write", "Give an app one permission (sms, storage, phone or network), in lower case.")
 def grant_app_permission(
-    db: TelecomUserDB,
-    app_name: AppName,
-    permission: Annotated[str, arg("One of sms, storage, phone, network.")],
+    db: TelecomUserDB, app_name: AppName, permission: Annotated[str, arg("The permission, lower case.")]
 ) -> str:
-    """Names are lower-cased, so 'SMS' works; other permissions are not tracked and are refused."""
-    name, perm = _app(db, app_name), permission.strip().lower()
-    if perm not in PERMISSIONS:
-        raise ToolError(f"unknown permission {permission!r}; use one of {', '.join(PERMISSIONS)}")
-    setattr(db.device.app_statuses[name].permissions, perm, True)
-    return _did(db, f"Permission {perm} granted to {name}.")
+    """Refusals (unknown app or permission) are answered in the text, not as errors."""
+    ok, message = set_permission(db, app_name, permission, True)
+    return did(db, f"{'Success' if ok else 'Error'}. {message}")
 
 
-@USER.tool("write", "Restart the phone; a pending APN reset applies, then it searches for a network.")
+def set_permission(db: TelecomUserDB, app_name: str, permission: str, allowed: bool) -> tuple[bool, str]:
+    """Grant or remove one tracked permission; (False, why) for an unknown app or permission."""
+    permission = permission.lower()  # first, as upstream: a permission that is not text fails here
+    app = db.device.app_statuses.get(app_name)
+    if app is None:
+        verb = "grant" if allowed else "remove"
+        return False, f"App '{app_name}' not found. Cannot {verb} permission."
+    tracked = list(app.permissions.model_dump())
+    if permission not in tracked:
+        if allowed:
+            listing = f"available permissions: {tracked}"
+            return False, f"Permission '{permission}' not tracked for app '{app_name}', {listing}"
+        return False, f"Permission '{permission}' not tracked for app '{app_name}'."
+    setattr(app.permissions, permission, allowed)
+    return True, f"Permission '{permission}' {'granted to' if allowed else 'removed from'} app '{app_name}'."
+
+
+@USER.tool("read", "Check whether the messaging app can send MMS.")
+def can_send_mms(db: TelecomUserDB) -> str:
+    """The outcome only; finding the cause is the agent's job."""
+    if _can_send_mms(db.device, db.surroundings):
+        return "Your messaging app can send MMS messages."
+    return "Your messaging app cannot send MMS messages."
+
+
+@USER.tool("write", "Restart the phone; a pending APN reset applies and the phone looks for a network.")
 def reboot_device(db: TelecomUserDB) -> str:
-    """The only way a scheduled APN reset takes effect."""
+    """A pending APN reset applies, then the network search runs."""
     d = db.device
+    lines = []
     if d.active_apn_settings.reset_at_reboot:
-        d.active_apn_settings = ApnSettings()
-    _search(db)
-    return _did(db, "The phone restarted.")
+        lines.append("Resetting APN settings...")
+        d.active_apn_settings = APNSettings()
+    lines.append("Restarting network services...")
+    d.network_connection_status = "searching"
+    search(db)
+    return did(db, "\n".join(lines))
 
 
-@USER.tool("write", "Pay the carrier's pending payment request from the phone.")
+@USER.tool("read", "Check whether the agent has sent a payment request.")
+def check_payment_request(db: TelecomUserDB) -> str:
+    """A request appears once the agent sends one (the sync carries it to the phone)."""
+    request = db.surroundings.payment_request
+    if request is None:
+        return "No payment request has been made."
+    return f"You have a payment request for bill {request.bill_id} of {request.amount_due} USD."
+
+
+@USER.tool("write", "Pay the bill the agent sent you a payment request for.")
 def make_payment(db: TelecomUserDB) -> str:
     """Marks the request paid; the carrier's bill becomes Paid at the next sync."""
     request = db.surroundings.payment_request
     if request is None:
-        raise ToolError("there is no payment request to pay")
-    if request.paid:
-        raise ToolError(f"bill {request.bill_id} is already paid")
+        return "You do not have a payment request."
     request.paid = True
-    return _did(db, f"Paid {request.amount_due:.2f} USD for bill {request.bill_id}.")
-
-
-# --- hidden: task setup -------------------------------------------------------------------
-
-
-@USER.helper("Say whose phone this is (setup only).")
-def set_user_info(db: TelecomUserDB, name: str, phone_number: str) -> str:
-    """The phone number is how sync finds the carrier's line."""
-    db.surroundings.name = name
-    db.surroundings.phone_number = phone_number
-    return "ok"
-
-
-@USER.helper("Put the user abroad or at home (setup only).")
-def set_user_location(db: TelecomUserDB, abroad: bool) -> str:
-    """Abroad, mobile data needs roaming on both the phone and the line."""
-    db.surroundings.is_abroad = abroad
-    return "ok"
-
-
-def _switch_helper(name: str, field: str, on: bool) -> None:
-    """Register ``turn_<name>_on/off``: set one switch as a task's setup needs (airplane also searches)."""
-
-    def helper(db: TelecomUserDB) -> str:
-        if field == "airplane_mode":
-            _set_airplane(db, on)
-        else:
-            setattr(db.device, field, on)
-        return "ok"
-
-    helper.__name__ = f"turn_{name}_{'on' if on else 'off'}"
-    USER.helper(f"Turn {name.replace('_', ' ')} {'on' if on else 'off'} (setup only).")(helper)
-
-
-for _name, _field in {
-    "airplane_mode": "airplane_mode",
-    "data": "data_enabled",
-    "roaming": "roaming_enabled",
-    "data_saver_mode": "data_saver_mode",
-}.items():
-    _switch_helper(_name, _field, True)
-    _switch_helper(_name, _field, False)
-
-
-@USER.helper("Take the SIM card out (setup only).")
-def unseat_sim_card(db: TelecomUserDB) -> str:
-    """No SIM, no service."""
-    db.device.sim_card_missing = True
-    db.device.sim_card_status = "missing"
-    _search(db)
-    return "ok"
-
-
-@USER.helper("Lock the SIM card by PIN or PUK (setup only).")
-def lock_sim_card(db: TelecomUserDB, mode: str) -> str:
-    """A locked SIM cannot be fixed by the user or the agent: such tasks end in a transfer."""
-    if mode not in ("pin", "puk"):
-        raise ToolError("mode must be 'pin' or 'puk'")
-    db.device.sim_card_status = "locked_pin" if mode == "pin" else "locked_puk"
-    _search(db)
-    return "ok"
-
-
-@USER.helper("Break the data APN (setup only).")
-def break_apn_settings(db: TelecomUserDB) -> str:
-    """A broken APN means no service until a reset and a reboot."""
-    db.device.active_apn_settings.apn_name = "broken"
-    _search(db)
-    return "ok"
-
-
-@USER.helper("Remove the MMS server address from the APN (setup only).")
-def break_apn_mms_setting(db: TelecomUserDB) -> str:
-    """Data still works; only MMS fails."""
-    db.device.active_apn_settings.mmsc_url = None
-    return "ok"
-
-
-@USER.helper("Set Wi-Fi calling and its MMS-over-Wi-Fi option (setup only).")
-def set_wifi_calling(db: TelecomUserDB, enabled: bool, mms_over_wifi: bool) -> str:
-    """Both on, with no Wi-Fi around, blocks MMS."""
-    db.device.wifi_calling_enabled = enabled
-    db.device.wifi_calling_mms_over_wifi = mms_over_wifi
-    return "ok"
-
-
-@USER.helper("Connect a VPN whose server performs poorly (setup only).")
-def break_vpn(db: TelecomUserDB) -> str:
-    """Slows data to a tenth; disconnecting fixes it."""
-    d = db.device
-    d.vpn_connected = True
-    d.vpn_enabled_setting = True
-    d.vpn_details = VpnDetails(server_performance="poor")
-    return "ok"
-
-
-@USER.helper("Take one permission away from an app (setup only).")
-def remove_app_permission(db: TelecomUserDB, app_name: str, permission: Permission) -> str:
-    """The messaging app without sms or storage cannot send MMS."""
-    setattr(db.device.app_statuses[_app(db, app_name)].permissions, permission, False)
-    return "ok"
-
-
-@USER.helper("Re-run the network search (setup only).")
-def simulate_network_search(db: TelecomUserDB) -> str:
-    """Setup calls it after changing the carrier's side, which the phone notices only on a search."""
-    _search(db)
-    return "ok"
-
-
-# --- hidden: assertions -------------------------------------------------------------------
-
-
-@USER.helper("Whether the phone's connection status is the expected one.")
-def assert_service_status(db: TelecomUserDB, expected_status: str) -> bool:
-    """Env assertion: 'connected' or 'no_service'."""
-    return db.device.network_connection_status == expected_status
-
-
-@USER.helper("Whether mobile data works (or not, as expected).")
-def assert_mobile_data_status(db: TelecomUserDB, expected_status: bool) -> bool:
-    """Env assertion on the derived mobile-data rule."""
-    return mobile_data_works(db.device, db.surroundings) == expected_status
-
-
-@USER.helper("Whether the speed test reaches a speed (Mbps) and/or label.")
-def assert_internet_speed(
-    db: TelecomUserDB, expected_speed: float | None = None, expected_desc: str | None = None
-) -> bool:
-    """At least ``expected_speed`` and the same label, case-insensitively; no connection fails."""
-    speed, label = internet_speed(db.device, db.surroundings)
-    if speed is None:
-        return False
-    if expected_speed is not None and speed < expected_speed:
-        return False
-    return expected_desc is None or label.lower() == expected_desc.lower()
-
-
-@USER.helper("Whether the phone can send MMS (or not, as expected).")
-def assert_can_send_mms(db: TelecomUserDB, expected_status: bool) -> bool:
-    """Env assertion on the derived MMS rule."""
-    return _can_send_mms(db.device, db.surroundings) == expected_status
-
-
-@USER.helper("Whether airplane mode is as expected.")
-def assert_airplane_mode_status(db: TelecomUserDB, expected_status: bool) -> bool:
-    """Env assertion used by generated precondition checks."""
-    return db.device.airplane_mode == expected_status
+    return f"Payment of {request.amount_due} USD has been made for bill {request.bill_id}."

@@ -8,9 +8,8 @@ from typing import Any
 
 import click
 
+from uxlocal.clikit import CONTEXT, open_store, read_store_option, run_suite_from_command, store_option
 from uxlocal.errors import UxlocalError
-
-from .common import CONTEXT, open_store, read_store_option, run_configured, store_option
 
 _TAU2_DATA_HELP = "Folder with domains/<domain>/tasks.json."
 
@@ -194,7 +193,7 @@ def _criteria_by_models(model: tuple[str, ...], sample_run: str | None, *, limit
     if sample_run:
         with open_store(db) as con:
             samples = load_samples(con, sample_run, options["domain"])
-    run_configured(SUITE_NAME, {**options, "sample_run": sample_run},
+    run_suite_from_command(SUITE_NAME, {**options, "sample_run": sample_run},
                    {"model": model, "limit": limit, "db": db}, suite=CriteriaSuite(samples))
 
 
@@ -211,7 +210,7 @@ def ufs_frontier(db: str, axis: str, plot_path: Path | None) -> None:
     Example:
       uxlocal ufs frontier --db runs.duckdb --plot frontier.svg
     """
-    from uxlocal.report.tables import ReportTable, render_tables
+    from uxlocal.reportkit.tables import ReportTable, render_tables
     from uxlocal.suites.userproxy.ufs.frontier import frontier_table
     from uxlocal.suites.userproxy.ufs.plot import write_frontier_plot
     from uxlocal.suites.userproxy.ufs.report import store_frontier
@@ -229,3 +228,9 @@ def ufs_frontier(db: str, axis: str, plot_path: Path | None) -> None:
             x_label = "engine seconds per simulation" if axis == "engine" else None
             written = write_frontier_plot(target, rows, **({"x_label": x_label} if x_label else {}))
             click.echo(f"plot written: {written}")
+
+
+def register_commands(cli: click.Group) -> None:
+    """Hook the CLI finds in the suite's package: add the suite's commands to the root ``uxlocal`` group."""
+    cli.add_command(ingest_group)
+    cli.add_command(ufs_group)

@@ -1,5 +1,5 @@
 -- metric: selftest_summary | grain: one row per run_id
--- source: episodes, verdicts (name = 'label' | 'json') | spec: uxlocal/suites/selftest.py
+-- source: episodes, verdicts (name = 'label' | 'json') | spec: uxlocal/suites/selftest/suite.py
 -- caveat: plumbing check only; p_good_mean averages the judge's label probability of "good"
 CREATE OR REPLACE VIEW selftest_summary AS
 SELECT e.run_id,

@@ -6,10 +6,16 @@ from pathlib import Path
 
 import click
 
+from uxlocal.clikit import CONTEXT
 from uxlocal.errors import InputError
 from uxlocal.tau2.registry import DEFAULT_TAU2_VERSION, TAU2_VERSIONS
+from uxlocal.tau2.tool_words import TOOLS_ENV, ToolWordsError
 
-from .common import CONTEXT
+
+TAU2_TOOLS_OPTION = click.option(
+    "--tau2-tools", type=click.Path(path_type=Path), default=None, envvar=TOOLS_ENV,
+    help="Folder with <domain>/tools_agent.json and tools_user.json: upstream's tool words "
+         f"(default: {TOOLS_ENV}, then the domain's data folder, then our words).")
 
 
 @click.group(name="tau2", context_settings=CONTEXT)
@@ -28,14 +34,15 @@ def tau2_group() -> None:
                    "(the four UserProxyBench domains, then a total line); repeat for several.")
 @click.option("--tau2-data", type=click.Path(path_type=Path), default=None, envvar="UXLOCAL_TAU2_DATA",
               help="A tau2 checkout or data folder (default: UXLOCAL_TAU2_DATA, then ../shared/data/tau2).")
+@TAU2_TOOLS_OPTION
 @click.option("--agent", "agents", multiple=True, default=("gold",), show_default=True,
               type=click.Choice(["gold", "empty", "transfer-only"]),
               help="Scripted agent: gold actions, nothing, or one transfer; repeat for several.")
 @click.option("--tau2-version", type=click.Choice(TAU2_VERSIONS), default=DEFAULT_TAU2_VERSION,
               show_default=True, envvar="UXLOCAL_TAU2_VERSION",
               help="Grading version: 8ebb749 (UserProxyBench's pin) or 1.0.1 (banking differs).")
-def tau2_replay(domains: tuple[str, ...], tau2_data: Path | None, agents: tuple[str, ...],
-                tau2_version: str) -> None:
+def tau2_replay(domains: tuple[str, ...], tau2_data: Path | None, tau2_tools: Path | None,
+                agents: tuple[str, ...], tau2_version: str) -> None:
     """Replay scripted agents through the runtime, with no model.
 
     \b
@@ -54,10 +61,41 @@ def tau2_replay(domains: tuple[str, ...], tau2_data: Path | None, agents: tuple[
         summaries = []
         for domain in names:
             try:
-                summary = replay_domain(root, domain, agent, tau2_version=tau2_version)  # type: ignore[arg-type]
+                summary = replay_domain(root, domain, agent, tau2_version=tau2_version,  # type: ignore[arg-type]
+                                        tools_dir=tau2_tools)
             except KeyError as err:
                 raise InputError(root, None, str(err.args[0])) from None
+            except ToolWordsError as err:
+                raise click.ClickException(str(err)) from None
             summaries.append(summary)
             click.echo("\n".join(summary.lines()))
         if len(names) > 1:
             click.echo(total_line(summaries))
+
+
+@tau2_group.command(name="conformance")
+@click.option("--domain", "domains", default="all", show_default=True,
+              help="Comma-separated domains (mock, airline, retail, telecom, banking_knowledge) or all.")
+@click.option("--recording", type=click.Path(path_type=Path), default=Path("../shared/conformance/tau2"),
+              show_default=True, envvar="UXLOCAL_TAU2_RECORDING", help="The recorded suite's folder.")
+@click.option("--tau2-data", type=click.Path(path_type=Path), default=Path("../shared/data/tau2"),
+              show_default=True, envvar="UXLOCAL_TAU2_DATA", help="A tau2 data folder.")
+@click.option("--show", type=int, default=0, show_default=True, envvar="UXLOCAL_TAU2_SHOW",
+              help="Print the first N mismatches of each kind.")
+def tau2_conformance(domains: str, recording: Path, tau2_data: Path, show: int) -> None:
+    """Replay tau2's recorded suite and print the agreement table.
+
+    \b
+    Example:
+      uxlocal tau2 conformance --domain mock,retail --show 3
+    """
+    from uxlocal.tau2.conformance.__main__ import main
+
+    argv = ["--recording", str(recording), "--data", str(tau2_data), "--domains", domains, "--show", str(show)]
+    if main(argv) != 0:
+        raise click.ClickException(f"no recorded suite for {domains} in {recording}")
+
+
+def register_commands(cli: click.Group) -> None:
+    """Hook the CLI finds in the suite's package: add the suite's commands to the root ``uxlocal`` group."""
+    cli.add_command(tau2_group)

@@ -14,10 +14,10 @@ from pydantic import BaseModel, Field
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import ROLES, GenRequest, Sampling
 from uxlocal.grammar import Choice, JsonSchema
-from uxlocal.report.model import ReportTable
-from uxlocal.rollout import EpisodeContext, EpisodeSpec, Outcome, Program
+from uxlocal.reportkit.model import ReportTable
+from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome, Program
 from uxlocal.store.db import query
-from uxlocal.suites.base import DemoSpec, Suite, SuitePlan, register_suite
+from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
 
 OPENERS = (
     "My sourdough never rises properly. What am I probably doing wrong?",
@@ -80,7 +80,6 @@ def _program(ctx: EpisodeContext, opener: str, cfg: SelftestConfig) -> Program:
     return Outcome("judged", reward=None if good is None else float(good))
 
 
-@register_suite
 class Selftest(Suite):
     """Plumbing check on twelve bundled openers."""
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from uxlocal.report.model import ReportTable
+from uxlocal.reportkit.model import ReportTable
 
 if TYPE_CHECKING:
-    from uxlocal.report.model import Report
+    from uxlocal.reportkit.model import Report
 
 __all__ = ["ReportTable", "format_cell", "render_report", "render_tables"]
 

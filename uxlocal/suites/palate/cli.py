@@ -8,9 +8,8 @@ from typing import Any
 
 import click
 
+from uxlocal.clikit import CONTEXT, print_rows, run_suite_from_command, run_options, split_run_options
 from uxlocal.errors import UxlocalError
-
-from .common import CONTEXT, print_rows, run_configured, run_options, split_run_options
 
 
 @click.group(name="palate", context_settings=CONTEXT)
@@ -28,7 +27,7 @@ def palate_group() -> None:
 def _run_palate_part(part: str, kwargs: dict[str, Any]) -> None:
     """Run the palate suite with ``parts=part`` (the shared run options apply) and print its tables."""
     common = split_run_options(kwargs)
-    run_configured("palate", {"parts": part, **kwargs}, common)
+    run_suite_from_command("palate", {"parts": part, **kwargs}, common)
 
 
 def _palate_user_options(fn: Any) -> Any:
@@ -91,7 +90,7 @@ def palate_train_simulator(user_ids: str, base: str, users_dir: str | None, step
     Example:
       uxlocal palate train-simulator --user u2 --base embedded --steps 60
     """
-    from uxlocal.models import resolve
+    from uxlocal.engine.resolve import resolve
     from uxlocal.suites.palate.training import TrainSettings, perplexity, train_simulator
     from uxlocal.suites.palate.users import load_users
 
@@ -188,3 +187,8 @@ def palate_freeze_panel(out: Path, cards: str | None, keep: str | None, name: st
 
     panel = freeze(out, cards=cards, size=size, seed=seed, name=name, keep=keep)
     click.echo(f"panel {panel.name} v{panel.version}: {', '.join(e.id for e in panel.cards)} -> {out}")
+
+
+def register_commands(cli: click.Group) -> None:
+    """Hook the CLI finds in the suite's package: add the suite's commands to the root ``uxlocal`` group."""
+    cli.add_command(palate_group)

@@ -9,19 +9,18 @@ numbers that span runs).
 
 Each suite owns its section: the module named by its ``Suite.report_section`` (for the built-ins,
 ``uxlocal/suites/<suite>/section.py``) calls ``register_section`` and ``register_figure`` when
-imported. ``section_specs`` imports those modules, so runs never load plotting code and a plugin
-suite adds its section the same way.
+imported. The report (``uxlocal.report.build.section_specs``, above the suites) imports those
+modules, so runs never load plotting code and a plugin suite adds its section the same way. This
+registry sits below the suites and never imports one.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from uxlocal.report.model import Figure, TableGroup
-from uxlocal.suites.base import suites
+from uxlocal.reportkit.model import Figure, TableGroup
 
 FigureFn = Callable[[Any, Sequence[str]], list[Figure]]
 """(read-only connection, run ids of the section) -> figures; an empty list when nothing applies."""
@@ -85,9 +84,7 @@ def register_figure(key: str) -> Callable[[FigureFn], FigureFn]:
     return add
 
 
-def section_specs() -> list[SectionSpec]:
-    """Every registered section, each registered suite's section module imported first, in display order."""
-    for suite in suites().values():
-        if suite.report_section:
-            importlib.import_module(suite.report_section)
+def registered_sections() -> list[SectionSpec]:
+    """Every section registered so far, in display order (importing the suites' section modules
+    is the caller's job: ``uxlocal.report.build.section_specs``)."""
     return sorted(_SECTIONS.values(), key=lambda s: (s.order, s.key))

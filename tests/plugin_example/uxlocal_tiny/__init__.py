@@ -1,0 +1,1 @@
+"""An example suite plugin: the judge answers yes or no about three sentences."""

@@ -1,0 +1,102 @@
+"""The runs table and its companions (models, run_models, items, quarantine): open, reopen, close a run.
+
+The runner decides what a run is; this module is the SQL that records it. Reopening a run is the
+resume step: rows of episodes that never reached ``done`` are removed, in one transaction, so the
+scheduler reruns those episodes from the start (their generations come back from the cache).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from uxlocal.store.writer import StoreWriter
+
+EPISODE_TABLES = ("turns", "tool_calls", "verdicts", "run_generations")
+"""Tables whose rows belong to an episode; rows of unfinished episodes are removed on resume."""
+
+
+class ModelRecord(Protocol):
+    """What the ``models`` table keeps of a resolved model (``models.ResolvedModel`` fits)."""
+
+    identity: str
+    name: str
+    path: str
+    backend: str
+    dtype: str
+    max_model_len: int
+    price_input_per_mtok: float
+    price_output_per_mtok: float
+
+
+@dataclass
+class NewRun:
+    """Everything the store records when a run starts."""
+
+    run_id: str
+    suite: str
+    config: dict[str, Any]
+    """The run config as JSON-ready data (stored canonically, keys sorted)."""
+    config_sha256: str
+    versions: dict[str, str]
+    git_commit: str | None
+    started_at: Any
+    """A timezone-aware UTC datetime."""
+    models: dict[str, ModelRecord] = field(default_factory=dict)
+    """role -> model."""
+    items: list[dict[str, Any]] = field(default_factory=list)
+    quarantine: list[dict[str, Any]] = field(default_factory=list)
+
+
+def begin_run(con: Any, run: NewRun) -> bool:
+    """Create the run (with its models and items) or reopen it for resume; True when it existed."""
+    exists = con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run.run_id]).fetchone()[0] > 0
+    con.execute("BEGIN")
+    try:
+        if exists:
+            _reopen(con, run.run_id)
+        else:
+            _insert(con, run)
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    return exists
+
+
+def finished_episodes(con: Any, run_id: str) -> set[str]:
+    """Ids of the run's episodes that reached ``done`` (skipped on resume)."""
+    rows = con.execute("SELECT episode_id FROM episodes WHERE run_id = ? AND status = 'done'", [run_id]).fetchall()
+    return {row[0] for row in rows}
+
+
+def end_run(con: Any, run_id: str, *, failed: bool, ended_at: Any, wall_s: float, engine_calls: int,
+            engine_busy_s: float) -> None:
+    """Mark the run ``done`` (or ``failed`` when an episode failed) with this attempt's counters."""
+    con.execute("UPDATE runs SET status = ?, ended_at = ?, wall_s = ?, engine_calls = ?, engine_busy_s = ? "
+                "WHERE run_id = ?", ["failed" if failed else "done", ended_at, wall_s, engine_calls,
+                                     engine_busy_s, run_id])
+
+
+def _reopen(con: Any, run_id: str) -> None:
+    con.execute("UPDATE runs SET status = 'running' WHERE run_id = ?", [run_id])
+    finished = "SELECT episode_id FROM episodes WHERE run_id = ? AND status = 'done'"
+    for table in EPISODE_TABLES:
+        con.execute(f"DELETE FROM {table} WHERE run_id = ? AND episode_id NOT IN ({finished})", [run_id, run_id])
+    con.execute("DELETE FROM episodes WHERE run_id = ? AND status <> 'done'", [run_id])
+
+
+def _insert(con: Any, run: NewRun) -> None:
+    con.execute("INSERT INTO runs (run_id, suite, config, config_sha256, versions, git_commit, status, started_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, 'running', ?)",
+                [run.run_id, run.suite, json.dumps(run.config, sort_keys=True), run.config_sha256,
+                 json.dumps(run.versions), run.git_commit, run.started_at])
+    for role, model in run.models.items():
+        con.execute("INSERT OR IGNORE INTO models VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [model.identity, model.name, model.path, model.backend, model.dtype, model.max_model_len,
+                     model.price_input_per_mtok, model.price_output_per_mtok])
+        con.execute("INSERT INTO run_models VALUES (?, ?, ?, ?)", [run.run_id, role, model.identity, model.name])
+    writer = StoreWriter(con)
+    writer.insert_rows("items", [{"run_id": run.run_id, **row} for row in run.items])
+    writer.insert_rows("quarantine", [{"run_id": run.run_id, **row} for row in run.quarantine])

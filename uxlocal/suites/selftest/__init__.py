@@ -1,0 +1,2 @@
+"""``uxlocal run selftest``: a tiny suite that exercises every role and the store; it registers
+through the ``uxlocal.suites`` entry point like any other suite."""

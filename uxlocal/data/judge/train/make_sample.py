@@ -31,12 +31,8 @@ SEED = 30
 OPENERS = ["", "", "", "Sure! ", "Good question. ", "Happy to help. ", "Of course. ", "Great question! "]
 CLOSERS = ["", "", "", " Hope that helps!", " Let me know if you have more questions.", " Good luck!"]
 
-REFUSALS_SHORT = [
-    "I'm sorry, but I can't help with that.",
-    "Sorry, I can't assist with this request.",
-    "I'm not able to answer that.",
-    "Unfortunately I can't help with that one.",
-]
+REFUSALS_SHORT = ["I'm sorry, but I can't help with that.", "Sorry, I can't assist with this request.",
+                  "I'm not able to answer that.", "Unfortunately I can't help with that one."]
 REFUSALS_LONG = [
     "I'm sorry, but I'm not able to give advice about {noun}. This is something I can't help with, "
     "so I'd suggest asking someone with the right expertise.",

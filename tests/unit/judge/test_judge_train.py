@@ -212,3 +212,9 @@ def test_training_prompts_are_the_token_ids_uxlocal_judge_sends(tmp_path: Path, 
     prepared = jt.prepare(_spec(path), tiny)
     trained = {tuple(e.ids[:len(e.ids) - e.targets]) for e in prepared.train + prepared.heldout}
     assert len(sent) == 30 and trained == set(sent)
+
+
+def test_prepare_refuses_a_prompt_longer_than_max_length(tmp_path: Path, tiny: ResolvedModel) -> None:
+    path = write_jsonl(tmp_path / "a.jsonl", _rows())
+    with pytest.raises(InputError, match=r"a\.jsonl:\d+: the judge prompt is \d+ tokens, more than max_length 20"):
+        jt.prepare(_spec(path), tiny, max_length=20)

@@ -50,6 +50,11 @@ def check_call(args: list[str]) -> list[str]:
             return [f"unknown command {rest[0]!r} under {ctx.command_path!r}"]
         ctx = click.Context(sub, parent=ctx, info_name=rest.pop(0))
         command = sub
+    if rest and not rest[0].startswith("-"):
+        # a command may hand its first word to another (``uxlocal judge train ...``)
+        handed = command.make_context(ctx.info_name, list(rest), parent=ctx.parent, resilient_parsing=True)
+        if handed.command is not command:
+            ctx, command, rest = handed, handed.command, rest[1:]
     known = {opt for param in command.params for opt in [*param.opts, *param.secondary_opts]}
     known |= {"-h", "--help"}
     flags = [token.split("=", 1)[0] for token in rest if re.match(r"^--?[a-zA-Z]", token)]

@@ -16,14 +16,11 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
+from typing import Any, Literal, Protocol, get_args
 
 from .layout import domain_dir, tau2_root
 from .tool_words import SEAT_FILES, ToolWords, find_tools_dir, load_tool_words
 from .toolkit import Toolkit, ToolSpec
-
-if TYPE_CHECKING:
-    from .tasks import Task
 
 _BUILTIN_MODULES = {
     name: f".domains.{name}" for name in ("mock", "retail", "airline", "homenet", "telecom", "banking_knowledge")
@@ -73,8 +70,10 @@ class DomainDBType(Protocol):
         ...
 
 
-PrepareDB = Callable[[DomainDB, "Domain", "Task | None"], None]
-"""Per-environment setup of the agent DB before the task's patches: grading settings, data paths."""
+PrepareDB = Callable[[DomainDB, "Domain", Any], None]
+"""Per-environment setup of the agent DB before the task's patches: grading settings, data paths.
+Its third argument is the episode's ``tasks.Task`` or None (typed ``Any`` so that the registry, which
+``tasks`` consults for a domain's task files, does not import ``tasks`` back)."""
 
 
 @dataclass(frozen=True)

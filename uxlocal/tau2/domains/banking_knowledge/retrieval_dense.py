@@ -27,7 +27,7 @@ import numpy as np
 from uxlocal.errors import InputError
 
 from ...toolkit import arg
-from .retrieval import TOP_K, KnowledgeBase, SearchHit, format_hits, knowledge_base_of
+from .knowledge import TOP_K, KnowledgeBase, SearchHit, format_hits, knowledge_base_of
 
 EMBEDDING_MODEL_ENV = "UXLOCAL_KB_EMBEDDING_MODEL"
 _configured: Path | None = None

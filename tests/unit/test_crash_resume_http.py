@@ -15,7 +15,7 @@ import pytest
 
 from benchmarks import _crash_job as crash_job
 
-from _openai_fake import FakeOpenAI
+from benchmarks._openai_fake import FakeOpenAI
 
 LIMIT, MAX_BATCH = 32, 4
 CHUNKS = LIMIT // MAX_BATCH

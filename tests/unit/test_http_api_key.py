@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _openai_fake import FakeOpenAI
+from benchmarks._openai_fake import FakeOpenAI
 from click.testing import CliRunner
 
 from uxlocal.cli import cli

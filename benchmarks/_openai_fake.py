@@ -1,4 +1,10 @@
-"""A tiny OpenAI-compatible server for unit tests (stdlib only, one thread per request).
+"""A tiny OpenAI-compatible server for unit tests and benchmarks (stdlib only, one thread per request).
+
+    .venv/bin/python -m benchmarks._openai_fake [--port 8311] [--no-record]
+
+Run as a module it serves until killed, in its own process, printing its URL first (the harness
+ceiling benchmark measures uxlocal against it, so the server's CPU and memory are not counted
+as uxlocal's); ``--no-record`` keeps no log of requests, so its memory stays flat.
 
 It answers like vLLM's server: ``/v1/models`` (``owned_by: vllm``), ``/v1/chat/completions`` with
 ``structured_outputs`` (choice: the first label, with top logprobs over all labels; json: a minimal
@@ -11,6 +17,7 @@ does, and ``leak_key_in_errors=N`` makes its first N chat answers a 400 that ech
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import threading
@@ -49,7 +56,7 @@ class FakeOpenAI:
 
     def __init__(self, served: str = "fake-model", *, port: int = 0, choice_probs: tuple[float, ...] = (0.7, 0.3),
                  delay_s: float = 0.0, owned_by: str = "vllm", api_key: str | None = None,
-                 leak_key_in_errors: int = 0) -> None:
+                 leak_key_in_errors: int = 0, record: bool = True) -> None:
         self.served = served
         self.port = port
         self.choice_probs = choice_probs
@@ -57,6 +64,8 @@ class FakeOpenAI:
         self.owned_by = owned_by
         self.api_key = api_key
         self.leak_key_in_errors = leak_key_in_errors
+        self.record = record
+        """Keep every request and ``Authorization`` header (tests read them); off for long benchmarks."""
         self.authorizations: list[str | None] = []
         """The ``Authorization`` header of every request, in order."""
         self.hook: Hook | None = None
@@ -94,7 +103,8 @@ class FakeOpenAI:
                 """Answer 401 when a key is required and this request lacks it."""
                 received = self.headers.get("authorization")
                 with fake._lock:
-                    fake.authorizations.append(received)
+                    if fake.record:
+                        fake.authorizations.append(received)
                 if fake.api_key is None or received == f"Bearer {fake.api_key}":
                     return False
                 self._send(401, {"error": {"message": "Unauthorized"}})
@@ -125,7 +135,8 @@ class FakeOpenAI:
                 if self._refused() or self._leaked():
                     return
                 with fake._lock:
-                    fake.requests.append((self.path, body))
+                    if fake.record:
+                        fake.requests.append((self.path, body))
                     status = fake._failures.pop(0) if fake._failures else None
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
@@ -194,3 +205,23 @@ class FakeOpenAI:
                                   "finish_reason": "stop", "logprobs": logprobs}
         usage = {"prompt_tokens": len(last.split()) + 5, "completion_tokens": max(1, len(text.split()))}
         return 200, {"id": "x", "object": "chat.completion", "choices": [choice], "usage": usage}
+
+
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """Where to listen and whether to keep a log of requests."""
+    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free one)")
+    p.add_argument("--served", default="fake-model", help="the served model name (default fake-model)")
+    p.add_argument("--no-record", dest="record", action="store_false", help="keep no log of requests")
+
+
+def main(args: argparse.Namespace) -> None:
+    """Serve until killed; the first line printed is the base URL."""
+    fake = FakeOpenAI(args.served, port=args.port, record=args.record).start()
+    print(fake.url, flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    _parser = argparse.ArgumentParser(description="A tiny OpenAI-compatible server")
+    add_cli_args(_parser)
+    main(_parser.parse_args())

@@ -1,0 +1,300 @@
+"""The harness ceiling: how fast uxlocal itself goes when the engine costs nothing (issue 32).
+
+    .venv/bin/python -m benchmarks.harness_ceiling [--sizes 10000,100000,1000000]
+        [--arms inproc,inproc8,http,tau2] [--profile-size 20000]
+
+Every arm runs in its own child process (clean peak RSS, no warm caches shared between arms):
+
+- ``inproc``: ``uxlocal judge`` (rubric ``ux-liked``, human column ``thumb``) of N synthetic
+  two-message conversations through ``run_suite``, with an engine that answers every label
+  request at once with label probabilities (``InstantJudge``);
+- ``inproc8``: the same with a label rubric of 8 criteria (8 verdicts per conversation);
+- ``http``: the same as ``inproc`` through the openai-http backend against the tests' instant
+  OpenAI-compatible server (``benchmarks/_openai_fake.py``), itself in a third process;
+- ``tau2``: retail and telecom tasks played by scripted seats (each gold action called on the live
+  environment with a sync after it, then the reward), repeated to about N/10 agent steps: steps/s.
+
+Printed per arm and size: throughput, peak RSS of the child, the store's size on disk, the time
+to the first stored verdict, then per arm the ratio of the largest size's throughput to the
+smallest's (how cost grows with the job), and the top 10 functions by own time (cProfile) of the
+``inproc`` arm at ``--profile-size`` (a separate child: the profiler slows what it measures).
+Goals (issue 32, this 2-core CPU): inproc >= 2,000 verdicts/s at 100k and 1M within 20 % of 10k;
+peak RSS at 1M <= 1.5 GB and <= 1.2x the 100k arm's; http >= 1,000 verdicts/s; tau2 retail >= 500
+steps/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import hashlib
+import io
+import json
+import os
+import pstats
+import resource
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks._common import REPO, cli_parser, module_command, report
+
+from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
+from uxlocal.grammar import Choice, parse_output
+
+ARMS = ("inproc", "inproc8", "http", "tau2")
+SERVED = "fake-model"
+
+
+class InstantJudge:
+    """An engine that costs nothing: label probabilities from the request hash, JSON from the grammar."""
+
+    max_model_len = 100_000
+    identity = "instant-judge"
+
+    def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None) -> list[GenResult]:
+        """Answer every request at once (each handed to ``sink`` as it is made)."""
+        results = []
+        for i, prepared in enumerate(batch):
+            results.append(self._one(prepared))
+            if sink is not None:
+                sink.done(i, results[-1])
+        return results
+
+    @staticmethod
+    def _one(prepared: PreparedRequest) -> GenResult:
+        constraint = prepared.request.constraint
+        if isinstance(constraint, Choice):
+            p = 0.2 + 0.6 * (int(prepared.request_hash[:4], 16) / 0xFFFF)
+            labels = constraint.labels
+            probs = {label: (p if k == 0 else (1 - p) / max(1, len(labels) - 1)) for k, label in enumerate(labels)}
+            text = max(probs, key=probs.__getitem__)
+            return GenResult(text, "stop", prompt_tokens=len(prepared.prompt_ids), completion_tokens=1,
+                             latency_ms=0.0, valid=True, parsed=text, label_probs=probs)
+        parsed = parse_output(constraint, "{}", "stop")
+        return GenResult("{}", "stop", completion_tokens=1, valid=parsed.valid, parsed=parsed.value,
+                         error=parsed.error)
+
+    def close(self) -> None:
+        """Nothing to free."""
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def write_conversations(path: Path, n: int) -> None:
+    """N two-message conversations (about 0.3 KB a line) with a human thumb, written in 10k chunks."""
+    with path.open("w", encoding="utf-8") as handle:
+        for start in range(0, n, 10_000):
+            lines = []
+            for i in range(start, min(n, start + 10_000)):
+                chat = [{"role": "user", "content": f"Question {i}: my order {i * 7 % 9973} has not arrived, "
+                                                    "what can I do about it this week?"},
+                        {"role": "assistant", "content": f"Sorry about order {i * 7 % 9973}. I have asked the "
+                                                         "courier and will write back within two days."}]
+                lines.append(json.dumps({"id": f"c{i}", "conversation": chat,
+                                         "thumb": "liked" if i % 3 else "disliked"}) + "\n")
+            handle.write("".join(lines))
+
+
+def write_rubric(path: Path, criteria: int) -> None:
+    """A binary label rubric (liked/disliked) with ``criteria`` criteria."""
+    lines = ['name = "bench-labels"', 'kind = "label"', 'question = "Did the user like the reply?"',
+             'positive = "liked"', "[[labels]]", 'name = "liked"', 'description = "the reply helped"',
+             "[[labels]]", 'name = "disliked"', 'description = "the reply did not help"']
+    for c in range(criteria):
+        lines += ["[[criteria]]", f'name = "c{c}"', f'question = "Aspect {c}: did the reply get this right?"']
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+# ---------------------------------------------------------------- one arm (in the child)
+
+
+def _watch_first_verdict() -> dict[str, float]:
+    """Record when the store writer first commits a batch holding verdict rows."""
+    from uxlocal.store.writer import StoreWriter
+
+    seen: dict[str, float] = {}
+    original = StoreWriter._commit
+
+    def commit(self: StoreWriter, batch: list[tuple[str, Any, int]], statements: list[Any]) -> None:
+        original(self, batch, statements)
+        if "first" not in seen and any(table == "verdicts" for table, _, _ in batch):
+            seen["first"] = time.perf_counter()
+
+    StoreWriter._commit = commit  # type: ignore[method-assign]
+    return seen
+
+
+def judge_arm(arm: str, size: int, folder: Path, url: str | None) -> dict[str, Any]:
+    """One ``uxlocal judge`` job of ``size`` conversations; its figures."""
+    from uxlocal.config import RunConfig
+    from uxlocal.engine.pool import ModelPool
+    from uxlocal.runner import run_suite
+
+    source = folder / "chats.jsonl"
+    write_conversations(source, size)
+    rubric = "ux-liked"
+    if arm == "inproc8":
+        write_rubric(folder / "eight.toml", 8)
+        rubric = str(folder / "eight.toml")
+    options = {"input": str(source), "rubric": rubric, "human_col": "thumb", "bootstrap": 20}
+    db = folder / "judge.duckdb"
+    if url is None:
+        pool = ModelPool.from_engines({"judge": InstantJudge()})  # type: ignore[dict-item]
+        models: dict[str, str] = {}
+    else:
+        (folder / "srv.toml").write_text(f'name = "srv"\nbackend = "openai-http"\nendpoints = ["{url}"]\n'
+                                         f'served_model = "{SERVED}"\n', encoding="utf-8")
+        os.environ["UXLOCAL_PRESETS"] = str(folder)
+        pool, models = None, {"judge": "srv"}
+    seen = _watch_first_verdict()
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    started = time.perf_counter()
+    result = run_suite(RunConfig(suite="judge", suite_config=options, models=models, db=str(db), progress=False,
+                                 max_batch=1024, max_live=4096), pool=pool)
+    wall = time.perf_counter() - started
+    verdicts = result.stats.requests
+    return {"wall_s": wall, "verdicts": verdicts, "rate": verdicts / wall, "unit": "verdicts/s",
+            "failed": result.stats.episodes_failed, "store_mb": _size_mb(db),
+            "first_s": seen.get("first", float("nan")) - started, "rss_before_mb": rss_before}
+
+
+def tau2_arm(size: int) -> dict[str, Any]:
+    """Scripted gold seats on retail and telecom tasks until about ``size / 10`` agent steps each."""
+    from uxlocal.tau2.env import Environment
+    from uxlocal.tau2.registry import load_domain
+    from uxlocal.tau2.replay import scripted_trajectory
+    from uxlocal.tau2.reward import score_episode
+    from uxlocal.tau2.tasks import load_tasks
+    from uxlocal.tau2.termination import USER_STOP
+
+    data = REPO.parent / "shared" / "data" / "tau2"
+    if not data.is_dir():
+        return {"skipped": f"no tau2 data at {data}"}
+    figures: dict[str, Any] = {"unit": "steps/s"}
+    for name in ("retail", "telecom"):
+        domain = load_domain(data, name)
+        tasks = [t for t in load_tasks(data, name) if t.evaluation_criteria and t.evaluation_criteria.actions]
+        steps, episodes, started = 0, 0, time.perf_counter()
+        while steps < max(200, size // 10):
+            task = tasks[episodes % len(tasks)]
+            env = Environment.for_task(domain, task)
+            messages = scripted_trajectory(env, task, "gold")
+            score_episode(domain, task, messages, USER_STOP)
+            steps += sum(1 for m in messages if m.role == "assistant")
+            episodes += 1
+        wall = time.perf_counter() - started
+        figures[name] = {"steps": steps, "episodes": episodes, "wall_s": wall, "rate": steps / wall}
+    figures["rate"] = figures["retail"]["rate"]
+    figures["wall_s"] = figures["retail"]["wall_s"] + figures["telecom"]["wall_s"]
+    return figures
+
+
+def _size_mb(db: Path) -> float:
+    return sum(p.stat().st_size for p in db.parent.glob(db.name + "*")) / 1e6
+
+
+def child(args: argparse.Namespace) -> None:
+    """Run one arm at one size in this process and write its figures as JSON (``--json``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        profiler = cProfile.Profile() if args.profile else None
+        if profiler:
+            profiler.enable()
+        if args.child == "tau2":
+            figures = tau2_arm(args.size)
+        else:
+            figures = judge_arm(args.child, args.size, Path(tmp), args.url)
+        if profiler:
+            profiler.disable()
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(10)
+            figures["profile"] = out.getvalue()
+    figures["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    Path(args.json_out).write_text(json.dumps(figures, default=str), encoding="utf-8")
+
+
+# ---------------------------------------------------------------- the parent
+
+
+def run_child(arm: str, size: int, *, url: str | None = None, profile: bool = False) -> dict[str, Any]:
+    """One arm at one size in a fresh child; its figures."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "arm.json"
+        argv = ["--child", arm, "--size", str(size), "--json", str(out)] + (["--url", url] if url else [])
+        done = subprocess.run(module_command("benchmarks.harness_ceiling", *argv, *(["--profile"] if profile else [])),
+                              cwd=REPO, capture_output=True, text=True)
+        if done.returncode != 0 or not out.exists():
+            raise RuntimeError(f"arm {arm} at {size} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+        return dict(json.loads(out.read_text(encoding="utf-8")))
+
+
+def start_server() -> tuple[subprocess.Popen[str], str]:
+    """The instant OpenAI-compatible server in its own process; (process, base URL)."""
+    proc = subprocess.Popen(module_command("benchmarks._openai_fake", "--no-record", "--served", SERVED),
+                            cwd=REPO, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+def add_cli_args(p: argparse.ArgumentParser) -> None:
+    """This benchmark's options (``cli_parser`` adds ``--model``, unused here, and ``--json``)."""
+    p.add_argument("--sizes", default="10000,100000,1000000", help="conversations per judge arm (comma list)")
+    p.add_argument("--arms", default=",".join(ARMS), help=f"which arms (comma list of {', '.join(ARMS)})")
+    p.add_argument("--profile-size", type=int, default=20_000, help="size of the profiled inproc run (0: none)")
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--size", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--url", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)
+
+
+def _rows(arm: str, size: int, fig: dict[str, Any]) -> list[tuple[str, Any]]:
+    if "skipped" in fig:
+        return [(f"{arm} {size:,}: skipped", fig["skipped"])]
+    if arm == "tau2":
+        return [(f"tau2 retail: steps/s ({fig['retail']['steps']:,} steps)", fig["retail"]["rate"]),
+                (f"tau2 telecom: steps/s ({fig['telecom']['steps']:,} steps)", fig["telecom"]["rate"]),
+                ("tau2: peak RSS (MB)", fig["peak_rss_mb"])]
+    return [(f"{arm} {size:,}: verdicts/s", fig["rate"]), (f"{arm} {size:,}: wall (s)", fig["wall_s"]),
+            (f"{arm} {size:,}: peak RSS (MB)", fig["peak_rss_mb"]), (f"{arm} {size:,}: store (MB)", fig["store_mb"]),
+            (f"{arm} {size:,}: first stored verdict (s)", fig["first_s"]),
+            (f"{arm} {size:,}: failed episodes", fig["failed"])]
+
+
+def main(args: argparse.Namespace) -> None:
+    """Run the arms (or, with ``--child``, one arm in this process) and print the block."""
+    if args.child:
+        child(args)
+        return
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    arms = [a.strip() for a in args.arms.split(",") if a.strip()]
+    rows: list[tuple[str, Any]] = []
+    server, url = start_server() if "http" in arms else (None, None)
+    try:
+        for arm in arms:
+            figures = {size: run_child(arm, size, url=url if arm == "http" else None)
+                       for size in (sizes[-1:] if arm == "tau2" else sizes)}
+            for size, fig in figures.items():
+                rows += _rows(arm, size, fig)
+            if len(figures) > 1:
+                first, last = figures[sizes[0]], figures[sizes[-1]]
+                rows.append((f"{arm}: rate {sizes[-1]:,} / {sizes[0]:,}", last["rate"] / first["rate"]))
+                rows.append((f"{arm}: peak RSS {sizes[-1]:,} / {sizes[-2]:,}",
+                             last["peak_rss_mb"] / figures[sizes[-2]]["peak_rss_mb"]))
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait()
+    config = {"sizes": args.sizes, "arms": ",".join(arms), "cpus": os.cpu_count(),
+              "load average at start": round(os.getloadavg()[0], 1)}
+    report("uxlocal harness ceiling (instant engines)", config, rows, args.json_out)
+    if args.profile_size and "inproc" in arms:
+        profiled = run_child("inproc", args.profile_size, profile=True)
+        print(f"top 10 functions by own time, inproc at {args.profile_size:,} conversations (cProfile):")
+        print(profiled["profile"])
+
+
+if __name__ == "__main__":
+    main(cli_parser(__doc__, add_cli_args).parse_args())

@@ -34,6 +34,7 @@ from uxlocal.engine.base import Engine, GenRequest, GenResult, PreparedRequest, 
 from uxlocal.engine.pool import ModelPool, ModelSlot
 from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome, Program, utcnow
 from uxlocal.grammar import constraint_key
+from uxlocal.progress import Progress
 from uxlocal.store.db import json_value
 from uxlocal.store.writer import StoreWriter
 
@@ -100,6 +101,10 @@ class Cache:
 
 
 
+MEMORY_RESULTS = 50_000
+"""Results the scheduler keeps in memory before it commits them and forgets them (the store answers
+for them after that): a million-verdict job holds at most this many, not all of them."""
+
 COMMIT_GAP_S = 0.25
 """Shortest gap between two early commits (made because the writer was idle): bounds commits to
 four a second however fast generations finish."""
@@ -138,14 +143,16 @@ class Scheduler:
         queue: Iterator[EpisodeSpec] = iter(episodes)
         live: dict[str, _Live] = {}
         self.stats.episodes_total = total or 0
-        with _Progress(self.progress, total, self.description) as bar:
+        with Progress(self.progress, total, self.description) as bar:
             self._fill(queue, live)
             self._last_flush = time.perf_counter()
             while live:
                 self._tick(live)
                 self._fill(queue, live)
-                bar.update(self.stats, time.perf_counter() - started)
+                bar.update(self.stats.episodes_done + self.stats.episodes_failed, self.stats.requests,
+                           self.stats.completion_tokens, time.perf_counter() - started)
                 self.flush_if_due()
+                self._forget_committed()
         if self.writer is not None:
             self.writer.flush()
         self.stats.wall_s = time.perf_counter() - started
@@ -169,6 +176,19 @@ class Scheduler:
             return
         self.writer.flush(wait=self.flush_every_s == 0)
         self._last_flush = time.perf_counter()
+
+    def _forget_committed(self) -> None:
+        """Past ``MEMORY_RESULTS`` results in memory: commit them all, then let the store answer for them.
+
+        Only between ticks (no engine call is running, so no result is half handed over); without a
+        store the memory is the only cache and is kept whole.
+        """
+        if self.writer is None or len(self.cache.memory) < MEMORY_RESULTS:
+            return
+        self.writer.flush(wait=True)
+        self._last_flush = time.perf_counter()
+        self.cache.memory.clear()
+        self._saved.clear()  # a committed hash cannot come back as a miss: the store's cache has it
 
     # ---- episode lifecycle ----------------------------------------------------------------
     def _fill(self, queue: Iterator[EpisodeSpec], live: dict[str, _Live]) -> None:
@@ -376,47 +396,3 @@ def _with_seed(sampling: Any, seed: int | None) -> Any:
     from dataclasses import replace
 
     return replace(sampling, seed=seed)
-
-
-class _Progress:
-    """A rich progress bar (episodes done / total, tokens/s, ETA) or nothing."""
-
-    def __init__(self, enabled: bool, total: int | None, description: str) -> None:
-        self.enabled = enabled
-        self.total = total
-        self.description = description
-        self._progress: Any = None
-        self._task: Any = None
-
-    def __enter__(self) -> "_Progress":
-        if self.enabled:
-            from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn, TimeRemainingColumn)
-
-            from uxlocal.quiet import terminal
-
-            # while libraries are quieted (uxlocal.quiet), draw on the real terminal and leave
-            # sys.stdout/sys.stderr alone, so library prints keep going to the log file
-            screen = terminal()
-            console = {} if screen is None else {"console": Console(file=screen), "redirect_stdout": False,
-                                                 "redirect_stderr": False}
-            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                      TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
-                                      TextColumn("ETA"), TimeRemainingColumn(), transient=False, **console)
-            self._progress.start()
-            self._task = self._progress.add_task(self.description, total=self.total, rate="")
-        return self
-
-    def update(self, stats: RunStats, elapsed: float) -> None:
-        """Refresh the bar from the counters."""
-        if self._progress is None:
-            return
-        rate = stats.completion_tokens / elapsed if elapsed > 0 else 0.0
-        requests = stats.requests / elapsed if elapsed > 0 else 0.0  # = verdicts/s on judge runs
-        self._progress.update(self._task, completed=stats.episodes_done + stats.episodes_failed,
-                              rate=f"{rate:,.0f} tok/s, {requests:,.1f} req/s")
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._progress is not None:
-            self._progress.stop()

@@ -102,7 +102,8 @@ def run_arm(pool: ModelPool, folder: Path, layout: str, counter: CacheCounter) -
     counter.reset()
     scheduler = Scheduler(pool, run_id=f"bench-{layout}", max_batch=4096)
     started = time.perf_counter()
-    stats = scheduler.run(plan.episodes, total=len(plan.episodes))
+    todo = plan.all_episodes()
+    stats = scheduler.run(todo, total=len(todo))
     wall = time.perf_counter() - started
     verdicts = stats.requests
     return {"wall_s": wall, "verdicts": verdicts, "verdicts_per_s": verdicts / wall,

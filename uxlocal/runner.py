@@ -6,7 +6,6 @@ The run id is derived from the run's identity, so the same command on the same `
 
 from __future__ import annotations
 
-import hashlib
 import platform
 import subprocess
 import time
@@ -23,9 +22,10 @@ from uxlocal.episode import EpisodeSpec, utcnow
 from uxlocal.errors import InputError, format_validation_error
 from uxlocal.models import ResolvedModel
 from uxlocal.reportkit.model import ReportTable
+from uxlocal import plan_stream
 from uxlocal.rollout import RunStats, Scheduler
 from uxlocal.store.db import connect
-from uxlocal.store.runs import NewRun, begin_run, end_run, finished_episodes
+from uxlocal.store.runs import NewRun, begin_run, end_run, finished_count
 from uxlocal.store.writer import StoreWriter
 from uxlocal.suites.base import Suite, SuitePlan, get_suite
 
@@ -65,16 +65,18 @@ def run_suite(run: RunConfig, *, pool: ModelPool | None = None, models: dict[str
     writer = StoreWriter(con)
     try:
         plan = suite.plan(config, run)
-        resumed = begin_run(con, _new_run(run, run_id, models, plan))
-        done = finished_episodes(con, run_id)
-        todo = [e for e in _shard(plan.episodes, run.shard) if e.episode_id not in done]
+        tally = plan_stream.Tally()
+        resumed = begin_run(con, _new_run(run, run_id, models, plan, tally))
+        if resumed:  # the items are stored already: read the plan only to count it
+            tally = plan_stream.count(plan, run.shard)
+        total = tally.in_shard - finished_count(con, run_id)
         scheduler = Scheduler(pool, run_id=run_id, writer=writer, seed=run.seed, max_batch=run.max_batch,
                               max_live=run.max_live, progress=run.progress, description=suite.name)
-        scheduler.stats.episodes_skipped = len(plan.episodes) - len(todo)
-        stats = scheduler.run(todo, total=len(todo))
+        scheduler.stats.episodes_skipped = tally.episodes - total
+        stats = scheduler.run(plan_stream.todo(con, run_id, plan, run.shard), total=total)
         end_run(con, run_id, failed=stats.episodes_failed > 0, ended_at=utcnow(), wall_s=stats.wall_s,
                 engine_calls=stats.engine_calls, engine_busy_s=stats.engine_busy_s)
-        notes = plan.notes + suite.after_run(config, con, run_id)
+        notes = plan.notes + _quarantine_note(plan, tally) + suite.after_run(config, con, run_id)
         tables = suite.report(con, run_id)
     finally:
         writer.close()
@@ -102,26 +104,20 @@ def _check_roles(suite: Suite, models: dict[str, ResolvedModel]) -> None:
                          "pass --model ROLE=PRESET_OR_PATH, e.g. --model judge=embedded")
 
 
-def _shard(episodes: list[EpisodeSpec], shard: str | None) -> list[EpisodeSpec]:
-    """Keep the episodes of shard I/N by a stable hash of the item id (all trials together)."""
-    if not shard:
-        return episodes
-    try:
-        index, count = (int(x) for x in shard.split("/"))
-        assert 0 <= index < count
-    except (ValueError, AssertionError):
-        raise InputError(None, None, f"--shard must be I/N with 0 <= I < N, got {shard!r}") from None
-    def bucket(e: EpisodeSpec) -> int:
-        key = f"{e.task}:{e.item_id or e.episode_id}"
-        return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % count
-    return [e for e in episodes if bucket(e) == index]
-
-
-def _new_run(run: RunConfig, run_id: str, models: dict[str, ResolvedModel], plan: SuitePlan) -> NewRun:
-    """What the store records when this run starts: config, provenance, models and the plan's items."""
+def _new_run(run: RunConfig, run_id: str, models: dict[str, ResolvedModel], plan: SuitePlan,
+             tally: plan_stream.Tally) -> NewRun:
+    """What the store records when this run starts: config, provenance, models and the plan's items
+    (read chunk by chunk as they are inserted, counted into ``tally``)."""
     return NewRun(run_id=run_id, suite=run.suite, config=run.model_dump(mode="json"), config_sha256=run.identity(),
                   versions=package_versions(), git_commit=git_commit(), started_at=utcnow(), models=dict(models),
-                  items=plan.items, quarantine=plan.quarantine)
+                  items=plan_stream.item_rows(plan, run.shard, tally), quarantine=plan_stream.quarantine_rows(tally))
+
+
+def _quarantine_note(plan: SuitePlan, tally: plan_stream.Tally) -> list[str]:
+    """A streamed plan cannot count its bad rows before it is read: the note comes from the read."""
+    if plan.stream is None or not tally.quarantine:
+        return []
+    return [f"{len(tally.quarantine)} bad row(s) quarantined (see the quarantine table)"]
 
 
 def package_versions() -> dict[str, str]:

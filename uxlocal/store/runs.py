@@ -7,11 +7,16 @@ scheduler reruns those episodes from the start (their generations come back from
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from uxlocal.store.writer import StoreWriter
+
+INSERT_BATCH = 10_000
+"""Item rows per Arrow insert when a run starts (a million-row plan is never one Arrow table)."""
 
 EPISODE_TABLES = ("turns", "tool_calls", "verdicts", "run_generations")
 """Tables whose rows belong to an episode; rows of unfinished episodes are removed on resume."""
@@ -45,8 +50,10 @@ class NewRun:
     """A timezone-aware UTC datetime."""
     models: dict[str, ModelRecord] = field(default_factory=dict)
     """role -> model."""
-    items: list[dict[str, Any]] = field(default_factory=list)
-    quarantine: list[dict[str, Any]] = field(default_factory=list)
+    items: Iterable[dict[str, Any]] = field(default_factory=list)
+    """Item rows; any iterable (a streamed plan's), inserted ``INSERT_BATCH`` at a time."""
+    quarantine: Iterable[dict[str, Any]] = field(default_factory=list)
+    """Set-aside rows, read after ``items``."""
 
 
 def begin_run(con: Any, run: NewRun) -> bool:
@@ -69,6 +76,21 @@ def finished_episodes(con: Any, run_id: str) -> set[str]:
     """Ids of the run's episodes that reached ``done`` (skipped on resume)."""
     rows = con.execute("SELECT episode_id FROM episodes WHERE run_id = ? AND status = 'done'", [run_id]).fetchall()
     return {row[0] for row in rows}
+
+
+def finished_among(con: Any, run_id: str, episode_ids: list[str]) -> set[str]:
+    """Which of ``episode_ids`` reached ``done`` in this run (one query for a chunk of a plan)."""
+    if not episode_ids:
+        return set()
+    rows = con.execute("SELECT episode_id FROM episodes WHERE run_id = ? AND status = 'done' "
+                       "AND episode_id IN (SELECT unnest(?))", [run_id, episode_ids]).fetchall()
+    return {row[0] for row in rows}
+
+
+def finished_count(con: Any, run_id: str) -> int:
+    """How many of the run's episodes reached ``done``."""
+    return int(con.execute("SELECT count(*) FROM episodes WHERE run_id = ? AND status = 'done'",
+                           [run_id]).fetchone()[0])
 
 
 def end_run(con: Any, run_id: str, *, failed: bool, ended_at: Any, wall_s: float, engine_calls: int,
@@ -98,5 +120,6 @@ def _insert(con: Any, run: NewRun) -> None:
                      model.price_input_per_mtok, model.price_output_per_mtok])
         con.execute("INSERT INTO run_models VALUES (?, ?, ?, ?)", [run.run_id, role, model.identity, model.name])
     writer = StoreWriter(con)
-    writer.insert_rows("items", [{"run_id": run.run_id, **row} for row in run.items])
-    writer.insert_rows("quarantine", [{"run_id": run.run_id, **row} for row in run.quarantine])
+    for table, rows in (("items", iter(run.items)), ("quarantine", iter(run.quarantine))):
+        while batch := list(itertools.islice(rows, INSERT_BATCH)):
+            writer.insert_rows(table, [{"run_id": run.run_id, **row} for row in batch])

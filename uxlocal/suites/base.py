@@ -10,6 +10,7 @@ report section (``Suite.report_section``); ``uxlocal.plugins`` finds the first t
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -38,6 +39,15 @@ def __getattr__(name: str) -> Any:
 
 
 @dataclass
+class PlanChunk:
+    """A slice of a plan: its items' rows, their episodes and the rows set aside."""
+
+    items: list[dict[str, Any]]
+    episodes: list[EpisodeSpec]
+    quarantine: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
 class SuitePlan:
     """Everything a run needs from the suite's data."""
 
@@ -47,6 +57,21 @@ class SuitePlan:
     quarantine: list[dict[str, Any]] = field(default_factory=list)
     """Rows for the ``quarantine`` table: task, source_file, source_line, reason, raw."""
     notes: list[str] = field(default_factory=list)
+    stream: Callable[[], Iterator[PlanChunk]] | None = None
+    """For inputs too big to hold (a million conversations): reads the plan anew, chunk by chunk,
+    each time it is called; then ``episodes``, ``items`` and ``quarantine`` stay empty. The runner
+    reads it twice (items into the store, then the episodes to run), never holding all of it."""
+
+    def chunks(self) -> Iterator[PlanChunk]:
+        """The plan chunk by chunk (one chunk when it is held whole)."""
+        if self.stream is None:
+            yield PlanChunk(self.items, self.episodes, self.quarantine)
+            return
+        yield from self.stream()
+
+    def all_episodes(self) -> list[EpisodeSpec]:
+        """Every episode in order (reads a streamed plan whole: for small runs and benchmarks)."""
+        return [e for chunk in self.chunks() for e in chunk.episodes]
 
 
 @dataclass

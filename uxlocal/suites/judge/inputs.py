@@ -127,43 +127,55 @@ def _csv_rows(path: Path) -> Iterator[Row]:
             start = reader.line_num + 1
 
 
-def _table_rows(names: list[str], rows: list[tuple[Any, ...]]) -> Iterator[Row]:
+def _table_rows(names: list[str], rows: Iterator[tuple[Any, ...]]) -> Iterator[Row]:
     for i, values in enumerate(rows, start=1):
         row = dict(zip(names, values))
         yield i, json.dumps(row, ensure_ascii=False, default=str), row
+
+
+TABLE_BATCH = 10_000
+"""Rows read at a time from Parquet and DuckDB sources (the whole table is never in memory)."""
 
 
 def _parquet_rows(path: Path) -> Iterator[Row]:
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
+        source = pq.ParquetFile(path)
+        batches = source.iter_batches(batch_size=TABLE_BATCH)
+        names = source.schema_arrow.names
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise InputError(path, None, f"cannot read Parquet: {exc}") from None
-    data = table.to_pylist()
-    yield from _table_rows(table.column_names, [tuple(r.values()) for r in data])
+    yield from _table_rows(names, (tuple(r.values()) for batch in batches for r in batch.to_pylist()))
 
 
 def _duckdb_rows(spec: str) -> tuple[str, Iterator[Row]]:
-    import duckdb
-
-    from uxlocal.store.offline import open_duckdb, refuse_extension_statements
-
     body = spec[len("duckdb:"):]
     db, sep, sql = body.partition("::")
     if not sep or not db or not sql.strip():
         raise InputError(spec, None, "expected duckdb:PATH::SQL", "e.g. duckdb:runs.duckdb::select * from turns")
     if not Path(db).is_file():
         raise InputError(db, None, "no such DuckDB file")
+    rows = _query_rows(db, sql)
+    names = next(rows)  # runs the query now: a bad query fails here, before any row is read
+    return f"duckdb:{db}", _table_rows(names, rows)  # type: ignore[arg-type]
+
+
+def _query_rows(db: str, sql: str) -> Iterator[Any]:
+    """The column names, then the query's rows, fetched ``TABLE_BATCH`` at a time (read-only)."""
+    import duckdb
+
+    from uxlocal.store.offline import open_duckdb, refuse_extension_statements
+
     try:
         with open_duckdb(db, read_only=True) as con:
             refuse_extension_statements(con, sql)
             cur = con.execute(sql)
-            names = [d[0] for d in cur.description]
-            rows = cur.fetchall()
+            yield [d[0] for d in cur.description]
+            while batch := cur.fetchmany(TABLE_BATCH):
+                yield from batch
     except duckdb.Error as exc:
         raise InputError(f"duckdb:{db}", None, f"query failed: {exc}") from None
-    return f"duckdb:{db}", _table_rows(names, rows)
 
 
 def read_rows(source: str) -> tuple[str, Iterator[Row]]:
@@ -287,13 +299,16 @@ def input_sha256(source: str) -> str:
     return digest.hexdigest()
 
 
-def load_items(source: str, cols: Columns, *, pairwise: bool = False, human: HumanParser | None = None,
-               skip_bad_rows: bool = False) -> Loaded:
-    """Every row of ``source`` as an item; a bad row stops the load unless ``skip_bad_rows``."""
+def iter_loaded(source: str, cols: Columns, *, pairwise: bool = False, human: HumanParser | None = None,
+                skip_bad_rows: bool = False, chunk_rows: int = 10_000) -> Iterator[Loaded]:
+    """``source``'s items and set-aside rows, ``chunk_rows`` rows at a time (the input is streamed).
+
+    A bad row stops the read unless ``skip_bad_rows``; ids are checked for repeats across the
+    whole input (only the ids are kept, not the rows).
+    """
     name, rows = read_rows(source)
     stem = Path(name.removeprefix("duckdb:")).stem
-    loaded = Loaded()
-    seen: dict[str, int] = {}
+    chunk, seen, count = Loaded(), {}, 0
     for line, raw, row in rows:
         try:
             if isinstance(row, RowProblem):
@@ -305,10 +320,25 @@ def load_items(source: str, cols: Columns, *, pairwise: bool = False, human: Hum
         except RowProblem as problem:
             if not skip_bad_rows:
                 raise InputError(name, line, problem.message(), "or pass --skip-bad-rows") from None
-            loaded.quarantine.append(Quarantined(name, line, problem.message(), raw))
-            continue
-        seen[item.item_id] = line
-        loaded.items.append(item)
-    if not loaded.items and not loaded.quarantine:
+            chunk.quarantine.append(Quarantined(name, line, problem.message(), raw))
+        else:
+            seen[item.item_id] = line
+            chunk.items.append(item)
+        count += 1
+        if len(chunk.items) + len(chunk.quarantine) >= chunk_rows:
+            yield chunk
+            chunk = Loaded()
+    if not count:
         raise InputError(name, None, "has no rows")
+    if chunk.items or chunk.quarantine:
+        yield chunk
+
+
+def load_items(source: str, cols: Columns, *, pairwise: bool = False, human: HumanParser | None = None,
+               skip_bad_rows: bool = False) -> Loaded:
+    """Every row of ``source`` as an item; a bad row stops the load unless ``skip_bad_rows``."""
+    loaded = Loaded()
+    for chunk in iter_loaded(source, cols, pairwise=pairwise, human=human, skip_bad_rows=skip_bad_rows):
+        loaded.items += chunk.items
+        loaded.quarantine += chunk.quarantine
     return loaded

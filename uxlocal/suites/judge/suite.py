@@ -13,6 +13,7 @@ a new run, and the same command on the same data replays from the cache.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from uxlocal.config import RunConfig, SuiteConfig
@@ -20,10 +21,10 @@ from uxlocal.errors import InputError
 from uxlocal.episode import EpisodeSpec
 from uxlocal.reportkit.model import ReportTable
 from uxlocal import paths
-from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
+from uxlocal.suites.base import DemoSpec, PlanChunk, Suite, SuitePlan
 from uxlocal.suites.judge import episodes
 from uxlocal.suites.judge.config import JudgeConfig
-from uxlocal.suites.judge.inputs import HumanParser, JudgeItem, input_sha256, load_items
+from uxlocal.suites.judge.inputs import HumanParser, JudgeItem, input_sha256, iter_loaded
 from uxlocal.suites.judge.prompts import template_sha256
 from uxlocal.suites.judge.rubrics import TIE_LABEL, Rubric, load_rubric
 
@@ -84,6 +85,33 @@ def _item_rows(item: JudgeItem, turn: int | None, kind: str) -> dict[str, Any]:
             "source_line": item.source_line}
 
 
+def _chunks(config: JudgeConfig, rubric: Rubric, asker: episodes.Asker, roles: list[str],
+            limit: int | None) -> Iterator[PlanChunk]:
+    """The plan of the first ``limit`` items (all when None), one input chunk at a time."""
+    pairwise = rubric.kind == "pairwise"
+    left = limit
+    for loaded in iter_loaded(config.input, config.columns(), pairwise=pairwise, human=human_parser(rubric),
+                              skip_bad_rows=config.skip_bad_rows):
+        chunk = PlanChunk(items=[], episodes=[], quarantine=[
+            {"task": "judge", "source_file": q.file, "source_line": q.line, "reason": q.reason, "raw": q.raw}
+            for q in loaded.quarantine])
+        items = loaded.items if left is None else loaded.items[:left]
+        for item in items:
+            for turn in episodes.unit_turns(item, rubric.unit):
+                row = _item_rows(item, turn, rubric.kind)
+                chunk.items.append(row)
+                for role in roles:
+                    program = (episodes.bind(episodes.pairwise_program, item, asker, role, config.both_orders)
+                               if pairwise else episodes.bind(episodes.pointwise_program, item, asker, role, turn))
+                    chunk.episodes.append(EpisodeSpec(f"{row['item_id']}|{role}", program, item_id=row["item_id"],
+                                                      task="judge"))
+        yield chunk
+        if left is not None:
+            left -= len(items)
+            if left <= 0:
+                return
+
+
 class JudgeSuite(Suite):
     """Judge scoring of the user's own conversations, with agreement against human labels."""
 
@@ -118,30 +146,19 @@ class JudgeSuite(Suite):
                 "input": input_sha256(config.input)}
 
     def plan(self, config: SuiteConfig, run: RunConfig) -> SuitePlan:
-        """Load the input and make one episode per (unit, judge), conversations kept adjacent."""
+        """One episode per (unit, judge), conversations kept adjacent; the input is read in chunks.
+
+        The plan is streamed (``SuitePlan.stream``): a million-row input is never held whole. The
+        first chunk is read here, so a bad file or row stops the command before the run starts.
+        """
         assert isinstance(config, JudgeConfig)
         _require_input(config)
         rubric = load_rubric(config.rubric)
-        pairwise = rubric.kind == "pairwise"
-        loaded = load_items(config.input, config.columns(), pairwise=pairwise, human=human_parser(rubric),
-                            skip_bad_rows=config.skip_bad_rows)
         asker = episodes.Asker(rubric, reason=config.mode == "reason", layout=config.layout,
                                reason_max_tokens=config.reason_max_tokens)
         roles = judge_roles(run.models) or ["judge"]
-        plan = SuitePlan(episodes=[])
-        for item in loaded.items[: run.limit]:
-            for turn in episodes.unit_turns(item, rubric.unit):
-                row = _item_rows(item, turn, rubric.kind)
-                plan.items.append(row)
-                for role in roles:
-                    program = (episodes.bind(episodes.pairwise_program, item, asker, role, config.both_orders)
-                               if pairwise else episodes.bind(episodes.pointwise_program, item, asker, role, turn))
-                    plan.episodes.append(EpisodeSpec(f"{row['item_id']}|{role}", program, item_id=row["item_id"],
-                                                     task="judge"))
-        plan.quarantine = [{"task": "judge", "source_file": q.file, "source_line": q.line, "reason": q.reason,
-                            "raw": q.raw} for q in loaded.quarantine]
-        if loaded.quarantine:
-            plan.notes.append(f"{len(loaded.quarantine)} bad row(s) quarantined (see the quarantine table)")
+        plan = SuitePlan(episodes=[], stream=lambda: _chunks(config, rubric, asker, roles, run.limit))
+        next(plan.chunks(), None)
         plan.notes.append(f"rubric {rubric.name} ({rubric.kind}, sha256 {rubric.sha256()[:12]}), "
                           f"{len(rubric.criteria_list())} criteria, judges: {', '.join(roles)}")
         return plan

@@ -1,7 +1,12 @@
-"""Issue 32: a long judge job forgets committed results without changing a single stored row."""
+"""Issue 32: a long judge job forgets committed results without changing a stored row, and a killed
+streamed run resumes with exactly one verdict per conversation."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -36,3 +41,56 @@ def test_scheduler_forgetting_committed_results_keeps_every_row_and_cache_hit(
     assert len(before) == 20 and after == before
     assert len(kept_engine.requests) == len(forgot_engine.requests) == 10 and generations == 10
     assert kept.stats.cache_hits == forgot.stats.cache_hits == 10
+
+
+KILLED_JOB = textwrap.dedent("""
+    import os, signal, sys
+    from tests.unit.judge.conftest import label_judge
+    from uxlocal.config import RunConfig
+    from uxlocal.engine.fake import FakeEngine
+    from uxlocal.engine.pool import ModelPool
+    from uxlocal.runner import run_suite
+    from uxlocal.suites.judge import inputs
+
+    inputs.CHUNK_ROWS = 16  # a streamed input: 200 rows in 13 chunks
+    kill_after = int(sys.argv[3])
+
+    class Killer(FakeEngine):
+        def generate(self, batch, **kwargs):
+            if kill_after and self.calls >= kill_after:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return super().generate(batch, **kwargs)
+
+    engine = Killer(label_judge)
+    options = {"input": sys.argv[2], "rubric": "ux-liked", "human_col": "human", "bootstrap": 20}
+    run = RunConfig(suite="judge", suite_config=options, db=sys.argv[1], progress=False, max_live=8, max_batch=8)
+    result = run_suite(run, pool=ModelPool.from_engines({"judge": engine}))
+    print("requests", len(engine.requests), "skipped", result.stats.episodes_skipped)
+""")
+
+
+def _job(tmp_path: Path, db: Path, source: Path, kill_after: int) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "UXLOCAL_FLUSH_EVERY_S": "0", "UXLOCAL_HOME": str(tmp_path / "home")}
+    return subprocess.run([sys.executable, "-c", KILLED_JOB, str(db), str(source), str(kill_after)],
+                          capture_output=True, text=True, env=env, timeout=180, cwd=Path(__file__).parents[3])
+
+
+def test_killed_streamed_judge_run_resumes_without_rejudging_and_ends_with_one_verdict_each(tmp_path: Path) -> None:
+    rows = [{"id": f"c{i}", "conversation": chat(i), "human": "liked" if i % 2 else "disliked"} for i in range(200)]
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    db = tmp_path / "crash.duckdb"
+    killed = _job(tmp_path, db, source, kill_after=9)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    with duckdb.connect(str(db), read_only=True) as con:
+        stored = con.execute("SELECT count(*) FROM generations").fetchone()[0]
+        done = con.execute("SELECT count(*) FROM episodes WHERE status = 'done'").fetchone()[0]
+    assert 0 < done < 200 and stored >= done
+    rerun = _job(tmp_path, db, source, kill_after=0)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    requests, skipped = (int(x) for x in rerun.stdout.split()[1::2])
+    assert skipped == done and requests == 200 - stored  # what was stored is neither rerun nor re-asked
+    with duckdb.connect(str(db), read_only=True) as con:
+        verdicts = con.execute("SELECT count(*), count(DISTINCT item_id) FROM verdicts").fetchone()
+        episodes = con.execute("SELECT count(*), count(DISTINCT episode_id) FROM episodes").fetchone()
+        items = con.execute("SELECT count(*), count(DISTINCT item_id) FROM items").fetchone()
+    assert verdicts == (200, 200) and episodes == (200, 200) and items == (200, 200)

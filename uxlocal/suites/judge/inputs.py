@@ -299,8 +299,12 @@ def input_sha256(source: str) -> str:
     return digest.hexdigest()
 
 
+CHUNK_ROWS = 10_000
+"""Input rows per chunk of a streamed judge plan (items, episodes and their requests in memory at once)."""
+
+
 def iter_loaded(source: str, cols: Columns, *, pairwise: bool = False, human: HumanParser | None = None,
-                skip_bad_rows: bool = False, chunk_rows: int = 10_000) -> Iterator[Loaded]:
+                skip_bad_rows: bool = False, chunk_rows: int | None = None) -> Iterator[Loaded]:
     """``source``'s items and set-aside rows, ``chunk_rows`` rows at a time (the input is streamed).
 
     A bad row stops the read unless ``skip_bad_rows``; ids are checked for repeats across the
@@ -308,6 +312,7 @@ def iter_loaded(source: str, cols: Columns, *, pairwise: bool = False, human: Hu
     """
     name, rows = read_rows(source)
     stem = Path(name.removeprefix("duckdb:")).stem
+    chunk_rows = chunk_rows or CHUNK_ROWS
     chunk, seen, count = Loaded(), {}, 0
     for line, raw, row in rows:
         try:

@@ -29,39 +29,54 @@ def _rows(con: Any, sql: str, params: list[Any]) -> list[dict[str, Any]]:
     return [dict(zip(cols, r)) for r in rows]
 
 
-def _take(rows: list[dict[str, Any]], key: str, idx: np.ndarray) -> list[Any]:
-    return [rows[i][key] for i in idx]
+class _Columns:
+    """The rows' columns as arrays, each built once: a bootstrap draw is one numpy take per column,
+    not a Python loop over dicts (the report of a million verdicts spent most of its time there)."""
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        self.rows = rows
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def take(self, key: str, idx: np.ndarray) -> list[Any]:
+        """``[rows[i][key] for i in idx]``, the same values in the same order."""
+        if key not in self.arrays:
+            column = np.empty(len(self.rows), dtype=object)
+            column[:] = [row[key] for row in self.rows]
+            self.arrays[key] = column
+        return list(self.arrays[key][idx].tolist())
 
 
 def _label_stats(rows: list[dict[str, Any]]) -> dict[str, Statistic]:
+    cols = _Columns(rows)
     binary = bool(rows) and rows[0]["positive"] is not None
     def auroc(idx: np.ndarray) -> float | None:
-        return stats.auroc([h == rows[0]["positive"] for h in _take(rows, "human_label", idx)],
-                           _take(rows, "score", idx)) if binary else None
+        return stats.auroc([h == rows[0]["positive"] for h in cols.take("human_label", idx)],
+                           cols.take("score", idx)) if binary else None
     def ece(idx: np.ndarray) -> float | None:
         if not binary:
             return None
-        return stats.ece(_take(rows, "confidence", idx),
-                         [rows[i]["label"] == rows[i]["human_label"] for i in idx])
+        return stats.ece(cols.take("confidence", idx),
+                         [a == b for a, b in zip(cols.take("label", idx), cols.take("human_label", idx))])
     return {
-        "accuracy": lambda idx: stats.accuracy(_take(rows, "human_label", idx), _take(rows, "label", idx)),
-        "kappa": lambda idx: stats.cohen_kappa(_take(rows, "human_label", idx), _take(rows, "label", idx)),
-        "macro_f1": lambda idx: stats.macro_f1(_take(rows, "human_label", idx), _take(rows, "label", idx)),
+        "accuracy": lambda idx: stats.accuracy(cols.take("human_label", idx), cols.take("label", idx)),
+        "kappa": lambda idx: stats.cohen_kappa(cols.take("human_label", idx), cols.take("label", idx)),
+        "macro_f1": lambda idx: stats.macro_f1(cols.take("human_label", idx), cols.take("label", idx)),
         "auroc": auroc, "ece": ece}
 
 
 def _score_stats(rows: list[dict[str, Any]]) -> dict[str, Statistic]:
+    cols = _Columns(rows)
     scale = int(rows[0]["scale"]) if rows else 2
     def human_points(idx: np.ndarray) -> list[int]:
-        return [max(1, min(int(np.floor(h + 0.5)), scale)) for h in _take(rows, "human_score", idx)]
+        return [max(1, min(int(np.floor(h + 0.5)), scale)) for h in cols.take("human_score", idx)]
     return {
-        "spearman": lambda idx: stats.spearman(_take(rows, "score", idx), _take(rows, "human_score", idx)),
-        "kendall_tau_b": lambda idx: stats.kendall_tau_b(_take(rows, "score", idx), _take(rows, "human_score", idx)),
-        "pearson": lambda idx: stats.pearson(_take(rows, "score", idx), _take(rows, "human_score", idx)),
-        "qwk": lambda idx: stats.quadratic_weighted_kappa(human_points(idx), _take(rows, "points", idx),
+        "spearman": lambda idx: stats.spearman(cols.take("score", idx), cols.take("human_score", idx)),
+        "kendall_tau_b": lambda idx: stats.kendall_tau_b(cols.take("score", idx), cols.take("human_score", idx)),
+        "pearson": lambda idx: stats.pearson(cols.take("score", idx), cols.take("human_score", idx)),
+        "qwk": lambda idx: stats.quadratic_weighted_kappa(human_points(idx), cols.take("points", idx),
                                                           list(range(1, scale + 1))),
-        "acc_eq": lambda idx: stats.acc_eq(_take(rows, "human_score", idx), _take(rows, "points", idx),
-                                           [g or "" for g in _take(rows, "grp", idx)])}
+        "acc_eq": lambda idx: stats.acc_eq(cols.take("human_score", idx), cols.take("points", idx),
+                                           [g or "" for g in cols.take("grp", idx)])}
 
 
 def _pair_stats(rows: list[dict[str, Any]]) -> dict[str, Statistic]:

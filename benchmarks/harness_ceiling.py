@@ -14,8 +14,10 @@ Every arm runs in its own child process (clean peak RSS, no warm caches shared b
 - ``tau2``: retail and telecom tasks played by scripted seats (each gold action called on the live
   environment with a sync after it, then the reward), repeated to about N/10 agent steps: steps/s.
 
-Printed per arm and size: throughput, peak RSS of the child, the store's size on disk, the time
-to the first stored verdict, then per arm the ratio of the largest size's throughput to the
+Printed per arm and size: throughput while judging (verdicts up to the last stored one) and end
+to end (start, judging and the agreement report), peak RSS of the child, the store's size on disk, the time
+to the first stored verdict (for ``http`` also the fake server's CPU seconds per second of
+judging: near the machine's other core, the server is the limit), then per arm the ratio of the largest size's throughput to the
 smallest's (how cost grows with the job), and the top 10 functions by own time (cProfile) of the
 ``inproc`` arm at ``--profile-size`` (a separate child: the profiler slows what it measures).
 Goals (issue 32, this 2-core CPU): inproc >= 2,000 verdicts/s at 100k and 1M within 20 % of 10k;
@@ -113,7 +115,7 @@ def write_rubric(path: Path, criteria: int) -> None:
 
 
 def _watch_first_verdict() -> dict[str, float]:
-    """Record when the store writer first commits a batch holding verdict rows."""
+    """Record when the store writer first and last commits a batch holding verdict rows."""
     from uxlocal.store.writer import StoreWriter
 
     seen: dict[str, float] = {}
@@ -121,8 +123,9 @@ def _watch_first_verdict() -> dict[str, float]:
 
     def commit(self: StoreWriter, batch: list[tuple[str, Any, int]], statements: list[Any]) -> None:
         original(self, batch, statements)
-        if "first" not in seen and any(table == "verdicts" for table, _, _ in batch):
-            seen["first"] = time.perf_counter()
+        if any(table == "verdicts" for table, _, _ in batch):
+            seen.setdefault("first", time.perf_counter())
+            seen["last"] = time.perf_counter()
 
     StoreWriter._commit = commit  # type: ignore[method-assign]
     return seen
@@ -157,7 +160,9 @@ def judge_arm(arm: str, size: int, folder: Path, url: str | None) -> dict[str, A
                                  max_batch=1024, max_live=4096), pool=pool)
     wall = time.perf_counter() - started
     verdicts = result.stats.requests
-    return {"wall_s": wall, "verdicts": verdicts, "rate": verdicts / wall, "unit": "verdicts/s",
+    judging = seen.get("last", started + wall) - started
+    return {"wall_s": wall, "verdicts": verdicts, "rate": verdicts / judging, "end_to_end": verdicts / wall,
+            "judging_s": judging, "unit": "verdicts/s",
             "failed": result.stats.episodes_failed, "store_mb": _size_mb(db),
             "first_s": seen.get("first", float("nan")) - started, "rss_before_mb": rss_before}
 
@@ -231,6 +236,25 @@ def run_child(arm: str, size: int, *, url: str | None = None, profile: bool = Fa
         return dict(json.loads(out.read_text(encoding="utf-8")))
 
 
+def _measured(arm: str, size: int, server: subprocess.Popen[str] | None, url: str | None) -> dict[str, Any]:
+    """One arm's figures; for ``http`` also the CPU seconds the fake server used meanwhile."""
+    if arm != "http" or server is None:
+        return run_child(arm, size)
+    before = process_cpu_s(server.pid)
+    figures = run_child(arm, size, url=url)
+    figures["server_cpu_s"] = process_cpu_s(server.pid) - before
+    return figures
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid``, threads that ended included (``/proc/PID/stat``).
+
+    The fake server starts a thread per connection; per-thread counters vanish with the thread.
+    """
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def start_server() -> tuple[subprocess.Popen[str], str]:
     """The instant OpenAI-compatible server in its own process; (process, base URL)."""
     proc = subprocess.Popen(module_command("benchmarks._openai_fake", "--no-record", "--served", SERVED),
@@ -257,10 +281,15 @@ def _rows(arm: str, size: int, fig: dict[str, Any]) -> list[tuple[str, Any]]:
         return [(f"tau2 retail: steps/s ({fig['retail']['steps']:,} steps)", fig["retail"]["rate"]),
                 (f"tau2 telecom: steps/s ({fig['telecom']['steps']:,} steps)", fig["telecom"]["rate"]),
                 ("tau2: peak RSS (MB)", fig["peak_rss_mb"])]
-    return [(f"{arm} {size:,}: verdicts/s", fig["rate"]), (f"{arm} {size:,}: wall (s)", fig["wall_s"]),
+    rows = [(f"{arm} {size:,}: verdicts/s judging (to last stored)", fig["rate"]),
+            (f"{arm} {size:,}: verdicts/s end to end (with report)", fig["end_to_end"]),
+            (f"{arm} {size:,}: wall (s)", fig["wall_s"]),
             (f"{arm} {size:,}: peak RSS (MB)", fig["peak_rss_mb"]), (f"{arm} {size:,}: store (MB)", fig["store_mb"]),
             (f"{arm} {size:,}: first stored verdict (s)", fig["first_s"]),
             (f"{arm} {size:,}: failed episodes", fig["failed"])]
+    if "server_cpu_s" in fig:
+        rows.append((f"{arm} {size:,}: fake server CPU / judging wall", fig["server_cpu_s"] / fig["judging_s"]))
+    return rows
 
 
 def main(args: argparse.Namespace) -> None:
@@ -274,8 +303,7 @@ def main(args: argparse.Namespace) -> None:
     server, url = start_server() if "http" in arms else (None, None)
     try:
         for arm in arms:
-            figures = {size: run_child(arm, size, url=url if arm == "http" else None)
-                       for size in (sizes[-1:] if arm == "tau2" else sizes)}
+            figures = {size: _measured(arm, size, server, url) for size in (sizes[-1:] if arm == "tau2" else sizes)}
             for size, fig in figures.items():
                 rows += _rows(arm, size, fig)
             if len(figures) > 1:

@@ -223,6 +223,6 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    _parser = argparse.ArgumentParser(description="A tiny OpenAI-compatible server")
-    add_cli_args(_parser)
-    main(_parser.parse_args())
+    from benchmarks._common import cli_parser
+
+    main(cli_parser(__doc__, add_cli_args).parse_args())

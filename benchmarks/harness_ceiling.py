@@ -7,7 +7,7 @@ Every arm runs in its own child process (clean peak RSS, no warm caches shared b
 
 - ``inproc``: ``uxlocal judge`` (rubric ``ux-liked``, human column ``thumb``) of N synthetic
   two-message conversations through ``run_suite``, with an engine that answers every label
-  request at once with label probabilities (``InstantJudge``);
+  request at once with label probabilities (``instant_judge``);
 - ``inproc8``: the same with a label rubric of 8 criteria (8 verdicts per conversation);
 - ``http``: the same as ``inproc`` through the openai-http backend against the tests' instant
   OpenAI-compatible server (``benchmarks/_openai_fake.py``), itself in a third process;
@@ -43,44 +43,28 @@ from typing import Any
 
 from benchmarks._common import REPO, cli_parser, module_command, report
 
-from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
-from uxlocal.grammar import Choice, parse_output
+from uxlocal.engine.base import PreparedRequest
+from uxlocal.engine.fake import FakeEngine, Scripted
+from uxlocal.grammar import Choice
 
 ARMS = ("inproc", "inproc8", "http", "tau2")
 SERVED = "fake-model"
 
 
-class InstantJudge:
-    """An engine that costs nothing: label probabilities from the request hash, JSON from the grammar."""
+def instant_answer(prepared: PreparedRequest) -> Scripted:
+    """A judge that costs nothing: label probabilities from the request hash (JSON: an empty object)."""
+    constraint = prepared.request.constraint
+    if not isinstance(constraint, Choice):
+        return "{}"
+    p = 0.2 + 0.6 * (int(prepared.request_hash[:4], 16) / 0xFFFF)
+    labels = constraint.labels
+    probs = {label: (p if k == 0 else (1 - p) / max(1, len(labels) - 1)) for k, label in enumerate(labels)}
+    return {"text": max(probs, key=probs.__getitem__), "label_probs": probs}
 
-    max_model_len = 100_000
-    identity = "instant-judge"
 
-    def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None) -> list[GenResult]:
-        """Answer every request at once (each handed to ``sink`` as it is made)."""
-        results = []
-        for i, prepared in enumerate(batch):
-            results.append(self._one(prepared))
-            if sink is not None:
-                sink.done(i, results[-1])
-        return results
-
-    @staticmethod
-    def _one(prepared: PreparedRequest) -> GenResult:
-        constraint = prepared.request.constraint
-        if isinstance(constraint, Choice):
-            p = 0.2 + 0.6 * (int(prepared.request_hash[:4], 16) / 0xFFFF)
-            labels = constraint.labels
-            probs = {label: (p if k == 0 else (1 - p) / max(1, len(labels) - 1)) for k, label in enumerate(labels)}
-            text = max(probs, key=probs.__getitem__)
-            return GenResult(text, "stop", prompt_tokens=len(prepared.prompt_ids), completion_tokens=1,
-                             latency_ms=0.0, valid=True, parsed=text, label_probs=probs)
-        parsed = parse_output(constraint, "{}", "stop")
-        return GenResult("{}", "stop", completion_tokens=1, valid=parsed.valid, parsed=parsed.value,
-                         error=parsed.error)
-
-    def close(self) -> None:
-        """Nothing to free."""
+def instant_judge() -> FakeEngine:
+    """The in-process arm's engine: ``instant_answer`` for every request, nothing recorded."""
+    return FakeEngine(instant_answer, identity="instant-judge", record=False)
 
 
 # ---------------------------------------------------------------- inputs
@@ -146,7 +130,7 @@ def judge_arm(arm: str, size: int, folder: Path, url: str | None) -> dict[str, A
     options = {"input": str(source), "rubric": rubric, "human_col": "thumb", "bootstrap": 20}
     db = folder / "judge.duckdb"
     if url is None:
-        pool = ModelPool.from_engines({"judge": InstantJudge()})  # type: ignore[dict-item]
+        pool = ModelPool.from_engines({"judge": instant_judge()})
         models: dict[str, str] = {}
     else:
         (folder / "srv.toml").write_text(f'name = "srv"\nbackend = "openai-http"\nendpoints = ["{url}"]\n'

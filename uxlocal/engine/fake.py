@@ -26,8 +26,10 @@ class FakeEngine:
 
     max_model_len = 100_000
 
-    def __init__(self, script: Script | None = None, *, identity: str = "fake-engine") -> None:
+    def __init__(self, script: Script | None = None, *, identity: str = "fake-engine", record: bool = True) -> None:
         self.identity = identity
+        self.record = record
+        """Keep every batch (tests read ``requests``); off for long benchmarks, so memory stays flat."""
         self.calls = 0
         self.batches: list[list[PreparedRequest]] = []
         self.busy_s = 0.0
@@ -55,7 +57,8 @@ class FakeEngine:
     def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None) -> list[GenResult]:
         """Answer each request from the script, handing each result to ``sink`` as it is made."""
         self.calls += 1
-        self.batches.append(list(batch))
+        if self.record:
+            self.batches.append(list(batch))
         results = []
         for i, prepared in enumerate(batch):
             results.append(self._one(prepared))

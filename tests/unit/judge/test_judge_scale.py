@@ -94,3 +94,24 @@ def test_killed_streamed_judge_run_resumes_without_rejudging_and_ends_with_one_v
         episodes = con.execute("SELECT count(*), count(DISTINCT episode_id) FROM episodes").fetchone()
         items = con.execute("SELECT count(*), count(DISTINCT item_id) FROM items").fetchone()
     assert verdicts == (200, 200) and episodes == (200, 200) and items == (200, 200)
+
+
+def test_label_statistics_on_coded_columns_equal_those_on_the_label_strings() -> None:
+    import numpy as np
+
+    from uxlocal import stats
+    from uxlocal.suites.judge import report
+
+    rng = np.random.default_rng(3)
+    names = ["liked", "disliked", "unclear"]
+    rows = [{"human_label": names[int(rng.integers(0, 2))], "label": names[int(rng.integers(0, 3))],
+             "score": float(rng.random()), "confidence": float(rng.random()), "positive": "liked"}
+            for _ in range(300)]
+    idx = rng.integers(0, 300, size=300)
+    human, label = [rows[i]["human_label"] for i in idx], [rows[i]["label"] for i in idx]
+    expected = {"accuracy": stats.accuracy(human, label), "kappa": stats.cohen_kappa(human, label),
+                "macro_f1": stats.macro_f1(human, label),
+                "auroc": stats.auroc([h == "liked" for h in human], [rows[i]["score"] for i in idx]),
+                "ece": stats.ece([rows[i]["confidence"] for i in idx], [a == b for a, b in zip(label, human)])}
+    got = {name: f(idx) for name, f in report._label_stats(rows).items()}
+    assert all(v is not None for v in expected.values()) and got == pytest.approx(expected)

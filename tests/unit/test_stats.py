@@ -190,3 +190,18 @@ def test_bootstrap_many_statistics_share_their_resamples() -> None:
                                    "mean": lambda d: float(values[d.index].mean())}, 5, n_resamples=200, seed=4)
     assert result["sum"].low == pytest.approx(5 * result["mean"].low)  # type: ignore[operator]
     assert result["sum"].high == pytest.approx(5 * result["mean"].high)  # type: ignore[operator]
+
+
+def test_bootstrap_draw_of_single_item_clusters_equals_the_cluster_loop() -> None:
+    import numpy as np
+
+    from uxlocal.stats import _draw, _plan
+
+    clusters = [f"c{i}" for i in range(50)]
+    strata = [i % 3 for i in range(50)]
+    fast = _plan(50, clusters, strata)
+    assert all(isinstance(stratum, np.ndarray) for stratum in fast)
+    slow = [[np.asarray([i]) for i in stratum] for stratum in fast]  # what the plan was before
+    for seed in range(3):
+        a, b = _draw(fast, np.random.default_rng(seed)), _draw(slow, np.random.default_rng(seed))
+        assert a.index.tolist() == b.index.tolist() and a.unit.tolist() == b.unit.tolist()

@@ -21,7 +21,7 @@ from uxlocal.engine.pool import ModelPool
 from uxlocal.engine.resolve import resolve
 from uxlocal.episode import EpisodeSpec, utcnow
 from uxlocal.errors import InputError, format_validation_error
-from uxlocal.models import ResolvedModel
+from uxlocal.models import ResolvedModel, adapter_hashes
 from uxlocal.reportkit.model import ReportTable
 from uxlocal.rollout import RunStats, Scheduler
 from uxlocal.store.db import connect
@@ -59,7 +59,7 @@ def run_suite(run: RunConfig, *, pool: ModelPool | None = None, models: dict[str
     models = {role: pool.model(role) for role in pool.roles}
     run = run.model_copy(update={"models": {r: m.identity for r, m in models.items()},
                                  "suite_config": config.identity_dump(),
-                                 "prompt_hashes": suite.prompt_hashes(config)})
+                                 "prompt_hashes": {**suite.prompt_hashes(config), **adapter_hashes(models)}})
     run_id = run.run_id(nonce=str(time.time_ns()) if run.fresh else "")
     con = connect(run.db_path)
     writer = StoreWriter(con)

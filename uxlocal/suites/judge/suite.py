@@ -21,6 +21,8 @@ from uxlocal.episode import EpisodeSpec
 from uxlocal.reportkit.model import ReportTable
 from uxlocal import paths
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
+from uxlocal.models import ResolvedModel
+from uxlocal.suites.judge import adapter as judge_adapter
 from uxlocal.suites.judge import episodes
 from uxlocal.suites.judge.config import JudgeConfig
 from uxlocal.suites.judge.inputs import HumanParser, JudgeItem, input_sha256, load_items
@@ -109,13 +111,22 @@ class JudgeSuite(Suite):
         return DemoSpec(config, {"judge": "embedded"}, limit=10,
                         data="uxlocal's bundled judge sample (conversations we wrote, CC0, with human thumbs)")
 
+    def adapt_models(self, config: SuiteConfig, models: dict[str, ResolvedModel]) -> dict[str, ResolvedModel]:
+        """Attach ``--judge-adapter`` adapters (checked against their base) to their judge roles."""
+        assert isinstance(config, JudgeConfig)
+        return judge_adapter.attach(config.judge_adapter, models)
+
     def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
-        """Rubric sha256, prompt wording hash and the input's content hash."""
+        """Rubric sha256, prompt wording hash, the input's content hash (and the held-out selection)."""
         assert isinstance(config, JudgeConfig)
         _require_input(config)
         rubric = load_rubric(config.rubric)
-        return {f"rubric/{rubric.name}": rubric.sha256(), "judge/prompts": template_sha256(),
-                "input": input_sha256(config.input)}
+        hashes = {f"rubric/{rubric.name}": rubric.sha256(), "judge/prompts": template_sha256(),
+                  "input": input_sha256(config.input)}
+        if config.heldout_of:
+            ids = judge_adapter.heldout_ids(config.heldout_of, hashes["input"])
+            hashes["judge/heldout"] = judge_adapter.ids_sha256(ids)
+        return hashes
 
     def plan(self, config: SuiteConfig, run: RunConfig) -> SuitePlan:
         """Load the input and make one episode per (unit, judge), conversations kept adjacent."""
@@ -126,10 +137,16 @@ class JudgeSuite(Suite):
         loaded = load_items(config.input, config.columns(), pairwise=pairwise, human=human_parser(rubric),
                             skip_bad_rows=config.skip_bad_rows)
         asker = episodes.Asker(rubric, reason=config.mode == "reason", layout=config.layout,
-                               reason_max_tokens=config.reason_max_tokens)
+                               reason_max_tokens=config.reason_max_tokens,
+                               loras=judge_adapter.role_loras(config.judge_adapter))
         roles = judge_roles(run.models) or ["judge"]
         plan = SuitePlan(episodes=[])
-        for item in loaded.items[: run.limit]:
+        items = loaded.items
+        if config.heldout_of:
+            keep = set(judge_adapter.heldout_ids(config.heldout_of, input_sha256(config.input)))
+            items = [i for i in items if i.item_id in keep]
+            plan.notes.append(f"{len(items)} held-out rows of the adapter {config.heldout_of}")
+        for item in items[: run.limit]:
             for turn in episodes.unit_turns(item, rubric.unit):
                 row = _item_rows(item, turn, rubric.kind)
                 plan.items.append(row)

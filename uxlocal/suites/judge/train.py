@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from uxlocal.errors import InputError
-from uxlocal.models import ResolvedModel
+from uxlocal.models import ResolvedModel, folder_fingerprint
+from uxlocal.suites.judge.adapter import META_FILE
 from uxlocal.suites.judge import episodes
 from uxlocal.suites.judge.inputs import Columns, JudgeItem, input_sha256, load_items
 from uxlocal.suites.judge.prompts import Layout, template_sha256
@@ -43,7 +44,6 @@ from uxlocal.train import lora
 from uxlocal.train.adapter import save_adapter
 from uxlocal.train.examples import Example, completion_example
 
-META_FILE = "judge_adapter.json"
 MIN_HELDOUT = 10
 """Fewest held-out rows whose agreement we report (with at least two human classes)."""
 JUDGE_SETTINGS = lora.TrainSettings(steps=60, batch_size=8, lr=1e-3, warmup=6, max_length=2048)
@@ -75,7 +75,7 @@ class Split:
     def as_dict(self) -> dict[str, Any]:
         """For the adapter's metadata."""
         return {"train_rows": len(self.train), "heldout_rows": len(self.heldout),
-                "heldout_groups": self.heldout_groups}
+                "heldout_groups": self.heldout_groups, "heldout_ids": [i.item_id for i in self.heldout]}
 
 
 @dataclass
@@ -342,7 +342,8 @@ class JudgeTrainResult:
 def _meta(prepared: Prepared, base: ResolvedModel, settings: lora.TrainSettings, result: dict[str, Any]) -> dict[str, Any]:
     spec = prepared.spec
     return {"kind": "uxlocal-judge-adapter", "base_name": base.name, "base_identity": base.identity,
-            "base_path": base.path, "rubric_name": spec.rubric.name, "rubric_sha256": spec.rubric.sha256(),
+            "base_path": base.path, "base_weights": folder_fingerprint(Path(base.path)) if base.path else None,
+            "rubric_name": spec.rubric.name, "rubric_sha256": spec.rubric.sha256(),
             "prompt_sha256": template_sha256(), "layout": spec.layout, "data_source": spec.source,
             "data_sha256": input_sha256(spec.source), "columns": asdict(spec.columns),
             "split": {"heldout": spec.heldout, "seed": spec.seed, **prepared.split.as_dict()},

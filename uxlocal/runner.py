@@ -51,6 +51,7 @@ def run_suite(run: RunConfig, *, pool: ModelPool | None = None, models: dict[str
     """Plan, execute (resuming if the run exists) and report one suite run."""
     suite = suite or get_suite(run.suite)
     config = suite_config(suite, run.suite_config)
+    owned = pool is None  # a pool built here is nobody else's: its engines close with the run
     if pool is None:
         models = models or resolve_models(suite.role_specs(config, dict(run.models)))
         models = suite.adapt_models(config, models)
@@ -79,6 +80,8 @@ def run_suite(run: RunConfig, *, pool: ModelPool | None = None, models: dict[str
     finally:
         writer.close()
         con.close()
+        if owned:
+            pool.close()
     return RunResult(run_id, run.db_path, stats, tables, resumed, notes)
 
 

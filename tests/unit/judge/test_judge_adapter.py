@@ -19,7 +19,7 @@ from uxlocal.suites.judge import adapter as ja
 from uxlocal.suites.judge.inputs import input_sha256
 from uxlocal.suites.judge.suite import JudgeSuite
 
-from tests.unit.judge.conftest import chat, label_judge, write_jsonl
+from tests.unit.judge.conftest import chat, label_judge, number, write_jsonl
 
 
 def _input(tmp_path: Path, n: int = 6) -> Path:
@@ -39,12 +39,13 @@ def _adapter(folder: Path, *, weights: str = "a" * 64, base_identity: str | None
     return folder
 
 
-def _run(tmp_path: Path, options: dict[str, Any], roles: tuple[str, ...] = ("judge",)) -> tuple[RunResult, FakeEngine]:
+def _run(tmp_path: Path, options: dict[str, Any], roles: tuple[str, ...] = ("judge",),
+         script: Any = label_judge) -> tuple[RunResult, FakeEngine]:
     """Run the judge suite the way the CLI does (resolve, adapt, pool), on the fake backend."""
     suite = JudgeSuite()
     config = suite.config_cls(**options)
     models = suite.adapt_models(config, {role: resolve_spec("fake") for role in roles})
-    pool = ModelPool.from_models(models, fake_script=label_judge)
+    pool = ModelPool.from_models(models, fake_script=script)
     run = RunConfig(suite="judge", suite_config={"bootstrap": 0, **options}, db=str(tmp_path / "j.duckdb"),
                     progress=False)
     result = run_suite(run, pool=pool, suite=suite)
@@ -129,3 +130,37 @@ def test_vllm_lora_rank_fits_the_largest_adapter(tmp_path: Path) -> None:
     (tmp_path / "adapter_config.json").write_text(json.dumps({"r": 32}), encoding="utf-8")
     assert adapter_rank(str(tmp_path)) == 32
     assert adapter_rank(str(tmp_path / "missing")) == 0
+
+
+def _learned(prep: Any) -> dict[str, Any]:
+    """With the adapter: always the human's label (liked unless the number divides by 3); without: ``label_judge``."""
+    if prep.request.lora is None:
+        return label_judge(prep)
+    liked = number(prep.prompt) % 3 != 0
+    return {"text": "liked" if liked else "disliked",
+            "label_probs": {"liked": 0.9 if liked else 0.1, "disliked": 0.1 if liked else 0.9, "unclear": 0.0}}
+
+
+def test_report_shows_learned_vs_prompted_judge_and_both_reliability_curves(tmp_path: Path) -> None:
+    from uxlocal.report.build import build_report
+    from uxlocal.store.db import connect
+    from uxlocal.suites.judge import compare
+    from uxlocal.suites.judge.report import verdict_rows
+
+    rows = [{"id": f"c{i}", "conversation": chat(i), "thumb": "liked" if i % 3 else "disliked"} for i in range(12)]
+    data = write_jsonl(tmp_path / "chats.jsonl", rows)
+    folder = _adapter(tmp_path / "ad", data=data, heldout=[f"c{i}" for i in range(12)])
+    options = {"input": str(data), "human_col": "thumb", "heldout_of": str(folder)}
+    prompted, _ = _run(tmp_path, options, script=_learned)
+    learned, _ = _run(tmp_path, {**options, "judge_adapter": str(folder)}, script=_learned)
+    con = connect(str(tmp_path / "j.duckdb"), read_only=True)
+    assert compare.arm_pairs(con, [learned.run_id, prompted.run_id]) == [(prompted.run_id, learned.run_id)]
+    section = next(s for s in build_report(con, db=str(tmp_path / "j.duckdb")).sections if s.key == "judge")
+    table = section.groups[0].tables[0]
+    assert table.title.startswith("Learned vs prompted judge")
+    by_name = {r[0]: r for r in table.rows}
+    base = compare.agreement("label", verdict_rows(con, prompted.run_id, "label", "overall", "judge"))
+    assert by_name["accuracy"][1:4] == (f"{base['accuracy']:.3f}", "1.000", f"{1 - base['accuracy']:+.3f}")
+    assert base["accuracy"] < 1.0
+    reliability = next(f for f in section.figures if f.key == "judge-reliability")
+    assert "prompted base" in reliability.svg and "learned adapter" in reliability.svg

@@ -41,7 +41,8 @@ from typing import Any
 from uxlocal.errors import InputError
 from uxlocal.models import ResolvedModel, folder_fingerprint
 from uxlocal.suites.judge.adapter import META_FILE
-from uxlocal.suites.judge import episodes
+from uxlocal.suites.judge import compare, episodes
+from uxlocal.suites.judge.compare import COMPARISON_COLUMNS, agreement, difference_intervals, paired
 from uxlocal.suites.judge.inputs import Columns, JudgeItem, input_sha256, load_items
 from uxlocal.suites.judge.prompts import Layout, template_sha256
 from uxlocal.suites.judge.rubrics import TIE_LABEL, Rubric
@@ -276,44 +277,6 @@ def heldout_judge(run: RunFn, base_spec: str, db: str | Path, kind: str, criteri
     return judge
 
 
-def paired(base_rows: list[dict[str, Any]], adapter_rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The rows of the items both arms judged validly, in the same item order."""
-    ids = {r["item_id"] for r in base_rows} & {r["item_id"] for r in adapter_rows}
-    return [r for r in base_rows if r["item_id"] in ids], [r for r in adapter_rows if r["item_id"] in ids]
-
-
-def agreement(kind: str, rows: list[dict[str, Any]]) -> dict[str, float | None]:
-    """The statistics ``uxlocal judge`` reports for this rubric kind, over all ``rows``."""
-    import numpy as np
-
-    from uxlocal.suites.judge.report import LABEL_STATS, PAIR_STATS, SCORE_STATS, agreement_statistics
-
-    names = {"label": LABEL_STATS, "likert": SCORE_STATS, "pairwise": PAIR_STATS}[kind]
-    functions = agreement_statistics(kind, rows)
-    return {name: functions[name](np.arange(len(rows))) for name in names}
-
-
-def difference_intervals(kind: str, base_rows: list[dict[str, Any]], adapter_rows: list[dict[str, Any]], *,
-                         n_resamples: int = 1000, seed: int = 0) -> dict[str, tuple[float | None, float | None]]:
-    """95% paired bootstrap interval of (adapter - base) for every agreement statistic.
-
-    Both arms are resampled with the same item indices. Items, not groups, are drawn: the
-    held-out part is a few whole groups by design, too few clusters for a cluster bootstrap.
-    """
-    from uxlocal import stats
-    from uxlocal.suites.judge.report import agreement_statistics
-
-    before, after = agreement_statistics(kind, base_rows), agreement_statistics(kind, adapter_rows)
-    out = {}
-    for name in agreement(kind, base_rows):
-        def diff(idx: Any, name: str = name) -> float | None:
-            a, b = after[name](idx), before[name](idx)
-            return None if a is None or b is None else a - b
-        interval = stats.bootstrap(diff, len(base_rows), n_resamples=n_resamples, seed=seed)
-        out[name] = (interval.low, interval.high)
-    return out
-
-
 # ---------------------------------------------------------------- training
 
 
@@ -403,18 +366,6 @@ def update_meta(folder: str | Path, values: dict[str, Any]) -> None:
     tmp.replace(meta_file)
 
 
-COMPARISON_COLUMNS = ["held-out statistic", "base", "adapter", "adapter - base", "95% interval"]
-
-
 def comparison_rows(result: JudgeTrainResult) -> list[tuple[str | None, ...]]:
     """One row per held-out statistic (``COMPARISON_COLUMNS``), values to 3 decimals."""
-    def fmt(value: float | None, sign: bool = False) -> str | None:
-        return None if value is None else (f"{value:+.3f}" if sign else f"{value:.3f}")
-    rows: list[tuple[str | None, ...]] = []
-    for name, before in result.base.items():
-        after = result.adapter.get(name)
-        diff = None if before is None or after is None else after - before
-        low, high = result.intervals.get(name, (None, None))
-        interval = None if low is None or high is None else f"[{low:+.3f}, {high:+.3f}]"
-        rows.append((name, fmt(before), fmt(after), fmt(diff, sign=True), interval))
-    return rows
+    return compare.comparison_rows(result.base, result.adapter, result.intervals)

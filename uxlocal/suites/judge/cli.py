@@ -148,4 +148,5 @@ def judge_train(input_: str, base: str, out: str, heldout: float, seed: int, ste
     print_rows(jt.COMPARISON_COLUMNS, jt.comparison_rows(result))
     click.echo(f"adapter {result.folder} (weights sha256 {result.weights_sha256[:12]}), {result.seconds:.0f}s; "
                f"both arms are judge runs in {db}")
-    click.echo(f"judge with it: uxlocal judge {input_} -m judge={base} --judge-adapter {out}", err=True)
+    click.echo(f"judge with it: uxlocal judge FILE --rubric {config.rubric} -m judge={base} --judge-adapter {out}; "
+               f"compare: uxlocal report --db {db}", err=True)

@@ -82,6 +82,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     print(f"{'statistic':<12}{'base':>9}{'adapter':>9}{'diff':>9}  95% interval of diff")
     for name, before, after, diff, interval in jt.comparison_rows(result):
         print(f"{name:<12}{before or '-':>9}{after or '-':>9}{diff or '-':>9}  {interval or '-'}")
+    print(f"judged       {result.heldout_judged} of {len(prepared.split.heldout)} held-out rows by both arms")
     print(f"train s      {result.train_s:9.1f}   total s {result.seconds:.1f}   "
           f"train loss {result.losses[0]:.3f} -> {result.losses[-1]:.3f}")
     checks = _checks(result)
@@ -90,6 +91,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     raw = {"model": model.name, "settings": settings.as_dict(), "split": prepared.split.as_dict(),
            "base": result.base, "adapter": result.adapter, "intervals": result.intervals,
            "train_s": result.train_s, "seconds": result.seconds, "losses": result.losses,
+           "heldout_judged": result.heldout_judged,
            "checks": dict(checks)}
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(raw, indent=1), encoding="utf-8")

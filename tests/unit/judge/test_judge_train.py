@@ -202,6 +202,7 @@ def test_judge_train_cli_trains_and_prints_base_and_adapter_side_by_side(trained
     assert meta["settings"]["steps"] == 4 and meta["settings"]["rank"] == 2 and meta["settings"]["alpha"] == 4
     assert meta["split"]["heldout_rows"] >= 10 and (folder / "out" / "adapter_model.safetensors").is_file()
     assert meta["heldout_judged"] == meta["split"]["heldout_rows"]
+    assert f"{meta['heldout_judged']} of {meta['heldout_judged']} held-out rows judged by both arms" in result.output
     with duckdb.connect(str(folder / "train.duckdb"), read_only=True) as con:  # both arms are judge runs
         assert con.execute("SELECT count(*) FROM runs WHERE suite = 'judge'").fetchone() == (2,)
         arms = con.execute("SELECT list(label_probs::VARCHAR ORDER BY item_id) FROM verdicts GROUP BY run_id").fetchall()

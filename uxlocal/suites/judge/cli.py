@@ -145,8 +145,17 @@ def judge_train(input_: str, base: str, out: str, heldout: float, seed: int, ste
     judge = jt.heldout_judge(click.get_current_context().meta[RUNNER_KEY], base, db, rubric.kind,
                              rubric.criteria_list()[0].name)
     result = jt.train_judge(prepared, model, out, judge=judge, settings=settings, on_step=_progress)
+    _print_trained(result, len(prepared.split.heldout), f"--rubric {config.rubric} -m judge={base}", db)
+
+
+def _print_trained(result: Any, heldout_rows: int, judge_options: str, db: str) -> None:
+    """Both arms side by side, how many rows they share, and the next commands."""
+    from uxlocal.suites.judge import train as jt
+
     print_rows(jt.COMPARISON_COLUMNS, jt.comparison_rows(result))
+    click.echo(f"{result.heldout_judged} of {heldout_rows} held-out rows judged by both arms "
+               "(abstentions and invalid verdicts are left out, as uxlocal judge does)")
     click.echo(f"adapter {result.folder} (weights sha256 {result.weights_sha256[:12]}), {result.seconds:.0f}s; "
                f"both arms are judge runs in {db}")
-    click.echo(f"judge with it: uxlocal judge FILE --rubric {config.rubric} -m judge={base} --judge-adapter {out}; "
+    click.echo(f"judge with it: uxlocal judge FILE {judge_options} --judge-adapter {result.folder}; "
                f"compare: uxlocal report --db {db}", err=True)

@@ -297,6 +297,8 @@ class JudgeTrainResult:
     train_s: float = 0.0
     """Wall time of the training loop alone."""
     losses: list[float] = field(default_factory=list)
+    heldout_judged: int = 0
+    """Held-out items both arms judged validly (abstentions and invalid verdicts are left out)."""
 
 
 def _meta(prepared: Prepared, base: ResolvedModel, settings: lora.TrainSettings, result: dict[str, Any]) -> dict[str, Any]:
@@ -352,7 +354,7 @@ def train_judge(prepared: Prepared, base: ResolvedModel, out: str | Path, *, jud
     seconds = time.perf_counter() - started
     update_meta(out, {"heldout_base": before, "heldout_adapter": after, "heldout_difference_95": intervals,
                       "heldout_judged": len(base_rows), "seconds": round(seconds, 1)})
-    return JudgeTrainResult(Path(out), sha, before, after, intervals, seconds, train_s, losses)
+    return JudgeTrainResult(Path(out), sha, before, after, intervals, seconds, train_s, losses, len(base_rows))
 
 
 def update_meta(folder: str | Path, values: dict[str, Any]) -> None:

@@ -333,7 +333,16 @@ def _fit(prepared: Prepared, base: ResolvedModel, out: str | Path, settings: lor
     sha = save_adapter(model, out, META_FILE, _meta(prepared, base, settings, measured))
     del model
     gc.collect()  # the judge runs load the base again, through the serving engine
+    _free_gpu_cache()
     return sha, loss, losses, train_s
+
+
+def _free_gpu_cache() -> None:
+    """Hand torch's cached GPU blocks back: vLLM sizes its KV cache from the memory free at load."""
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def train_judge(prepared: Prepared, base: ResolvedModel, out: str | Path, *, judge: HeldoutJudge,

@@ -137,7 +137,8 @@ def lora_kernels_active() -> bool:
 def adapter_rank(folder: str) -> int:
     """The LoRA rank in a peft folder's ``adapter_config.json`` (0 when unreadable: vLLM will say why)."""
     try:
-        return int(json.loads((Path(folder) / "adapter_config.json").read_text(encoding="utf-8")).get("r", 0))
+        config = json.loads((Path(folder) / "adapter_config.json").read_text(encoding="utf-8"))
+        return max([int(config.get("r", 0)), *map(int, (config.get("rank_pattern") or {}).values())])
     except (OSError, ValueError, TypeError):
         return 0
 

@@ -127,8 +127,9 @@ def test_judge_heldout_of_refuses_other_data(tmp_path: Path) -> None:
 def test_vllm_lora_rank_fits_the_largest_adapter(tmp_path: Path) -> None:
     from uxlocal.engine.vllm import adapter_rank
 
-    (tmp_path / "adapter_config.json").write_text(json.dumps({"r": 32}), encoding="utf-8")
-    assert adapter_rank(str(tmp_path)) == 32
+    (tmp_path / "adapter_config.json").write_text(json.dumps({"r": 32, "rank_pattern": {"q_proj": 64}}),
+                                                  encoding="utf-8")
+    assert adapter_rank(str(tmp_path)) == 64
     assert adapter_rank(str(tmp_path / "missing")) == 0
 
 

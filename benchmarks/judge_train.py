@@ -3,8 +3,9 @@
     .venv/bin/python -m benchmarks.judge_train [--model embedded] [--steps 60] [--top-layers 0] [--json out.json]
 
 Both arms run in one process on the same held-out rows (whole topics the adapter never saw):
-the base model prompted with ``ux-liked`` and the same model with the adapter, through
-``uxlocal.suites.judge.train`` (the code behind ``uxlocal judge train``). Prints the config, then
+the base model prompted with ``ux-liked`` and the same model with the adapter, as two
+``uxlocal judge`` runs (vLLM with LoRA for a vLLM preset), through ``uxlocal.suites.judge.train``
+(the code behind ``uxlocal judge train``). Prints the config, then
 each statistic for both arms with the difference and its 95% paired bootstrap interval, then the
 issue-30 checks: adapter AUROC >= base + 0.15, adapter accuracy >= 0.75, training <= 600 s.
 """
@@ -43,6 +44,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rank", type=int, default=JUDGE_SETTINGS.rank)
     parser.add_argument("--top-layers", type=int, default=0, help="adapt only the top N layers (0 = all)")
     parser.add_argument("--out", default=None, help="adapter folder (default: a temporary folder)")
+    parser.add_argument("--db", default=None, help="store for the two held-out judge runs (default: temporary)")
 
 
 def _checks(result: Any) -> list[tuple[str, bool]]:
@@ -56,6 +58,7 @@ def _checks(result: Any) -> list[tuple[str, bool]]:
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
     """Train, measure both arms, print the block; returns the raw numbers."""
+    from uxlocal.cli.common import run_configured
     from uxlocal.engine.resolve import resolve
     from uxlocal.suites.judge import train as jt
     from uxlocal.suites.judge.inputs import Columns
@@ -67,16 +70,19 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
                        top_layers=args.top_layers)
     model = resolve(args.model)
     spec = jt.JudgeTrainSpec(args.input, Columns(human=args.human_col, group=args.group_col),
-                             load_rubric(args.rubric), heldout=args.heldout, seed=args.seed)
+                             load_rubric(args.rubric), heldout=args.heldout, seed=args.seed, rubric_ref=args.rubric)
     prepared = jt.prepare(spec, model, max_length=settings.max_length)
     print(f"model {model.name} ({device()}), rubric {spec.rubric.name}, {len(prepared.split.train)} train rows, "
           f"{len(prepared.split.heldout)} held-out rows (groups {', '.join(prepared.split.heldout_groups)})")
     print(f"settings {json.dumps(settings.as_dict())}")
     with tempfile.TemporaryDirectory() as tmp:
-        result = jt.train_judge(prepared, model, args.out or Path(tmp) / "adapter", settings=settings)
+        judge = jt.heldout_judge(run_configured, args.model, args.db or Path(tmp) / "judge.duckdb",
+                                 spec.rubric.kind, spec.rubric.criteria_list()[0].name)
+        result = jt.train_judge(prepared, model, args.out or Path(tmp) / "adapter", judge=judge, settings=settings)
     print(f"{'statistic':<12}{'base':>9}{'adapter':>9}{'diff':>9}  95% interval of diff")
     for name, before, after, diff, interval in jt.comparison_rows(result):
         print(f"{name:<12}{before or '-':>9}{after or '-':>9}{diff or '-':>9}  {interval or '-'}")
+    print(f"judged       {result.heldout_judged} of {len(prepared.split.heldout)} held-out rows by both arms")
     print(f"train s      {result.train_s:9.1f}   total s {result.seconds:.1f}   "
           f"train loss {result.losses[0]:.3f} -> {result.losses[-1]:.3f}")
     checks = _checks(result)
@@ -85,6 +91,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     raw = {"model": model.name, "settings": settings.as_dict(), "split": prepared.split.as_dict(),
            "base": result.base, "adapter": result.adapter, "intervals": result.intervals,
            "train_s": result.train_s, "seconds": result.seconds, "losses": result.losses,
+           "heldout_judged": result.heldout_judged,
            "checks": dict(checks)}
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(raw, indent=1), encoding="utf-8")

@@ -93,6 +93,9 @@ class ResolvedModel(BaseModel):
     price_input_per_mtok: float = 0.0
     price_output_per_mtok: float = 0.0
     lora: dict[str, str] = Field(default_factory=dict)
+    lora_ids: dict[str, str] = Field(default_factory=dict)
+    """Adapter name -> content identity (its weights sha256) where known; the cache key and the
+    run identity use it instead of the folder path, so a retrained adapter is a new result."""
     engine_args: dict[str, object] = Field(default_factory=dict)
     identity: str
     """sha256 over what changes outputs: weights fingerprint, tokenizer, dtype, backend, window."""
@@ -407,3 +410,21 @@ def _fake_model(backend: str | None) -> ResolvedModel:
     """The scripted test engine; never loads weights."""
     return ResolvedModel(name="fake", path="", backend="fake", dtype="none", max_model_len=100_000,
                          identity=hashlib.sha256(b"fake-engine").hexdigest())
+
+
+def with_adapter(models: dict[str, ResolvedModel], role: str, name: str, folder: str,
+                 identity: str) -> dict[str, ResolvedModel]:
+    """Register adapter ``name`` on the model serving ``role`` and on every role sharing that model.
+
+    Roles bound to one model share one engine (the pool keeps the first role's model), so all of
+    them must carry the adapter or a request could find it missing.
+    """
+    target = models[role].identity
+    return {r: m.model_copy(update={"lora": {**m.lora, name: folder}, "lora_ids": {**m.lora_ids, name: identity}})
+            if m.identity == target else m for r, m in models.items()}
+
+
+def adapter_hashes(models: dict[str, ResolvedModel]) -> dict[str, str]:
+    """``adapter/<role>/<name>`` -> content identity of every identified adapter (for the run identity)."""
+    return {f"adapter/{role}/{name}": ident for role, m in sorted(models.items())
+            for name, ident in sorted(m.lora_ids.items())}

@@ -234,7 +234,10 @@ class Scheduler:
             digest = hashlib.sha256(f"{self.seed}:{episode.spec.episode_id}:{seq}".encode()).hexdigest()
             seed = int(digest[:8], 16)
         sampling = request.sampling if seed == request.sampling.seed else _with_seed(request.sampling, seed)
-        lora_id = slot.model.lora.get(request.lora) if request.lora else None
+        # an identified adapter is keyed by its weights, else by its folder
+        lora_id = None
+        if request.lora:
+            lora_id = slot.model.lora_ids.get(request.lora) or slot.model.lora.get(request.lora)
         key = request_hash(slot.model.identity, prompt, sampling, request.constraint, request.lora, lora_id)
         return PreparedRequest(request, prompt, ids, key, seed=seed, extra={"seq": seq})
 

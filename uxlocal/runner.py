@@ -20,7 +20,7 @@ from uxlocal.engine.pool import ModelPool
 from uxlocal.engine.resolve import resolve
 from uxlocal.episode import EpisodeSpec, utcnow
 from uxlocal.errors import InputError, format_validation_error
-from uxlocal.models import ResolvedModel
+from uxlocal.models import ResolvedModel, adapter_hashes
 from uxlocal.reportkit.model import ReportTable
 from uxlocal import plan_stream
 from uxlocal.rollout import RunStats, Scheduler
@@ -51,6 +51,7 @@ def run_suite(run: RunConfig, *, pool: ModelPool | None = None, models: dict[str
     """Plan, execute (resuming if the run exists) and report one suite run."""
     suite = suite or get_suite(run.suite)
     config = suite_config(suite, run.suite_config)
+    owned = pool is None  # a pool built here is nobody else's: its engines close with the run
     if pool is None:
         models = models or resolve_models(suite.role_specs(config, dict(run.models)))
         models = suite.adapt_models(config, models)
@@ -59,7 +60,7 @@ def run_suite(run: RunConfig, *, pool: ModelPool | None = None, models: dict[str
     models = {role: pool.model(role) for role in pool.roles}
     run = run.model_copy(update={"models": {r: m.identity for r, m in models.items()},
                                  "suite_config": config.identity_dump(),
-                                 "prompt_hashes": suite.prompt_hashes(config)})
+                                 "prompt_hashes": {**suite.prompt_hashes(config), **adapter_hashes(models)}})
     run_id = run.run_id(nonce=str(time.time_ns()) if run.fresh else "")
     con = connect(run.db_path)
     writer = StoreWriter(con)
@@ -81,6 +82,8 @@ def run_suite(run: RunConfig, *, pool: ModelPool | None = None, models: dict[str
     finally:
         writer.close()
         con.close()
+        if owned:
+            pool.close()
     return RunResult(run_id, run.db_path, stats, tables, resumed, notes)
 
 

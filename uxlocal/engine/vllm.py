@@ -14,11 +14,13 @@ We pass token ids, not chats, so the prompt vLLM sees is exactly the one we hash
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import time
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from uxlocal.cpu_tuning import cpu_engine_args
@@ -132,6 +134,15 @@ def lora_kernels_active() -> bool:
     return status().active
 
 
+def adapter_rank(folder: str) -> int:
+    """The LoRA rank in a peft folder's ``adapter_config.json`` (0 when unreadable: vLLM will say why)."""
+    try:
+        config = json.loads((Path(folder) / "adapter_config.json").read_text(encoding="utf-8"))
+        return max([int(config.get("r", 0)), *map(int, (config.get("rank_pattern") or {}).values())])
+    except (OSError, ValueError, TypeError):
+        return 0
+
+
 class VllmEngine:
     """A loaded vLLM model; built lazily on the first batch that misses the cache."""
 
@@ -188,7 +199,8 @@ class VllmEngine:
         if is_cpu_build():
             args.update(cpu_engine_args(self.model.max_model_len))
         if self.loras:
-            args.update(enable_lora=True, max_loras=self.max_loras, max_lora_rank=self.max_lora_rank)
+            args.update(enable_lora=True, max_loras=self.max_loras,
+                        max_lora_rank=max(self.max_lora_rank, *map(adapter_rank, self.loras.values())))
         args.update(self.model.engine_args)
         started = time.perf_counter()
         try:

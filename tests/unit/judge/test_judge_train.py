@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from uxlocal.errors import InputError
@@ -123,11 +124,20 @@ def test_prepare_refuses_likert_scores_off_the_scale(tmp_path: Path, tiny: Resol
 SETTINGS = TrainSettings(steps=10, batch_size=4, lr=5e-2, warmup=2, rank=4, alpha=8, dropout=0.0, seed=5)
 
 
+def _judge(tiny: ResolvedModel, db: Path) -> jt.HeldoutJudge:
+    """Held-out judge runs of the tiny model on the hf backend (no vLLM in unit tests)."""
+    from uxlocal.cli.common import run_configured
+
+    return jt.heldout_judge(run_configured, f"{tiny.path}@hf", db, "label", "overall")
+
+
 def test_train_judge_lowers_loss_writes_metadata_and_repeats_by_seed(tmp_path: Path, tiny: ResolvedModel) -> None:
     prepared = jt.prepare(_spec(write_jsonl(tmp_path / "a.jsonl", _rows())), tiny)
     steps: list[int] = []
-    first = jt.train_judge(prepared, tiny, tmp_path / "one", settings=SETTINGS, on_step=lambda r: steps.append(r.step))
-    again = jt.train_judge(prepared, tiny, tmp_path / "two", settings=SETTINGS)
+    judge = _judge(tiny, tmp_path / "j.duckdb")
+    first = jt.train_judge(prepared, tiny, tmp_path / "one", judge=judge, settings=SETTINGS,
+                           on_step=lambda r: steps.append(r.step))
+    again = jt.train_judge(prepared, tiny, tmp_path / "two", judge=judge, settings=SETTINGS)
     assert steps == list(range(1, 11))
     assert sum(first.losses[-3:]) < 0.7 * sum(first.losses[:3])
     assert first.adapter["loss"] < first.base["loss"]  # on held-out label tokens
@@ -140,6 +150,16 @@ def test_train_judge_lowers_loss_writes_metadata_and_repeats_by_seed(tmp_path: P
     assert meta["split"]["heldout_groups"] == prepared.split.heldout_groups and meta["split"]["seed"] == 0
     assert meta["settings"]["steps"] == 10 and meta["weights_sha256"] == first.weights_sha256
     assert meta["heldout_adapter"]["loss"] == first.adapter["loss"]
+
+
+def _thumbs(tmp_path: Path) -> str:
+    """A label rubric without an abstain label: a random tiny model would otherwise abstain on every row,
+    and abstentions are left out of the agreement statistics."""
+    rubric = tmp_path / "thumbs.toml"
+    rubric.write_text('name = "thumbs"\nkind = "label"\nquestion = "Would the user like the last reply?"\n'
+                      'positive = "liked"\n[[labels]]\nname = "liked"\n[[labels]]\nname = "disliked"\n',
+                      encoding="utf-8")
+    return str(rubric)
 
 
 def _cli(args: list[str]) -> Any:
@@ -161,17 +181,63 @@ def test_judge_train_cli_exits_2_naming_file_line_and_column_before_training(
     assert not (tmp_path / "out").exists()
 
 
-def test_judge_train_cli_trains_and_prints_base_and_adapter_side_by_side(tmp_path: Path, tiny: ResolvedModel) -> None:
-    path = write_jsonl(tmp_path / "a.jsonl", _rows())
-    result = _cli([str(path), "--human-col", "thumb", "--group-col", "grp", "--base", tiny.path, "--heldout", "0.34",
-                   "--out", str(tmp_path / "out"), "--steps", "3", "--batch-size", "2", "--rank", "2"])
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory, tiny: ResolvedModel) -> tuple[Path, Any]:
+    """One ``uxlocal judge train`` through the CLI (tiny model, hf backend); its folder and result."""
+    folder = tmp_path_factory.mktemp("trained")
+    path = write_jsonl(folder / "a.jsonl", _rows())
+    result = _cli([str(path), "--rubric", _thumbs(folder), "--human-col", "thumb", "--group-col", "grp",
+                   "--base", f"{tiny.path}@hf", "--heldout", "0.34", "--out", str(folder / "out"), "--steps", "4",
+                   "--batch-size", "2", "--rank", "2", "--lr", "0.05", "--db", str(folder / "train.duckdb")])
+    return folder, result
+
+
+def test_judge_train_cli_trains_and_prints_base_and_adapter_side_by_side(trained: tuple[Path, Any]) -> None:
+    folder, result = trained
     assert result.exit_code == 0, result.output
-    assert "step 3/3" in result.output  # log lines when not on a terminal
+    assert "step 4/4" in result.output  # log lines when not on a terminal
     for name in ("accuracy", "kappa", "auroc", "ece", "loss", "95% interval"):
         assert name in result.output
-    meta = json.loads((tmp_path / "out" / jt.META_FILE).read_text())
-    assert meta["settings"]["steps"] == 3 and meta["settings"]["rank"] == 2 and meta["settings"]["alpha"] == 4
-    assert meta["split"]["heldout_rows"] >= 10 and (tmp_path / "out" / "adapter_model.safetensors").is_file()
+    meta = json.loads((folder / "out" / jt.META_FILE).read_text())
+    assert meta["settings"]["steps"] == 4 and meta["settings"]["rank"] == 2 and meta["settings"]["alpha"] == 4
+    assert meta["split"]["heldout_rows"] >= 10 and (folder / "out" / "adapter_model.safetensors").is_file()
+    assert meta["heldout_judged"] == meta["split"]["heldout_rows"]
+    assert f"{meta['heldout_judged']} of {meta['heldout_judged']} held-out rows judged by both arms" in result.output
+    with duckdb.connect(str(folder / "train.duckdb"), read_only=True) as con:  # both arms are judge runs
+        assert con.execute("SELECT count(*) FROM runs WHERE suite = 'judge'").fetchone() == (2,)
+        arms = con.execute("SELECT list(label_probs::VARCHAR ORDER BY item_id) FROM verdicts GROUP BY run_id").fetchall()
+    assert len(arms) == 2 and arms[0] != arms[1]  # the adapter run really ran with the adapter
+
+
+@pytest.mark.parametrize("arm, extra", [
+    ("heldout_adapter", ["--judge-adapter"]),  # the learned judge
+    ("heldout_base", []),  # the prompted base on the same rows
+])
+def test_uxlocal_judge_with_the_adapter_repeats_the_heldout_statistics_judge_train_printed(
+        trained: tuple[Path, Any], tiny: ResolvedModel, tmp_path: Path, arm: str, extra: list[str]) -> None:
+    from click.testing import CliRunner
+
+    from uxlocal.cli import cli
+    from uxlocal.suites.judge.report import verdict_rows
+
+    folder, result = trained
+    assert result.exit_code == 0, result.output
+    out = folder / "out"
+    judged = CliRunner().invoke(cli, ["judge", str(folder / "a.jsonl"), "-m", f"judge={tiny.path}@hf", "--rubric",
+                                      str(folder / "thumbs.toml"), "--human-col", "thumb", "--group-col", "grp",
+                                      "--heldout-of", str(out), *extra, *([str(out)] if extra else []),
+                                      "--db", str(tmp_path / "fresh.duckdb")])  # a new store: no cache to replay
+    assert judged.exit_code == 0, judged.output
+    meta = json.loads((out / jt.META_FILE).read_text())
+    with duckdb.connect(str(tmp_path / "fresh.duckdb"), read_only=True) as con:
+        run_id = con.execute("SELECT run_id FROM runs").fetchone()[0]
+        rows = verdict_rows(con, run_id, "label", "overall", "judge")
+        view = con.execute("SELECT accuracy, kappa, auroc, ece FROM judge_label_agreement").fetchone()
+    assert len(rows) == meta["split"]["heldout_rows"]
+    stats = jt.agreement("label", rows)
+    assert stats == {k: meta[arm][k] for k in stats}  # the same numbers, not close ones
+    assert view == pytest.approx(tuple(meta[arm][k] for k in ("accuracy", "kappa", "auroc", "ece")))
+    assert f"{meta[arm]['auroc']:.3f}" in judged.output
 
 
 def _label_rows(labels: list[str], humans: list[str], scores: list[float]) -> list[dict[str, Any]]:

@@ -274,3 +274,46 @@ def test_judge_prompts_share_the_conversation_prefix_when_one_item_gets_k_replie
     conversation = [*render_transcript(item.history, item.lang).splitlines(), item.query]
     assert_conversation_then_question([p.prompt for p in judge.requests], conversation,
                                       ["first candidate reply", "second candidate reply"])
+
+
+GRM_CASES = [("bad", 0.7), ("bad", 0.5), ("good", 0.3), ("good", 0.9)]
+"""(greedy text, P(good)) of scripted T2/T3 verdicts: the text and the probabilities disagree on purpose
+in the first three rows; 0.5 is a tie, which the GRM rule gives to good."""
+
+
+def _grm_script(prepared: PreparedRequest) -> Any:
+    constraint = prepared.request.constraint
+    if not isinstance(constraint, Choice):
+        return "a reply"  # the candidate: never empty, so every item is judged
+    good, bad = constraint.labels
+    text, p = GRM_CASES[_digest(prepared) % len(GRM_CASES)]
+    return {"text": good if text == "good" else bad, "label_probs": {good: p * 0.9, bad: (1 - p) * 0.9}}
+
+
+@pytest.mark.parametrize("scoring, good_cases", [
+    ("label", {2, 3}),  # the greedy text decides
+    ("grm", {0, 1, 3}),  # P(good) >= 0.5 decides, the tie included
+])
+def test_reply_scoring_grm_reads_the_verdict_from_label_probabilities(tmp_path: Path, scoring: str,
+                                                                      good_cases: set[int]) -> None:
+    judge = FakeEngine(_grm_script, identity="fake-judge")
+    pools = ModelPool.from_engines({"judge": judge, "candidate": FakeEngine(_grm_script, identity="fake-candidate")})
+    cfg = RunConfig(suite="uxbench", suite_config={"bootstrap": 0, "tasks": "eval,recovery", "reply_scoring": scoring},
+                    db=str(tmp_path / "ux.duckdb"), progress=False)
+    result = run_suite(cfg, pool=pools)
+    cases = {"t2": [], "t3": []}  # type: dict[str, list[int]]
+    for prepared in judge.requests:
+        cases[prepared.request.tag[:2]].append(_digest(prepared) % len(GRM_CASES))
+    con = connect(tmp_path / "ux.duckdb", read_only=True)
+    for task, name in (("eval", "t2"), ("recovery", "t3")):
+        n, n_valid, n_good = con.execute("SELECT n, n_valid, n_good FROM uxbench_rates WHERE run_id = ? AND task = ?",
+                                         [result.run_id, task]).fetchone()
+        assert n == n_valid == len(cases[name]) > 0
+        assert n_good == sum(c in good_cases for c in cases[name])
+    scores = con.execute("SELECT DISTINCT round(score, 6) FROM verdicts WHERE run_id = ?", [result.run_id]).fetchall()
+    assert {s for (s,) in scores} <= {0.7, 0.5, 0.3, 0.9}  # score = P(good) / (P(good) + P(bad)) in both modes
+
+
+def test_reply_scoring_is_part_of_the_run_identity(tmp_path: Path) -> None:
+    ids = {run(tmp_path, tasks="eval", reply_scoring=mode).run_id for mode in ("label", "grm")}
+    assert len(ids) == 2

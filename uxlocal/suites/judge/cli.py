@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-from uxlocal.clikit import (CONTEXT, config_options, print_rows, run_options, run_suite_from_command,
-                            split_run_options)
+from uxlocal.clikit import (CONTEXT, RUNNER_KEY, config_options, print_rows, run_options,
+                            run_suite_from_command, split_run_options, store_option)
 from uxlocal.errors import InputError
 from uxlocal.suites.judge.config import JudgeConfig
 from uxlocal.train.lora import StepReport
@@ -116,8 +116,9 @@ def _progress(report: StepReport) -> None:
 @click.option("--rank", type=int, default=8, show_default=True, help="LoRA rank (alpha = 2 x rank).")
 @click.option("--top-layers", type=int, default=0, show_default=True, help="Adapt only the top N layers (0 = all).")
 @click.option("--max-length", type=int, default=2048, show_default=True, help="Longest judge prompt (tokens).")
+@store_option
 def judge_train(input_: str, base: str, out: str, heldout: float, seed: int, steps: int, batch_size: int,
-                lr: float, rank: int, top_layers: int, max_length: int, **columns: Any) -> None:
+                lr: float, rank: int, top_layers: int, max_length: int, db: str, **columns: Any) -> None:
     """Learn a judge from your users' labels; compare it with the base.
 
     \b
@@ -132,14 +133,29 @@ def judge_train(input_: str, base: str, out: str, heldout: float, seed: int, ste
     from uxlocal.suites.judge.rubrics import load_rubric
 
     config = JudgeConfig(input=input_, **{k: v for k, v in columns.items() if v is not None})
-    spec = jt.JudgeTrainSpec(input_, config.columns(), load_rubric(config.rubric), heldout=heldout, seed=seed,
-                             layout=config.layout)
+    rubric = load_rubric(config.rubric)
+    spec = jt.JudgeTrainSpec(input_, config.columns(), rubric, heldout=heldout, seed=seed, layout=config.layout,
+                             rubric_ref=config.rubric)
     settings = replace(jt.JUDGE_SETTINGS, steps=steps, batch_size=batch_size, lr=lr, rank=rank, alpha=2 * rank,
                        warmup=max(1, steps // 10), max_length=max_length, seed=seed, top_layers=top_layers)
     model = resolve(base)
     prepared = jt.prepare(spec, model, max_length=max_length)
     click.echo(f"training on {len(prepared.split.train)} rows, {len(prepared.split.heldout)} held out "
                f"(groups: {', '.join(prepared.split.heldout_groups)})", err=True)
-    result = jt.train_judge(prepared, model, out, settings=settings, on_step=_progress)
+    judge = jt.heldout_judge(click.get_current_context().meta[RUNNER_KEY], base, db, rubric.kind,
+                             rubric.criteria_list()[0].name)
+    result = jt.train_judge(prepared, model, out, judge=judge, settings=settings, on_step=_progress)
+    _print_trained(result, len(prepared.split.heldout), f"--rubric {config.rubric} -m judge={base}", db)
+
+
+def _print_trained(result: Any, heldout_rows: int, judge_options: str, db: str) -> None:
+    """Both arms side by side, how many rows they share, and the next commands."""
+    from uxlocal.suites.judge import train as jt
+
     print_rows(jt.COMPARISON_COLUMNS, jt.comparison_rows(result))
-    click.echo(f"adapter {result.folder} (weights sha256 {result.weights_sha256[:12]}), {result.seconds:.0f}s")
+    click.echo(f"{result.heldout_judged} of {heldout_rows} held-out rows judged by both arms "
+               "(abstentions and invalid verdicts are left out, as uxlocal judge does)")
+    click.echo(f"adapter {result.folder} (weights sha256 {result.weights_sha256[:12]}), {result.seconds:.0f}s; "
+               f"both arms are judge runs in {db}")
+    click.echo(f"judge with it: uxlocal judge FILE {judge_options} --judge-adapter {result.folder}; "
+               f"compare: uxlocal report --db {db}", err=True)

@@ -18,7 +18,9 @@ class JudgeConfig(SuiteConfig):
     not_in_identity: ClassVar[dict[str, str]] = {
         "input": "where the data sits; its content hash is in the run identity instead",
         "rubric": "where the rubric sits; its sha256 is in the run identity instead",
-        "judges": "model bindings; the models' identities are in the run identity"}
+        "judges": "model bindings; the models' identities are in the run identity",
+        "judge_adapter": "where the adapter sits; its weights sha256 is in the run identity instead",
+        "heldout_of": "where the adapter sits; the hash of the held-out ids is in the run identity instead"}
 
     input: str = ""
     """JSONL, CSV or Parquet file, or duckdb:PATH::SQL."""
@@ -54,6 +56,11 @@ class JudgeConfig(SuiteConfig):
     """Bootstrap resamples for the 95% intervals (0 = none)."""
     judges: str | None = None
     """Comma-separated judge models: the first binds role judge, the next judge2, judge3, ..."""
+    judge_adapter: str | None = None
+    """Learned judge: an adapter folder from `uxlocal judge train` (or a preset's adapter name) for role
+    judge, or judgeN=DIR pairs, comma-separated (e.g. judge2=DIR beside a prompted judge)."""
+    heldout_of: str | None = None
+    """Judge only the rows this adapter folder's training held out (its measured split)."""
 
     def columns(self) -> Columns:
         """The column map."""

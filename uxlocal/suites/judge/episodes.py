@@ -112,8 +112,11 @@ def reason_schema(rubric: Rubric) -> JsonSchema:
 class Asker:
     """Builds the judge requests of one run (rubric, mode and layout fixed)."""
 
-    def __init__(self, rubric: Rubric, *, reason: bool, layout: Layout, reason_max_tokens: int) -> None:
+    def __init__(self, rubric: Rubric, *, reason: bool, layout: Layout, reason_max_tokens: int,
+                 loras: dict[str, str] | None = None) -> None:
         self.rubric = rubric
+        self.loras = dict(loras or {})
+        """Role -> the LoRA adapter its requests name (a learned judge); other roles use the base."""
         self.reason = reason
         self.layout = layout
         if reason:
@@ -128,7 +131,7 @@ class Asker:
         """One judge request for one criterion."""
         messages = judge_messages(self.rubric, criterion, turns, pair=pair, per_turn=per_turn,
                                   reason=self.reason, layout=self.layout)
-        return GenRequest(role, tuple(messages), self.sampling, self.constraint, tag=tag)
+        return GenRequest(role, tuple(messages), self.sampling, self.constraint, lora=self.loras.get(role), tag=tag)
 
 
 # ---------------------------------------------------------------- rows

@@ -103,6 +103,15 @@ def _pair_stats(rows: list[dict[str, Any]]) -> dict[str, Statistic]:
         "flip_rate": lambda idx: mean([bool(rows[i]["flip"]) for i in idx if rows[i]["flip"] is not None])}
 
 
+def verdict_rows(con: Any, run_id: str, kind: str, criterion: str, role: str) -> list[dict[str, Any]]:
+    """The rows the agreement statistics of one (criterion, judge) read, by item id."""
+    if kind == "pairwise":
+        return _rows(con, "SELECT * FROM judge_verdicts WHERE run_id = ? AND criterion = ? AND judge_role = ? "
+                          "AND valid AND status = 'ok' ORDER BY item_id", [run_id, criterion, role])
+    return _rows(con, "SELECT * FROM judge_scored WHERE run_id = ? AND criterion = ? AND judge_role = ? "
+                      "ORDER BY item_id", [run_id, criterion, role])
+
+
 def agreement_statistics(kind: str, rows: list[dict[str, Any]]) -> dict[str, Statistic]:
     """The Python reference of the agreement views: statistic name -> function of row indices."""
     builders = {"label": _label_stats, "likert": _score_stats, "pairwise": _pair_stats}
@@ -150,11 +159,7 @@ def _agreement_table(con: Any, run_id: str, kind: str, n_boot: int, seed: int) -
     out = []
     grouped = False
     for p in points:
-        rows = _rows(con, "SELECT * FROM judge_scored WHERE run_id = ? AND criterion = ? AND judge_role = ? "
-                          "ORDER BY item_id", [run_id, p["criterion"], p["judge_role"]])
-        if kind == "pairwise":
-            rows = _rows(con, "SELECT * FROM judge_verdicts WHERE run_id = ? AND criterion = ? AND judge_role = ? "
-                              "AND valid AND status = 'ok' ORDER BY item_id", [run_id, p["criterion"], p["judge_role"]])
+        rows = verdict_rows(con, run_id, kind, p["criterion"], p["judge_role"])
         functions = agreement_statistics(kind, rows)
         clusters = [r["grp"] if r["grp"] is not None else r["source_id"] for r in rows]
         grouped = grouped or any(r["grp"] is not None for r in rows)

@@ -9,6 +9,10 @@ of ``suites/judge/views.sql``, so a plot and the table beside it come from the s
 - human vs judge scatter: ``judge_scored`` for likert rubrics (expected score against human);
 - position bias: ``judge_pairwise_agreement`` (P(first shown wins) and the flip rate).
 
+Tables: each run's own, preceded by "learned vs prompted judge" (``compare.py``) when the report
+shows both held-out runs of a ``uxlocal judge train``; the reliability diagram then draws both
+arms, the prompted base and the learned adapter, side by side.
+
 One figure per (criterion, judge) where a rubric has several; a run's id is added to the labels
 when the report shows several runs.
 """
@@ -19,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from uxlocal.reportkit.rows import NoData, in_list, rows_of
-from uxlocal.reportkit.model import Figure
+from uxlocal.reportkit.model import Figure, TableGroup
 from uxlocal.reportkit.plots import (
     ReliabilityBin,
     grouped_hbars_svg,
@@ -29,7 +33,20 @@ from uxlocal.reportkit.plots import (
 )
 from uxlocal.reportkit.registry import register_figure, register_section
 
-register_section("judge", title="Judge scoring of your own data", order=50)
+
+
+def tables(con: Any, run_ids: Sequence[str]) -> list[TableGroup]:
+    """The "learned vs prompted judge" comparison (when ``judge train``'s two held-out runs are
+    both shown), then each run's own tables, as the terminal prints them."""
+    from uxlocal.suites.judge.compare import learned_vs_prompted
+    from uxlocal.suites.judge.suite import JudgeSuite
+
+    learned = learned_vs_prompted(con, list(run_ids))
+    groups = [TableGroup(None, learned, heading="Learned vs prompted judge")] if learned else []
+    return groups + [TableGroup(run_id, JudgeSuite().report(con, run_id)) for run_id in run_ids]
+
+
+register_section("judge", title="Judge scoring of your own data", order=50, tables=tables)
 
 MAX_MATRICES = 12
 """Confusion matrices drawn at most (one per criterion and judge); the rest are counted in a note."""
@@ -56,13 +73,25 @@ def _groups(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str], list[dict[
     return out
 
 
+def _arm_names(con: Any, run_ids: Sequence[str]) -> dict[str, str]:
+    """Run id -> "prompted base" / "learned adapter" for ``judge train``'s held-out runs."""
+    from uxlocal.suites.judge.compare import arm_pairs
+
+    names = {}
+    for prompted, learned in arm_pairs(con, list(run_ids)):
+        names[prompted] = f"prompted base [{prompted}]"
+        names[learned] = f"learned adapter [{learned}]"
+    return names
+
+
 @register_figure("judge")
 def reliability(con: Any, run_ids: Sequence[str]) -> list[Figure]:
     """Reliability diagram of binary label rubrics."""
     rows = _rows(con, f"SELECT * FROM judge_reliability WHERE run_id IN {in_list(run_ids)} "
                       "ORDER BY run_id, criterion, judge_role, bin", run_ids,
                  "no two-label rubric with human labels and label probabilities")
-    series = [(_name(group[0], run_ids),
+    arms = _arm_names(con, run_ids)
+    series = [(arms.get(group[0]["run_id"], _name(group[0], run_ids)),
                [ReliabilityBin(r["mean_confidence"], r["accuracy"], int(r["n"])) for r in group])
               for group in _groups(rows).values()]
     svg = reliability_svg(series, key="judge-reliability",

@@ -22,6 +22,8 @@ from uxlocal.episode import EpisodeSpec
 from uxlocal.reportkit.model import ReportTable
 from uxlocal import paths
 from uxlocal.suites.base import DemoSpec, PlanChunk, Suite, SuitePlan
+from uxlocal.models import ResolvedModel
+from uxlocal.suites.judge import adapter as judge_adapter
 from uxlocal.suites.judge import episodes
 from uxlocal.suites.judge.config import JudgeConfig
 from uxlocal.suites.judge.inputs import HumanParser, JudgeItem, input_sha256, iter_loaded
@@ -86,8 +88,9 @@ def _item_rows(item: JudgeItem, turn: int | None, kind: str) -> dict[str, Any]:
 
 
 def _chunks(config: JudgeConfig, rubric: Rubric, asker: episodes.Asker, roles: list[str],
-            limit: int | None) -> Iterator[PlanChunk]:
-    """The plan of the first ``limit`` items (all when None), one input chunk at a time."""
+            limit: int | None, keep: set[str] | None = None) -> Iterator[PlanChunk]:
+    """The plan of the first ``limit`` items (all when None) among ``keep`` (all when None), one
+    input chunk at a time."""
     pairwise = rubric.kind == "pairwise"
     left = limit
     for loaded in iter_loaded(config.input, config.columns(), pairwise=pairwise, human=human_parser(rubric),
@@ -95,7 +98,8 @@ def _chunks(config: JudgeConfig, rubric: Rubric, asker: episodes.Asker, roles: l
         chunk = PlanChunk(items=[], episodes=[], quarantine=[
             {"task": "judge", "source_file": q.file, "source_line": q.line, "reason": q.reason, "raw": q.raw}
             for q in loaded.quarantine])
-        items = loaded.items if left is None else loaded.items[:left]
+        items = loaded.items if keep is None else [i for i in loaded.items if i.item_id in keep]
+        items = items if left is None else items[:left]
         for item in items:
             for turn in episodes.unit_turns(item, rubric.unit):
                 row = _item_rows(item, turn, rubric.kind)
@@ -137,13 +141,22 @@ class JudgeSuite(Suite):
         return DemoSpec(config, {"judge": "embedded"}, limit=10,
                         data="uxlocal's bundled judge sample (conversations we wrote, CC0, with human thumbs)")
 
+    def adapt_models(self, config: SuiteConfig, models: dict[str, ResolvedModel]) -> dict[str, ResolvedModel]:
+        """Attach ``--judge-adapter`` adapters (checked against their base) to their judge roles."""
+        assert isinstance(config, JudgeConfig)
+        return judge_adapter.attach(config.judge_adapter, models)
+
     def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
-        """Rubric sha256, prompt wording hash and the input's content hash."""
+        """Rubric sha256, prompt wording hash, the input's content hash (and the held-out selection)."""
         assert isinstance(config, JudgeConfig)
         _require_input(config)
         rubric = load_rubric(config.rubric)
-        return {f"rubric/{rubric.name}": rubric.sha256(), "judge/prompts": template_sha256(),
-                "input": input_sha256(config.input)}
+        hashes = {f"rubric/{rubric.name}": rubric.sha256(), "judge/prompts": template_sha256(),
+                  "input": input_sha256(config.input)}
+        if config.heldout_of:
+            ids = judge_adapter.heldout_ids(config.heldout_of, hashes["input"])
+            hashes["judge/heldout"] = judge_adapter.ids_sha256(ids)
+        return hashes
 
     def plan(self, config: SuiteConfig, run: RunConfig) -> SuitePlan:
         """One episode per (unit, judge), conversations kept adjacent; the input is read in chunks.
@@ -155,10 +168,16 @@ class JudgeSuite(Suite):
         _require_input(config)
         rubric = load_rubric(config.rubric)
         asker = episodes.Asker(rubric, reason=config.mode == "reason", layout=config.layout,
-                               reason_max_tokens=config.reason_max_tokens)
+                               reason_max_tokens=config.reason_max_tokens,
+                               loras=judge_adapter.role_loras(config.judge_adapter))
         roles = judge_roles(run.models) or ["judge"]
-        plan = SuitePlan(episodes=[], stream=lambda: _chunks(config, rubric, asker, roles, run.limit))
+        keep = None
+        if config.heldout_of:
+            keep = set(judge_adapter.heldout_ids(config.heldout_of, input_sha256(config.input)))
+        plan = SuitePlan(episodes=[], stream=lambda: _chunks(config, rubric, asker, roles, run.limit, keep))
         next(plan.chunks(), None)
+        if keep is not None:  # the adapter recorded its held-out ids from this very input (its hash is checked)
+            plan.notes.append(f"{len(keep)} held-out rows of the adapter {config.heldout_of}")
         plan.notes.append(f"rubric {rubric.name} ({rubric.kind}, sha256 {rubric.sha256()[:12]}), "
                           f"{len(rubric.criteria_list())} criteria, judges: {', '.join(roles)}")
         return plan

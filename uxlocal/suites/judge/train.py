@@ -1,7 +1,8 @@
 """Learn a judge from human labels: training examples in ``uxlocal judge``'s own prompt layout.
 
-Layer contract: reads the user's file and a base model folder, writes one adapter folder; no
-store, no engine. Training itself is ``uxlocal.train`` (shared with PALATE's simulators).
+Layer contract: reads the user's file and a base model folder, writes one adapter folder; the
+held-out judging is ``uxlocal judge`` itself, through a runner the caller hands in (the runner
+sits above the suites). Training itself is ``uxlocal.train`` (shared with PALATE's simulators).
 
 One renderer for both: an example's prompt is the ``GenRequest`` that ``episodes.Asker`` builds
 for ``uxlocal judge`` (label mode, the same layout), rendered by the same ``make_renderer`` the
@@ -16,9 +17,14 @@ the input (no human column, a label the rubric lacks, a score off the scale, one
 training part, a held-out part too small to measure, a prompt longer than ``max_length``) runs
 before the model loads and stops with ``file:line: column: problem``.
 
-Held-out statistics read each label's probability by teacher forcing over its token path and
-renormalizing over the rubric's labels (``train.lora.completion_logprobs``), then reuse the
-judge's own verdict arithmetic and agreement statistics, for the base and for the adapter.
+Held-out statistics come from two ``uxlocal judge`` runs over the adapter's recorded held-out
+rows (``--heldout-of``), the base prompted as it is and the base with the adapter
+(``--judge-adapter``): the same prompts, the same engine path (vLLM with LoRA, our CPU kernels,
+or the hf backend), the same label probabilities over every token path under the grammar, and
+the same agreement arithmetic. So the numbers ``judge train`` prints are the numbers
+``uxlocal judge INPUT --judge-adapter OUT --heldout-of OUT`` prints, and both runs sit in the
+store (``--db``) for ``uxlocal report``. The held-out loss on the label tokens (teacher forced,
+in the trainer) is reported beside them.
 """
 
 from __future__ import annotations
@@ -27,23 +33,24 @@ import datetime as dt
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from uxlocal.errors import InputError
-from uxlocal.models import ResolvedModel
-from uxlocal.suites.judge import episodes
+from uxlocal.models import ResolvedModel, folder_fingerprint
+from uxlocal.suites.judge.adapter import META_FILE
+from uxlocal.suites.judge import compare, episodes
+from uxlocal.suites.judge.compare import COMPARISON_COLUMNS, agreement, difference_intervals, paired
 from uxlocal.suites.judge.inputs import Columns, JudgeItem, input_sha256, load_items
 from uxlocal.suites.judge.prompts import Layout, template_sha256
-from uxlocal.suites.judge.rubrics import PAIR_LABELS, TIE_LABEL, Rubric
+from uxlocal.suites.judge.rubrics import TIE_LABEL, Rubric
 from uxlocal.suites.judge.suite import human_parser
 from uxlocal.train import lora
 from uxlocal.train.adapter import save_adapter
 from uxlocal.train.examples import Example, completion_example
 
-META_FILE = "judge_adapter.json"
 MIN_HELDOUT = 10
 """Fewest held-out rows whose agreement we report (with at least two human classes)."""
 JUDGE_SETTINGS = lora.TrainSettings(steps=60, batch_size=8, lr=1e-3, warmup=6, max_length=2048)
@@ -62,6 +69,8 @@ class JudgeTrainSpec:
     seed: int = 0
     """Seeds the split, the adapter's initialization and the batch order."""
     layout: Layout = "shared"
+    rubric_ref: str = ""
+    """How the held-out judge runs load the rubric (built-in name or TOML path); default its name."""
 
 
 @dataclass
@@ -75,7 +84,7 @@ class Split:
     def as_dict(self) -> dict[str, Any]:
         """For the adapter's metadata."""
         return {"train_rows": len(self.train), "heldout_rows": len(self.heldout),
-                "heldout_groups": self.heldout_groups}
+                "heldout_groups": self.heldout_groups, "heldout_ids": [i.item_id for i in self.heldout]}
 
 
 @dataclass
@@ -233,88 +242,39 @@ def prepare(spec: JudgeTrainSpec, base: ResolvedModel, *, max_length: int = 2048
 # ---------------------------------------------------------------- held-out statistics
 
 
-def verdict_probs(model: Any, prepared: Prepared, item: JudgeItem, where: str) -> list[dict[str, float]]:
-    """Every label's probability (renormalized over the rubric's labels) for each order of ``item``."""
-    labels = prepared.spec.rubric.labels()
-    label_ids = [prepared.renderer.encode(label) for label in labels]
-    out = []
-    for ids, _ in item_prompts(prepared.asker, prepared.renderer, item):
-        logps = lora.completion_logprobs(model, ids, label_ids, where)
-        top = max(logps)
-        weights = [math.exp(v - top) for v in logps]
-        out.append({label: w / sum(weights) for label, w in zip(labels, weights)})
-    return out
+RunFn = Callable[..., Any]
+"""``uxlocal.cli.common.run_configured``: the runner sits above the suites, so the caller hands it in."""
+HeldoutJudge = Callable[[dict[str, Any]], list[dict[str, Any]]]
+"""Runs ``uxlocal judge`` with these options and returns its verdict rows (``report.verdict_rows``)."""
 
 
-def _pointwise_row(rubric: Rubric, item: JudgeItem, probs: dict[str, float]) -> dict[str, Any]:
-    label, score, confidence = episodes.pointwise_scores(rubric, probs)
-    human_score = float(item.human) if rubric.kind == "likert" else None
-    return {"label": label, "score": score, "confidence": confidence, "positive": rubric.positive_label(),
-            "human_label": str(item.human) if rubric.kind == "label" else human_point(float(item.human)),
-            "human_score": human_score, "points": int(label) if label.isdigit() else None,
-            "scale": rubric.scale, "grp": item.group}
+def judge_options(spec: JudgeTrainSpec, adapter: str | Path, *, with_adapter: bool) -> dict[str, Any]:
+    """The ``uxlocal judge`` options that judge the adapter's held-out rows, with or without it."""
+    columns = spec.columns
+    options = {"input": spec.source, "rubric": spec.rubric_ref or spec.rubric.name, "id_col": columns.id,
+               "conversation_col": columns.conversation, "prompt_col": columns.prompt,
+               "response_col": columns.response, "response_a_col": columns.response_a,
+               "response_b_col": columns.response_b, "human_col": columns.human, "group_col": columns.group,
+               "layout": spec.layout, "heldout_of": str(adapter)}
+    if with_adapter:
+        options["judge_adapter"] = str(adapter)
+    return {k: v for k, v in options.items() if v is not None}
 
 
-def _pair_row(rubric: Rubric, item: JudgeItem, orders: list[dict[str, float]]) -> dict[str, Any]:
-    first, second = orders[0], episodes.swap_pair(orders[1])
-    probs = episodes.reconcile(rubric, first, second)
-    return {"label": _argmax(rubric, probs), "human_label": str(item.human),
-            "flip": _argmax(rubric, first) != _argmax(rubric, second), "score": probs.get(PAIR_LABELS[0]),
-            "grp": item.group}
+def heldout_judge(run: RunFn, base_spec: str, db: str | Path, kind: str, criterion: str) -> HeldoutJudge:
+    """A ``HeldoutJudge`` running ``uxlocal judge -m judge=BASE --db DB`` through ``run``."""
+    from uxlocal.store.db import connect
+    from uxlocal.suites.judge.report import verdict_rows
 
-
-def _argmax(rubric: Rubric, probs: dict[str, float]) -> str:
-    return max(rubric.labels(), key=lambda k: probs.get(k, 0.0))
-
-
-def heldout_rows(model: Any, prepared: Prepared, where: str) -> list[dict[str, Any]]:
-    """One verdict row per held-out item, shaped like the judge views' rows."""
-    rubric = prepared.spec.rubric
-    rows = []
-    for item in prepared.split.heldout:
-        orders = verdict_probs(model, prepared, item, where)
-        rows.append(_pair_row(rubric, item, orders) if rubric.kind == "pairwise"
-                    else _pointwise_row(rubric, item, orders[0]))
-    return rows
-
-
-def agreement(kind: str, rows: list[dict[str, Any]]) -> dict[str, float | None]:
-    """The statistics ``uxlocal judge`` reports for this rubric kind, over all ``rows``."""
-    import numpy as np
-
-    from uxlocal.suites.judge.report import LABEL_STATS, PAIR_STATS, SCORE_STATS, agreement_statistics
-
-    names = {"label": LABEL_STATS, "likert": SCORE_STATS, "pairwise": PAIR_STATS}[kind]
-    functions = agreement_statistics(kind, rows)
-    return {name: functions[name](np.arange(len(rows))) for name in names}
-
-
-def measure(model: Any, prepared: Prepared, where: str, pad: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Held-out loss on the label tokens and the agreement statistics of ``model``, and its verdict rows."""
-    rows = heldout_rows(model, prepared, where)
-    return {"loss": lora.heldout_loss(model, prepared.heldout, pad, where=where),
-            **agreement(prepared.spec.rubric.kind, rows)}, rows
-
-
-def difference_intervals(kind: str, base_rows: list[dict[str, Any]], adapter_rows: list[dict[str, Any]], *,
-                         n_resamples: int = 1000, seed: int = 0) -> dict[str, tuple[float | None, float | None]]:
-    """95% paired bootstrap interval of (adapter - base) for every agreement statistic.
-
-    Both arms are resampled with the same item indices. Items, not groups, are drawn: the
-    held-out part is a few whole groups by design, too few clusters for a cluster bootstrap.
-    """
-    from uxlocal import stats
-    from uxlocal.suites.judge.report import agreement_statistics
-
-    before, after = agreement_statistics(kind, base_rows), agreement_statistics(kind, adapter_rows)
-    out = {}
-    for name in agreement(kind, base_rows):
-        def diff(idx: Any, name: str = name) -> float | None:
-            a, b = after[name](idx), before[name](idx)
-            return None if a is None or b is None else a - b
-        interval = stats.bootstrap(diff, len(base_rows), n_resamples=n_resamples, seed=seed)
-        out[name] = (interval.low, interval.high)
-    return out
+    def judge(options: dict[str, Any]) -> list[dict[str, Any]]:
+        result = run("judge", options, {"model": (f"judge={base_spec}",), "db": str(db), "progress": False},
+                     show=lambda _: None)
+        con = connect(result.db, read_only=True)
+        try:
+            return verdict_rows(con, result.run_id, kind, criterion, "judge")
+        finally:
+            con.close()
+    return judge
 
 
 # ---------------------------------------------------------------- training
@@ -337,12 +297,16 @@ class JudgeTrainResult:
     train_s: float = 0.0
     """Wall time of the training loop alone."""
     losses: list[float] = field(default_factory=list)
+    heldout_judged: int = 0
+    """Held-out items both arms judged validly (abstentions and invalid verdicts are left out)."""
 
 
 def _meta(prepared: Prepared, base: ResolvedModel, settings: lora.TrainSettings, result: dict[str, Any]) -> dict[str, Any]:
     spec = prepared.spec
     return {"kind": "uxlocal-judge-adapter", "base_name": base.name, "base_identity": base.identity,
-            "base_path": base.path, "rubric_name": spec.rubric.name, "rubric_sha256": spec.rubric.sha256(),
+            "base_path": base.path, "base_weights": folder_fingerprint(Path(base.path)) if base.path else None,
+            "rubric_name": spec.rubric.name, "rubric_ref": spec.rubric_ref or spec.rubric.name,
+            "rubric_sha256": spec.rubric.sha256(),
             "prompt_sha256": template_sha256(), "layout": spec.layout, "data_source": spec.source,
             "data_sha256": input_sha256(spec.source), "columns": asdict(spec.columns),
             "split": {"heldout": spec.heldout, "seed": spec.seed, **prepared.split.as_dict()},
@@ -351,38 +315,68 @@ def _meta(prepared: Prepared, base: ResolvedModel, settings: lora.TrainSettings,
             "created_at": dt.datetime.now(dt.timezone.utc).isoformat()}
 
 
-def train_judge(prepared: Prepared, base: ResolvedModel, out: str | Path, *,
-                settings: lora.TrainSettings = JUDGE_SETTINGS, on_step: lora.OnStep | None = None) -> JudgeTrainResult:
-    """Train the adapter on the training part, measure base and adapter on the held-out part, save."""
-    started = time.perf_counter()
+def _fit(prepared: Prepared, base: ResolvedModel, out: str | Path, settings: lora.TrainSettings,
+         on_step: lora.OnStep | None) -> tuple[str, dict[str, Any], list[float], float]:
+    """Train and save; returns the weights hash, the held-out label-token losses, the step losses, loop seconds."""
+    import gc
+
     model, where = lora.load_base(base.path)
     pad = lora.pad_id(model)
-    before, base_rows = measure(model, prepared, where, pad)
+    loss_before = lora.heldout_loss(model, prepared.heldout, pad, where=where)
     model = lora.with_lora(model, settings)
-    loop_started = time.perf_counter()
+    started = time.perf_counter()
     losses = lora.train_loop(model, prepared.train, settings, pad, where, on_step=on_step)
-    train_s = time.perf_counter() - loop_started
-    after, adapter_rows = measure(model, prepared, where, pad)
-    intervals = difference_intervals(prepared.spec.rubric.kind, base_rows, adapter_rows, seed=settings.seed)
-    seconds = time.perf_counter() - started
-    measured = {"heldout_base": before, "heldout_adapter": after, "heldout_difference_95": intervals,
-                "train_loss_first": losses[0], "train_loss_last": losses[-1], "seconds": round(seconds, 1), "train_s": round(train_s, 1)}
+    train_s = time.perf_counter() - started
+    loss = {"base": loss_before, "adapter": lora.heldout_loss(model, prepared.heldout, pad, where=where)}
+    measured = {"heldout_loss": loss, "train_loss_first": losses[0], "train_loss_last": losses[-1],
+                "train_s": round(train_s, 1)}
     sha = save_adapter(model, out, META_FILE, _meta(prepared, base, settings, measured))
-    return JudgeTrainResult(Path(out), sha, before, after, intervals, seconds, train_s, losses)
+    del model
+    gc.collect()  # the judge runs load the base again, through the serving engine
+    _free_gpu_cache()
+    return sha, loss, losses, train_s
 
 
-COMPARISON_COLUMNS = ["held-out statistic", "base", "adapter", "adapter - base", "95% interval"]
+def _free_gpu_cache() -> None:
+    """Hand torch's cached GPU blocks back: vLLM sizes its KV cache from the memory free at load."""
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def train_judge(prepared: Prepared, base: ResolvedModel, out: str | Path, *, judge: HeldoutJudge,
+                settings: lora.TrainSettings = JUDGE_SETTINGS, on_step: lora.OnStep | None = None) -> JudgeTrainResult:
+    """Train the adapter on the training part, save it, then judge the held-out part with the base and with it.
+
+    Both arms are ``uxlocal judge`` runs (``judge``) on the adapter's recorded held-out rows, so
+    ``uxlocal judge INPUT --judge-adapter OUT --heldout-of OUT`` prints the adapter's numbers again.
+    """
+    started = time.perf_counter()
+    sha, loss, losses, train_s = _fit(prepared, base, out, settings, on_step)
+    kind = prepared.spec.rubric.kind
+    base_rows, adapter_rows = paired(judge(judge_options(prepared.spec, out, with_adapter=False)),
+                                     judge(judge_options(prepared.spec, out, with_adapter=True)))
+    before = {"loss": loss["base"], **agreement(kind, base_rows)}
+    after = {"loss": loss["adapter"], **agreement(kind, adapter_rows)}
+    intervals = difference_intervals(kind, base_rows, adapter_rows, seed=settings.seed)
+    seconds = time.perf_counter() - started
+    update_meta(out, {"heldout_base": before, "heldout_adapter": after, "heldout_difference_95": intervals,
+                      "heldout_judged": len(base_rows), "seconds": round(seconds, 1)})
+    return JudgeTrainResult(Path(out), sha, before, after, intervals, seconds, train_s, losses, len(base_rows))
+
+
+def update_meta(folder: str | Path, values: dict[str, Any]) -> None:
+    """Add ``values`` to the adapter's metadata (the weights and their hash stay as saved)."""
+    import json
+
+    meta_file = Path(folder) / META_FILE
+    meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    tmp = meta_file.with_name(META_FILE + ".tmp")
+    tmp.write_text(json.dumps({**meta, **values}, indent=2, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(meta_file)
 
 
 def comparison_rows(result: JudgeTrainResult) -> list[tuple[str | None, ...]]:
     """One row per held-out statistic (``COMPARISON_COLUMNS``), values to 3 decimals."""
-    def fmt(value: float | None, sign: bool = False) -> str | None:
-        return None if value is None else (f"{value:+.3f}" if sign else f"{value:.3f}")
-    rows: list[tuple[str | None, ...]] = []
-    for name, before in result.base.items():
-        after = result.adapter.get(name)
-        diff = None if before is None or after is None else after - before
-        low, high = result.intervals.get(name, (None, None))
-        interval = None if low is None or high is None else f"[{low:+.3f}, {high:+.3f}]"
-        rows.append((name, fmt(before), fmt(after), fmt(diff, sign=True), interval))
-    return rows
+    return compare.comparison_rows(result.base, result.adapter, result.intervals)

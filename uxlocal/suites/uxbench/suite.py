@@ -2,7 +2,10 @@
 
 One episode per item. T1 asks the judge once (label mode: a Choice over the two labels with
 label probabilities; reason mode: JSON ``{reasoning, verdict}``). T2 and T3 ask the candidate
-for a reply, then the judge for a label on it; the scheduler batches each step across items.
+for a reply, then the judge for a label on it; the scheduler batches each step across items. ``--reply-scoring grm`` reads
+T2/T3 verdicts the way UXBench's GRM is read (spec §2.4): score = P(good)/(P(good)+P(bad)) from
+the label probabilities, good when score >= 0.5; any judge can stand there, a prompted model or
+one with a learned adapter.
 
 Every verdict row names its judge; invalid outputs (cut off, context window, empty reply) are
 stored with ``valid = false`` and counted apart, never guessed. Point metrics come from
@@ -97,6 +100,10 @@ class UXBenchConfig(SuiteConfig):
     """T3: put our recovery instruction in a system turn (default: the plain multi-turn variant)."""
     bootstrap: int = Field(2000, ge=0)
     """Bootstrap resamples for the 95% intervals (0 = no intervals)."""
+    reply_scoring: Literal["label", "grm"] = "label"
+    """T2/T3 verdicts: label (the judge's constrained greedy label) or grm (UXBench's GRM rule for any
+    judge, trained or not: score = P(good)/(P(good)+P(bad)) from the label probabilities, good when
+    score >= 0.5, ties to good)."""
 
     def task_list(self) -> list[str]:
         """The chosen tasks in canonical order; unknown names are a user error."""
@@ -155,6 +162,20 @@ def _record_label(ctx: EpisodeContext, name: str, result: GenResult, lang: str) 
     return verdict
 
 
+def _record_grm(ctx: EpisodeContext, name: str, result: GenResult, lang: str) -> int | None:
+    """Store a GRM-rule verdict (spec §2.4): the larger label probability wins, ties go to good.
+
+    Read from the label probabilities whatever text the greedy decode produced: a label of
+    several tokens can be decoded greedily one way while its whole path is less likely.
+    """
+    good, bad = labels_for(lang)  # type: ignore[arg-type]
+    score = _p_good(result, good, bad)
+    verdict = None if score is None else metrics.verdict_from_p_good(score)
+    ctx.verdict(name, result=result, label=_canonical_label(verdict), score=score, valid=verdict is not None,
+                value={"scoring": "grm", "text": result.text})
+    return verdict
+
+
 def _canonical_label(verdict: int | None) -> str | None:
     return None if verdict is None else ("good" if verdict == 1 else "bad")
 
@@ -204,7 +225,8 @@ def _reply_then_judge(ctx: EpisodeContext, name: str, chat: list[dict[str, str]]
         ctx.verdict(name, label=None, valid=False, value={"status": status})
         return Outcome(status)
     result = yield _label_request(judge_chat(reply.text), lang, f"{name}_judge")
-    verdict = _record_label(ctx, name, result, lang)
+    record = _record_grm if cfg.reply_scoring == "grm" else _record_label
+    verdict = record(ctx, name, result, lang)
     if verdict is None:
         return Outcome("invalid", info={"finish_reason": result.finish_reason})
     return Outcome("judged", reward=float(verdict == 1))

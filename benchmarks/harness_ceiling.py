@@ -15,11 +15,12 @@ Every arm runs in its own child process (clean peak RSS, no warm caches shared b
   environment with a sync after it, then the reward), repeated to about N/10 agent steps: steps/s.
 
 Printed per arm and size: throughput while judging (verdicts up to the last stored one) and end
-to end (start, judging and the agreement report), peak RSS of the child, the store's size on disk, the time
-to the first stored verdict (for ``http`` also the fake server's CPU seconds per second of
-judging: near the machine's other core, the server is the limit), then per arm the ratio of the largest size's throughput to the
-smallest's (how cost grows with the job), and the top 10 functions by own time (cProfile) of the
-``inproc`` arm at ``--profile-size`` (a separate child: the profiler slows what it measures).
+to end (start, judging and the agreement report), peak RSS of the child, the store's size on
+disk, the time to the first stored verdict (for ``http`` also the fake server's CPU seconds per
+second of judging: near one, the server is the limit), then per arm the ratio of the largest
+size's throughput to the smallest's (how cost grows with the job) and of their peak RSS, and the
+top 10 functions by own time (cProfile) of the ``inproc`` arm at ``--profile-size`` (a separate
+child: the profiler slows what it measures).
 Goals (issue 32, this 2-core CPU): inproc >= 2,000 verdicts/s at 100k and 1M within 20 % of 10k;
 peak RSS at 1M <= 1.5 GB and <= 1.2x the 100k arm's; http >= 1,000 verdicts/s; tau2 retail >= 500
 steps/s.

@@ -355,10 +355,13 @@ def train_judge(prepared: Prepared, base: ResolvedModel, out: str | Path, *, jud
     started = time.perf_counter()
     sha, loss, losses, train_s = _fit(prepared, base, out, settings, on_step)
     kind = prepared.spec.rubric.kind
-    base_rows, adapter_rows = paired(judge(judge_options(prepared.spec, out, with_adapter=False)),
-                                     judge(judge_options(prepared.spec, out, with_adapter=True)))
-    before = {"loss": loss["base"], **agreement(kind, base_rows)}
-    after = {"loss": loss["adapter"], **agreement(kind, adapter_rows)}
+    base_all = judge(judge_options(prepared.spec, out, with_adapter=False))
+    adapter_all = judge(judge_options(prepared.spec, out, with_adapter=True))
+    # each arm's statistics over its own valid verdicts, exactly as ``uxlocal judge`` prints them;
+    # the paired interval of the difference over the items both arms judged validly
+    before = {"loss": loss["base"], **agreement(kind, base_all)}
+    after = {"loss": loss["adapter"], **agreement(kind, adapter_all)}
+    base_rows, adapter_rows = paired(base_all, adapter_all)
     intervals = difference_intervals(kind, base_rows, adapter_rows, seed=settings.seed)
     seconds = time.perf_counter() - started
     update_meta(out, {"heldout_base": before, "heldout_adapter": after, "heldout_difference_95": intervals,

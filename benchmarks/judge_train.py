@@ -1,6 +1,6 @@
 """Learned vs prompted judge: train a LoRA judge on the bundled feedback sample, compare held-out agreement.
 
-    .venv/bin/python -m benchmarks.judge_train [--model embedded] [--steps 60] [--top-layers 0] [--json out.json]
+    .venv/bin/python -m benchmarks.judge_train [--model embedded] [--steps 80] [--top-layers 8] [--json out.json]
 
 Both arms run in one process on the same held-out rows (whole topics the adapter never saw):
 the base model prompted with ``ux-liked`` and the same model with the adapter, as two
@@ -29,7 +29,7 @@ MAX_TRAIN_S = 600.0
 def add_cli_args(parser: argparse.ArgumentParser) -> None:
     """This benchmark's options (``--model`` and ``--json`` come from ``_common.parser``)."""
     from uxlocal import paths
-    from uxlocal.suites.judge.train import JUDGE_SETTINGS
+    from uxlocal.suites.judge.config import JUDGE_SETTINGS
 
     sample = paths.data_dir() / "judge" / "train" / "feedback.jsonl"
     parser.add_argument("--input", default=str(sample), help="rated conversations (default: the bundled sample)")
@@ -42,9 +42,22 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=JUDGE_SETTINGS.batch_size)
     parser.add_argument("--lr", type=float, default=JUDGE_SETTINGS.lr)
     parser.add_argument("--rank", type=int, default=JUDGE_SETTINGS.rank)
-    parser.add_argument("--top-layers", type=int, default=0, help="adapt only the top N layers (0 = all)")
+    parser.add_argument("--top-layers", type=int, default=JUDGE_SETTINGS.top_layers,
+                        help="adapt only the top N layers (0 = all)")
+    parser.add_argument("--modules", default=",".join(JUDGE_SETTINGS.target_modules),
+                        help="linear layers to adapt, comma-separated")
     parser.add_argument("--out", default=None, help="adapter folder (default: a temporary folder)")
     parser.add_argument("--db", default=None, help="store for the two held-out judge runs (default: temporary)")
+
+
+def _log_step(report: Any) -> None:
+    if report.step % 10 == 0 or report.step == report.steps:
+        print(f"  step {report.step}/{report.steps}  loss {report.loss:.3f}  {report.elapsed_s:.0f}s", flush=True)
+
+
+def _log_prefix(part: str, done: int, total: int) -> None:
+    if done == total:
+        print(f"  frozen layers: {total} {part} examples", flush=True)
 
 
 def _checks(result: Any) -> list[tuple[str, bool]]:
@@ -67,7 +80,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
 
     settings = replace(jt.JUDGE_SETTINGS, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
                        rank=args.rank, alpha=2 * args.rank, warmup=max(1, args.steps // 10), seed=args.seed,
-                       top_layers=args.top_layers)
+                       top_layers=args.top_layers, target_modules=tuple(args.modules.split(",")))
     model = resolve(args.model)
     spec = jt.JudgeTrainSpec(args.input, Columns(human=args.human_col, group=args.group_col),
                              load_rubric(args.rubric), heldout=args.heldout, seed=args.seed, rubric_ref=args.rubric)
@@ -78,7 +91,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         judge = jt.heldout_judge(run_configured, args.model, args.db or Path(tmp) / "judge.duckdb",
                                  spec.rubric.kind, spec.rubric.criteria_list()[0].name)
-        result = jt.train_judge(prepared, model, args.out or Path(tmp) / "adapter", judge=judge, settings=settings)
+        result = jt.train_judge(prepared, model, args.out or Path(tmp) / "adapter", judge=judge, settings=settings,
+                                on_step=_log_step, on_prefix=_log_prefix)
     print(f"{'statistic':<12}{'base':>9}{'adapter':>9}{'diff':>9}  95% interval of diff")
     for name, before, after, diff, interval in jt.comparison_rows(result):
         print(f"{name:<12}{before or '-':>9}{after or '-':>9}{diff or '-':>9}  {interval or '-'}")

@@ -12,6 +12,13 @@ labelled tokens of the batch (token-averaged, not sequence-averaged), so a long 
 by its targets. The seed is set before the adapter is created (LoRA's A matrices start random),
 so the same data, settings and seed give the same adapter on the same machine.
 
+Frozen prefix: with ``top_layers`` set, the layers below the adapter never change, so their output
+for a training example is the same at every step. ``frozen_prefix`` computes it once per example
+(one no-grad pass) and every step runs only the adapted top layers on it: the same loss and
+gradients as the full forward, at ``top_layers / num_layers`` of its cost. It is used when the
+states fit ``PREFIX_BUDGET_BYTES`` (a 135M model's 480 judge prompts take ~280 MB); otherwise each
+step runs the whole model, as without ``top_layers``.
+
 Why not TRL: its trainers want ``datasets`` and render chat templates themselves, while our
 examples must be exactly the tokens the serving path sends; its reward trainer learns a scalar
 head that vLLM could not serve as a label distribution. The loop below is the part we need.
@@ -19,10 +26,11 @@ head that vLLM could not serve as a label distribution. The loop below is the pa
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -84,6 +92,9 @@ class StepReport:
 
 
 OnStep = Callable[[StepReport], None]
+
+PREFIX_BUDGET_BYTES = 4 << 30
+"""Largest frozen-prefix cache (fp32 hidden states of every example) kept in memory."""
 
 
 def device() -> str:
@@ -155,38 +166,126 @@ def with_lora(model: Any, settings: TrainSettings) -> Any:
     return get_peft_model(model, config)
 
 
-def token_logits(model: Any, examples: Sequence[Example], pad: int, where: str) -> tuple[Any, Any]:
+@dataclass
+class FrozenPrefix:
+    """Hidden states entering layer ``start`` of each example: what the frozen layers below it compute."""
+
+    start: int
+    states: list[Any]
+    """Per example, in the examples' order: a ``(len(ids), hidden)`` tensor."""
+
+    def take(self, indices: Sequence[int]) -> "FrozenPrefix":
+        """The states of these examples, in this order."""
+        return FrozenPrefix(self.start, [self.states[i] for i in indices])
+
+
+@contextlib.contextmanager
+def decoder_window(model: Any, start: int, stop: int | None = None, *, final_norm: bool = True) -> Iterator[None]:
+    """Let the model's forward run only decoder layers ``[start:stop]`` (and, optionally, no final norm).
+
+    With ``start > 0`` the forward takes ``inputs_embeds``: the hidden states entering layer ``start``.
+    """
+    import torch
+
+    inner = model.get_decoder()
+    layers, norm = inner.layers, inner.norm
+    inner.layers = torch.nn.ModuleList(list(layers)[start:stop])
+    if not final_norm:
+        inner.norm = torch.nn.Identity()
+    try:
+        yield
+    finally:
+        inner.layers, inner.norm = layers, norm
+
+
+def first_adapted_layer(model: Any, settings: TrainSettings) -> int:
+    """Index of the lowest layer the adapter changes (0 when it adapts all of them)."""
+    if not settings.top_layers:
+        return 0
+    return max(0, int(model.config.num_hidden_layers) - settings.top_layers)
+
+
+def frozen_prefix(model: Any, examples: Sequence[Example], start: int, pad: int, where: str, *,
+                  batch_size: int = 8, budget_bytes: int = PREFIX_BUDGET_BYTES,
+                  on_batch: Callable[[int, int], None] | None = None) -> FrozenPrefix | None:
+    """The states entering layer ``start`` of every example, or None (nothing frozen, or over budget).
+
+    Computed in left-padded batches with the model's own masking, so each example's states equal
+    those of its own full forward. ``on_batch(done, total)`` reports examples done.
+    """
+    import torch
+
+    tokens = sum(len(e.ids) for e in examples)
+    if start <= 0 or tokens * int(model.config.hidden_size) * 4 > budget_bytes:
+        return None
+    states: list[Any] = []
+    with torch.no_grad(), decoder_window(model, 0, start, final_norm=False):
+        for first in range(0, len(examples), batch_size):
+            part = examples[first:first + batch_size]
+            batch = {k: v.to(where) for k, v in pad_batch(part, pad).items()}
+            del batch["labels"]
+            with autocast(where):
+                hidden = model.get_decoder()(**batch, use_cache=False).last_hidden_state.float()
+            states += [hidden[i, hidden.shape[1] - len(e.ids):].clone() for i, e in enumerate(part)]
+            if on_batch is not None:
+                on_batch(len(states), len(examples))
+    return FrozenPrefix(start, states)
+
+
+def _prefixed_logits(model: Any, examples: Sequence[Example], prefix: FrozenPrefix, batch: dict[str, Any],
+                     keep: int) -> Any:
+    """Logits of the last ``keep`` columns, running only the layers from ``prefix.start`` up."""
+    import torch
+
+    width, hidden = batch["input_ids"].shape[1], prefix.states[0].shape[-1]
+    embeds = torch.zeros(len(examples), width, hidden, device=batch["input_ids"].device)
+    for row, state in enumerate(prefix.states):
+        embeds[row, width - state.shape[0]:] = state
+    with decoder_window(model, prefix.start), autocast(embeds.device.type):
+        return model(inputs_embeds=embeds, attention_mask=batch["attention_mask"],
+                     position_ids=batch["position_ids"], logits_to_keep=keep, use_cache=False).logits
+
+
+def token_logits(model: Any, examples: Sequence[Example], pad: int, where: str,
+                 prefix: FrozenPrefix | None = None) -> tuple[Any, Any]:
     """(logits, labels) of the columns that predict labelled tokens, shifted and flattened.
 
     Row ``j`` of the logits predicts label ``j``; labels are ``IGNORE`` where there is no loss.
+    With ``prefix`` (the examples' frozen states, in order) only the layers above it run.
     """
     batch = {k: v.to(where) for k, v in pad_batch(examples, pad).items()}
     labels = batch.pop("labels")
     keep = loss_span(examples)
-    with autocast(where):
-        logits = model(**batch, logits_to_keep=keep).logits
+    if prefix is not None:
+        logits = _prefixed_logits(model, examples, prefix, batch, keep)
+    else:
+        with autocast(where):
+            logits = model(**batch, logits_to_keep=keep).logits
     predicted = logits[:, :-1].float().reshape(-1, logits.shape[-1])
     return predicted, labels[:, labels.shape[1] - keep + 1:].reshape(-1)
 
 
-def token_loss(model: Any, examples: Sequence[Example], pad: int, where: str) -> tuple[Any, int]:
+def token_loss(model: Any, examples: Sequence[Example], pad: int, where: str,
+               prefix: FrozenPrefix | None = None) -> tuple[Any, int]:
     """Sum of target-token losses and the number of target tokens (for exact token averaging)."""
     import torch
 
-    logits, targets = token_logits(model, examples, pad, where)
+    logits, targets = token_logits(model, examples, pad, where, prefix)
     loss = torch.nn.functional.cross_entropy(logits, targets, ignore_index=IGNORE, reduction="sum")
     return loss, int((targets != IGNORE).sum())
 
 
 def heldout_loss(model: Any, examples: Sequence[Example], pad: int, *, where: str = "cpu",
-                 batch_size: int = 4) -> float:
-    """Mean loss per target token over ``examples`` (no gradients)."""
+                 batch_size: int = 4, prefix: FrozenPrefix | None = None) -> float:
+    """Mean loss per target token over ``examples`` (no gradients); ``prefix``: their frozen states."""
     import torch
 
     total, count = 0.0, 0
     with torch.no_grad():
         for start in range(0, len(examples), batch_size):
-            loss, n = token_loss(model, examples[start:start + batch_size], pad, where)
+            part = range(start, min(start + batch_size, len(examples)))
+            loss, n = token_loss(model, [examples[i] for i in part], pad, where,
+                                 prefix.take(part) if prefix is not None else None)
             total, count = total + float(loss), count + n
     return total / max(count, 1)
 
@@ -214,8 +313,11 @@ def batches(count: int, settings: TrainSettings) -> list[list[int]]:
 
 
 def train_loop(model: Any, examples: Sequence[Example], settings: TrainSettings, pad: int, where: str, *,
-               on_step: OnStep | None = None) -> list[float]:
-    """Train the adapter's parameters in place; returns the loss of every step."""
+               on_step: OnStep | None = None, prefix: FrozenPrefix | None = None) -> list[float]:
+    """Train the adapter's parameters in place; returns the loss of every step.
+
+    ``prefix``: the examples' frozen states (``frozen_prefix``), so each step runs only the layers above.
+    """
     import torch
 
     if not examples or not any(e.targets for e in examples):
@@ -228,7 +330,8 @@ def train_loop(model: Any, examples: Sequence[Example], settings: TrainSettings,
     started = time.perf_counter()
     model.train()
     for step, indices in enumerate(batches(len(examples), settings), start=1):
-        loss_sum, count = token_loss(model, [examples[i] for i in indices], pad, where)
+        loss_sum, count = token_loss(model, [examples[i] for i in indices], pad, where,
+                                     prefix.take(indices) if prefix is not None else None)
         loss = loss_sum / max(count, 1)
         optimizer.zero_grad()
         loss.backward()

@@ -188,7 +188,8 @@ def trained(tmp_path_factory: pytest.TempPathFactory, tiny: ResolvedModel) -> tu
     path = write_jsonl(folder / "a.jsonl", _rows())
     result = _cli([str(path), "--rubric", _thumbs(folder), "--human-col", "thumb", "--group-col", "grp",
                    "--base", f"{tiny.path}@hf", "--heldout", "0.34", "--out", str(folder / "out"), "--steps", "4",
-                   "--batch-size", "2", "--rank", "2", "--lr", "0.05", "--db", str(folder / "train.duckdb")])
+                   "--batch-size", "2", "--rank", "2", "--lr", "0.05", "--top-layers", "1",
+                   "--db", str(folder / "train.duckdb")])
     return folder, result
 
 
@@ -200,6 +201,9 @@ def test_judge_train_cli_trains_and_prints_base_and_adapter_side_by_side(trained
         assert name in result.output
     meta = json.loads((folder / "out" / jt.META_FILE).read_text())
     assert meta["settings"]["steps"] == 4 and meta["settings"]["rank"] == 2 and meta["settings"]["alpha"] == 4
+    # the top layer alone: the layer below ran once per example (the frozen prefix), not once per step
+    assert meta["settings"]["top_layers"] == 1 and meta["frozen_prefix"] is True
+    assert "frozen layers, train examples" in result.output
     assert meta["split"]["heldout_rows"] >= 10 and (folder / "out" / "adapter_model.safetensors").is_file()
     assert meta["heldout_judged"] == meta["split"]["heldout_rows"]
     assert f"{meta['heldout_judged']} of {meta['heldout_judged']} held-out rows judged by both arms" in result.output

@@ -129,3 +129,34 @@ def test_top_layers_adapts_only_the_last_layers_and_keeps_old_addresses(tiny: Pa
     assert adapted == {"1"}  # the tiny model has layers 0 and 1
     assert "top_layers" not in lora.TrainSettings().as_dict()  # PALATE adapters trained before it keep their key
     assert lora.TrainSettings(top_layers=2).as_dict()["top_layers"] == 2
+
+
+def test_frozen_prefix_gives_the_full_forwards_loss_and_gradients(tiny: Path) -> None:
+    model, where = lora.load_base(str(tiny))
+    pad, examples = lora.pad_id(model), _examples()
+    settings = lora.TrainSettings(top_layers=1, rank=4, alpha=8, dropout=0.0, seed=3)
+    start = lora.first_adapted_layer(model, settings)
+    assert start == 1 and lora.first_adapted_layer(model, lora.TrainSettings()) == 0
+    prefix = lora.frozen_prefix(model, examples, start, pad, where, batch_size=3)
+    assert prefix is not None and [s.shape[0] for s in prefix.states] == [len(e.ids) for e in examples]
+    wrapped = lora.with_lora(model, settings)
+    for p in wrapped.parameters():  # move B off zero so the adapter changes the output
+        if p.requires_grad:
+            p.data.normal_(0, 0.5)
+    grads = []
+    for use in (None, prefix):
+        wrapped.zero_grad()
+        loss, count = lora.token_loss(wrapped, examples, pad, where, use)
+        (loss / count).backward()
+        grads.append([p.grad.clone() for p in wrapped.parameters() if p.requires_grad])
+        grads[-1].append(loss.detach())
+    for full, cached in zip(*grads):
+        assert cached.cpu().numpy() == pytest.approx(full.cpu().numpy(), rel=1e-4, abs=1e-6)
+    assert len(wrapped.get_decoder().layers) == 2  # the window is put back
+
+
+def test_frozen_prefix_is_skipped_without_top_layers_or_over_budget(tiny: Path) -> None:
+    model, where = lora.load_base(str(tiny))
+    pad, examples = lora.pad_id(model), _examples()
+    assert lora.frozen_prefix(model, examples, 0, pad, where) is None
+    assert lora.frozen_prefix(model, examples, 1, pad, where, budget_bytes=100) is None

@@ -16,7 +16,7 @@ import click
 from uxlocal.clikit import (CONTEXT, RUNNER_KEY, config_options, print_rows, run_options,
                             run_suite_from_command, split_run_options, store_option)
 from uxlocal.errors import InputError
-from uxlocal.suites.judge.config import JudgeConfig
+from uxlocal.suites.judge.config import JUDGE_SETTINGS, JudgeConfig
 from uxlocal.train.lora import StepReport
 
 _JUDGE_FIELDS = tuple(name for name in JudgeConfig.model_fields if name != "input")
@@ -94,13 +94,23 @@ _TRAIN_FIELDS = ("rubric", "id_col", "conversation_col", "prompt_col", "response
                  "response_b_col", "human_col", "group_col", "layout")
 
 
-def _progress(report: StepReport) -> None:
-    """A live line on a terminal; a log line every tenth of the run otherwise."""
-    line = f"step {report.step}/{report.steps}  loss {report.loss:.3f}  {report.eta_s:.0f}s left"
+def _progress_line(line: str, done: int, total: int) -> None:
+    """A live line on a terminal; a log line every tenth of the work otherwise."""
     if sys.stderr.isatty():
-        click.echo(f"\r{line}   ", nl=report.step == report.steps, err=True)
-    elif report.step % max(1, report.steps // 10) == 0 or report.step == report.steps:
+        click.echo(f"\r{line}   ", nl=done == total, err=True)
+    elif done % max(1, total // 10) == 0 or done == total:
         click.echo(line, err=True)
+
+
+def _progress(report: StepReport) -> None:
+    """Step, loss and time left of the training loop."""
+    _progress_line(f"step {report.step}/{report.steps}  loss {report.loss:.3f}  {report.eta_s:.0f}s left",
+                   report.step, report.steps)
+
+
+def _prefix_progress(part: str, done: int, total: int) -> None:
+    """Examples through the frozen layers (computed once, before the steps)."""
+    _progress_line(f"frozen layers, {part} examples {done}/{total}", done, total)
 
 
 @click.command(name="train", context_settings=CONTEXT)
@@ -110,15 +120,18 @@ def _progress(report: StepReport) -> None:
 @click.option("--out", required=True, type=click.Path(), help="Adapter folder to write.")
 @click.option("--heldout", type=float, default=0.2, show_default=True, help="Fraction of rows (whole groups) kept out.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the split, the init and the batches.")
-@click.option("--steps", type=int, default=60, show_default=True, help="Optimizer steps.")
-@click.option("--batch-size", type=int, default=8, show_default=True, help="Sequences per step.")
-@click.option("--lr", type=float, default=1e-3, show_default=True, help="Peak learning rate.")
-@click.option("--rank", type=int, default=8, show_default=True, help="LoRA rank (alpha = 2 x rank).")
-@click.option("--top-layers", type=int, default=0, show_default=True, help="Adapt only the top N layers (0 = all).")
-@click.option("--max-length", type=int, default=2048, show_default=True, help="Longest judge prompt (tokens).")
+@click.option("--steps", type=int, default=JUDGE_SETTINGS.steps, show_default=True, help="Optimizer steps.")
+@click.option("--batch-size", type=int, default=JUDGE_SETTINGS.batch_size, show_default=True, help="Sequences per step.")
+@click.option("--lr", type=float, default=JUDGE_SETTINGS.lr, show_default=True, help="Peak learning rate.")
+@click.option("--rank", type=int, default=JUDGE_SETTINGS.rank, show_default=True, help="LoRA rank (alpha = 2 x rank).")
+@click.option("--top-layers", type=int, default=JUDGE_SETTINGS.top_layers, show_default=True, help="Adapt only the top N layers (0 = all).")
+@click.option("--modules", default=",".join(JUDGE_SETTINGS.target_modules), show_default=True,
+              help="Linear layers to adapt (comma-separated module names).")
+@click.option("--max-length", type=int, default=JUDGE_SETTINGS.max_length, show_default=True, help="Longest judge prompt (tokens).")
 @store_option
 def judge_train(input_: str, base: str, out: str, heldout: float, seed: int, steps: int, batch_size: int,
-                lr: float, rank: int, top_layers: int, max_length: int, db: str, **columns: Any) -> None:
+                lr: float, rank: int, top_layers: int, modules: str, max_length: int, db: str,
+                **columns: Any) -> None:
     """Learn a judge from your users' labels; compare it with the base.
 
     \b
@@ -136,15 +149,17 @@ def judge_train(input_: str, base: str, out: str, heldout: float, seed: int, ste
     rubric = load_rubric(config.rubric)
     spec = jt.JudgeTrainSpec(input_, config.columns(), rubric, heldout=heldout, seed=seed, layout=config.layout,
                              rubric_ref=config.rubric)
-    settings = replace(jt.JUDGE_SETTINGS, steps=steps, batch_size=batch_size, lr=lr, rank=rank, alpha=2 * rank,
-                       warmup=max(1, steps // 10), max_length=max_length, seed=seed, top_layers=top_layers)
+    settings = replace(JUDGE_SETTINGS, steps=steps, batch_size=batch_size, lr=lr, rank=rank, alpha=2 * rank,
+                       warmup=max(1, steps // 10), max_length=max_length, seed=seed, top_layers=top_layers,
+                       target_modules=tuple(m.strip() for m in modules.split(",") if m.strip()))
     model = resolve(base)
     prepared = jt.prepare(spec, model, max_length=max_length)
     click.echo(f"training on {len(prepared.split.train)} rows, {len(prepared.split.heldout)} held out "
                f"(groups: {', '.join(prepared.split.heldout_groups)})", err=True)
     judge = jt.heldout_judge(click.get_current_context().meta[RUNNER_KEY], base, db, rubric.kind,
                              rubric.criteria_list()[0].name)
-    result = jt.train_judge(prepared, model, out, judge=judge, settings=settings, on_step=_progress)
+    result = jt.train_judge(prepared, model, out, judge=judge, settings=settings, on_step=_progress,
+                            on_prefix=_prefix_progress)
     _print_trained(result, len(prepared.split.heldout), f"--rubric {config.rubric} -m judge={base}", db)
 
 

@@ -10,6 +10,16 @@ from pydantic import Field
 
 from uxlocal.config import SuiteConfig
 from uxlocal.suites.judge.inputs import Columns
+from uxlocal.train.lora import TrainSettings
+
+JUDGE_SETTINGS = TrainSettings(steps=80, batch_size=8, lr=2e-3, warmup=8, max_length=2048, top_layers=8,
+                               target_modules=("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                               "down_proj"))
+"""Defaults of ``uxlocal judge train`` (benchmarks/judge_train.py measures what they reach).
+
+Every linear layer of the top 8 decoder layers: a verdict is read from the last tokens, so the top
+of the model is where a judge's decision is made; the layers below stay frozen, which lets training
+compute their output once (``lora.frozen_prefix``) and run only the top 8 layers per step."""
 
 
 class JudgeConfig(SuiteConfig):

@@ -30,6 +30,7 @@ in the trainer) is reported beside them.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import random
 import time
@@ -42,6 +43,7 @@ from uxlocal.errors import InputError
 from uxlocal.models import ResolvedModel, folder_fingerprint
 from uxlocal.suites.judge.adapter import META_FILE
 from uxlocal.suites.judge import compare, episodes
+from uxlocal.suites.judge.config import JUDGE_SETTINGS
 from uxlocal.suites.judge.compare import COMPARISON_COLUMNS, agreement, difference_intervals, paired
 from uxlocal.suites.judge.inputs import Columns, JudgeItem, input_sha256, load_items
 from uxlocal.suites.judge.prompts import Layout, template_sha256
@@ -53,8 +55,6 @@ from uxlocal.train.examples import Example, completion_example
 
 MIN_HELDOUT = 10
 """Fewest held-out rows whose agreement we report (with at least two human classes)."""
-JUDGE_SETTINGS = lora.TrainSettings(steps=60, batch_size=8, lr=1e-3, warmup=6, max_length=2048)
-"""Defaults of ``uxlocal judge train`` (see benchmarks/judge_train.py for what they reach)."""
 
 
 @dataclass(frozen=True)
@@ -245,6 +245,8 @@ def prepare(spec: JudgeTrainSpec, base: ResolvedModel, *, max_length: int = 2048
 RunFn = Callable[..., Any]
 """``uxlocal.cli.common.run_configured``: the runner sits above the suites, so the caller hands it in."""
 HeldoutJudge = Callable[[dict[str, Any]], list[dict[str, Any]]]
+PrefixProgress = Callable[[str, int, int], None]
+"""``(part, examples done, total)`` while the frozen layers' states are computed (``part``: train or held-out)."""
 """Runs ``uxlocal judge`` with these options and returns its verdict rows (``report.verdict_rows``)."""
 
 
@@ -295,7 +297,7 @@ class JudgeTrainResult:
     seconds: float
     """Wall time of everything: load, both measurements, training, saving."""
     train_s: float = 0.0
-    """Wall time of the training loop alone."""
+    """Wall time of training: the frozen layers' pass over the training examples and the loop."""
     losses: list[float] = field(default_factory=list)
     heldout_judged: int = 0
     """Held-out items both arms judged validly (abstentions and invalid verdicts are left out)."""
@@ -316,22 +318,32 @@ def _meta(prepared: Prepared, base: ResolvedModel, settings: lora.TrainSettings,
 
 
 def _fit(prepared: Prepared, base: ResolvedModel, out: str | Path, settings: lora.TrainSettings,
-         on_step: lora.OnStep | None) -> tuple[str, dict[str, Any], list[float], float]:
-    """Train and save; returns the weights hash, the held-out label-token losses, the step losses, loop seconds."""
+         on_step: lora.OnStep | None, on_prefix: PrefixProgress | None = None
+         ) -> tuple[str, dict[str, Any], list[float], float]:
+    """Train and save; returns the weights hash, the held-out label-token losses, the step losses and the
+    training seconds (the frozen-prefix pass over the training examples and the loop)."""
     import gc
 
     model, where = lora.load_base(base.path)
     pad = lora.pad_id(model)
-    loss_before = lora.heldout_loss(model, prepared.heldout, pad, where=where)
+    start = lora.first_adapted_layer(model, settings)
+    began = time.perf_counter()
+    train_prefix = lora.frozen_prefix(model, prepared.train, start, pad, where,
+                                      on_batch=on_prefix and functools.partial(on_prefix, "train"))
+    prefix_s = time.perf_counter() - began
+    held_prefix = lora.frozen_prefix(model, prepared.heldout, start, pad, where,
+                                     on_batch=on_prefix and functools.partial(on_prefix, "held-out"))
+    loss_before = lora.heldout_loss(model, prepared.heldout, pad, where=where, prefix=held_prefix)
     model = lora.with_lora(model, settings)
-    started = time.perf_counter()
-    losses = lora.train_loop(model, prepared.train, settings, pad, where, on_step=on_step)
-    train_s = time.perf_counter() - started
-    loss = {"base": loss_before, "adapter": lora.heldout_loss(model, prepared.heldout, pad, where=where)}
+    began = time.perf_counter()
+    losses = lora.train_loop(model, prepared.train, settings, pad, where, on_step=on_step, prefix=train_prefix)
+    train_s = prefix_s + time.perf_counter() - began
+    loss = {"base": loss_before, "adapter": lora.heldout_loss(model, prepared.heldout, pad, where=where,
+                                                              prefix=held_prefix)}
     measured = {"heldout_loss": loss, "train_loss_first": losses[0], "train_loss_last": losses[-1],
-                "train_s": round(train_s, 1)}
+                "train_s": round(train_s, 1), "frozen_prefix": train_prefix is not None}
     sha = save_adapter(model, out, META_FILE, _meta(prepared, base, settings, measured))
-    del model
+    del model, train_prefix, held_prefix
     gc.collect()  # the judge runs load the base again, through the serving engine
     _free_gpu_cache()
     return sha, loss, losses, train_s
@@ -346,14 +358,15 @@ def _free_gpu_cache() -> None:
 
 
 def train_judge(prepared: Prepared, base: ResolvedModel, out: str | Path, *, judge: HeldoutJudge,
-                settings: lora.TrainSettings = JUDGE_SETTINGS, on_step: lora.OnStep | None = None) -> JudgeTrainResult:
+                settings: lora.TrainSettings = JUDGE_SETTINGS, on_step: lora.OnStep | None = None,
+                on_prefix: PrefixProgress | None = None) -> JudgeTrainResult:
     """Train the adapter on the training part, save it, then judge the held-out part with the base and with it.
 
     Both arms are ``uxlocal judge`` runs (``judge``) on the adapter's recorded held-out rows, so
     ``uxlocal judge INPUT --judge-adapter OUT --heldout-of OUT`` prints the adapter's numbers again.
     """
     started = time.perf_counter()
-    sha, loss, losses, train_s = _fit(prepared, base, out, settings, on_step)
+    sha, loss, losses, train_s = _fit(prepared, base, out, settings, on_step, on_prefix)
     kind = prepared.spec.rubric.kind
     base_all = judge(judge_options(prepared.spec, out, with_adapter=False))
     adapter_all = judge(judge_options(prepared.spec, out, with_adapter=True))

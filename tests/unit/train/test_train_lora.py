@@ -160,3 +160,17 @@ def test_frozen_prefix_is_skipped_without_top_layers_or_over_budget(tiny: Path) 
     pad, examples = lora.pad_id(model), _examples()
     assert lora.frozen_prefix(model, examples, 0, pad, where) is None
     assert lora.frozen_prefix(model, examples, 1, pad, where, budget_bytes=100) is None
+
+
+def test_frozen_prefix_trains_under_gradient_checkpointing(tiny: Path) -> None:
+    model, where = lora.load_base(str(tiny))
+    pad, examples = lora.pad_id(model), _examples()
+    model.gradient_checkpointing_enable()  # what load_base does on a GPU
+    model.enable_input_require_grads()
+    prefix = lora.frozen_prefix(model, examples, 1, pad, where)
+    wrapped = lora.with_lora(model, lora.TrainSettings(top_layers=1, rank=4, alpha=8, dropout=0.0))
+    wrapped.train()
+    loss, count = lora.token_loss(wrapped, examples, pad, where, prefix)
+    (loss / count).backward()
+    lora_a = [p for name, p in wrapped.named_parameters() if "lora_A" in name]
+    assert lora_a and all(p.grad is not None for p in lora_a)

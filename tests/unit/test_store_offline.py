@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from uxlocal.cli import cli
 from uxlocal.store.db import connect
+from uxlocal.errors import InputError
 from uxlocal.store.offline import NO_EXTENSIONS_DIR, OFFLINE_CONFIG, open_duckdb
 
 PACKAGE = Path(__file__).resolve().parents[2] / "uxlocal"
@@ -124,3 +125,30 @@ def test_package_opens_duckdb_only_through_open_duckdb() -> None:
              for line in path.read_text(encoding="utf-8").splitlines()
              if re.search(r"duckdb\s*\.\s*connect\s*\(", line)]
     assert calls == ["store/offline.py"]
+
+
+def _setting(con: duckdb.DuckDBPyConnection, name: str) -> str:
+    return str(con.execute(f"SELECT current_setting('{name}')").fetchone()[0])
+
+
+def test_open_duckdb_caps_memory_by_default_and_takes_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("UXLOCAL_DUCKDB_MEMORY", raising=False)
+    monkeypatch.delenv("UXLOCAL_DUCKDB_THREADS", raising=False)
+    with open_duckdb(tmp_path / "a.duckdb") as con:
+        assert _setting(con, "memory_limit") == "488.2 MiB"  # DEFAULT_MEMORY, 512 MB
+        with pytest.raises(duckdb.Error):  # locked like the rest: SQL cannot lift the cap
+            con.execute("SET memory_limit = '8GB'")
+    monkeypatch.setenv("UXLOCAL_DUCKDB_MEMORY", "2GB")
+    monkeypatch.setenv("UXLOCAL_DUCKDB_THREADS", "1")
+    with open_duckdb(tmp_path / "b.duckdb") as con:
+        assert (_setting(con, "memory_limit"), _setting(con, "threads")) == ("1.8 GiB", "1")
+
+
+@pytest.mark.parametrize(("name", "value", "problem"), [("UXLOCAL_DUCKDB_MEMORY", "lots", "UXLOCAL_DUCKDB_MEMORY='lots'"),
+                                                       ("UXLOCAL_DUCKDB_THREADS", "0", "UXLOCAL_DUCKDB_THREADS='0'")])
+def test_open_duckdb_names_a_bad_resource_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
+                                                  value: str, problem: str) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(InputError, match=re.escape(problem)):
+        open_duckdb(tmp_path / "c.duckdb")

@@ -12,6 +12,12 @@ duckdb 2.0.1, see tests/unit/test_store_offline.py):
   built-ins (json, parquet, icu) are all there is;
 - locks its configuration, so SQL cannot ``SET`` any of this back (nor anything else).
 
+Its memory is capped too (``memory_limit``, set before the lock): DuckDB's default, 80 % of the
+machine, let a million-verdict judge run keep about 4 KB of cached blocks per conversation.
+``UXLOCAL_DUCKDB_MEMORY`` (a DuckDB size such as ``2GB``; default ``DEFAULT_MEMORY``) changes the
+cap and ``UXLOCAL_DUCKDB_THREADS`` DuckDB's thread count (default: DuckDB's, one per core);
+queries larger than the cap spill to a temporary folder beside the store instead of failing.
+
 ``enable_external_access`` stays on: it would also forbid local files (``COPY ... TO
 'x.parquet'``, which is how people export, and the ``ATTACH`` that ``uxlocal merge`` uses).
 Explicit ``INSTALL``/``LOAD`` (``INSTALL x FROM 'https://...'`` names its own repository) is
@@ -20,6 +26,7 @@ refused before DuckDB sees it, by ``refuse_extension_statements``, for SQL a per
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -48,9 +55,36 @@ _UPDATE_EXTENSIONS = re.compile(r"\s*update\s+extensions\b", re.IGNORECASE)
 """``UPDATE EXTENSIONS`` downloads too; this Python client cannot name its statement type."""
 
 
+DEFAULT_MEMORY = "512MB"
+"""DuckDB's memory cap unless ``UXLOCAL_DUCKDB_MEMORY`` says otherwise: a judge run's writes and
+reports stay fast under it (measured on 1M verdicts, docs/performance.md, the harness ceiling)."""
+
+MEMORY_ENV = "UXLOCAL_DUCKDB_MEMORY"
+THREADS_ENV = "UXLOCAL_DUCKDB_THREADS"
+
+
+def resource_config() -> dict[str, str | int]:
+    """DuckDB's memory cap and thread count from the environment (see the module docstring)."""
+    config: dict[str, str | int] = {"memory_limit": os.environ.get(MEMORY_ENV, "").strip() or DEFAULT_MEMORY}
+    threads = os.environ.get(THREADS_ENV, "").strip()
+    if threads:
+        if not threads.isdigit() or int(threads) < 1:
+            raise InputError(None, None, f"{THREADS_ENV}={threads!r} is not a positive whole number")
+        config["threads"] = int(threads)
+    return config
+
+
 def open_duckdb(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open a DuckDB database with ``OFFLINE_CONFIG``; every connection uxlocal makes comes from here."""
-    return duckdb.connect(str(path), read_only=read_only, config=dict(OFFLINE_CONFIG))
+    """Open a DuckDB database with ``OFFLINE_CONFIG`` and ``resource_config``; every connection
+    uxlocal makes comes from here."""
+    config = {**resource_config(), **OFFLINE_CONFIG}  # the lock last: OFFLINE_CONFIG ends with it
+    try:
+        return duckdb.connect(str(path), read_only=read_only, config=config)
+    except (duckdb.InvalidInputException, duckdb.ParserException) as exc:
+        if "memory" not in str(exc).lower():
+            raise
+        raise InputError(None, None, f"{MEMORY_ENV}={config['memory_limit']!r}: {exc}",
+                         "give a DuckDB size such as 512MB or 4GB") from exc
 
 
 def refuse_extension_statements(con: duckdb.DuckDBPyConnection, sql: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import time
+from types import SimpleNamespace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from click.testing import CliRunner
 from uxlocal.cli import cli
 from uxlocal.store.db import connect
 from uxlocal.errors import InputError
-from uxlocal.store.offline import NO_EXTENSIONS_DIR, OFFLINE_CONFIG, open_duckdb
+from uxlocal.store.offline import NO_EXTENSIONS_DIR, OFFLINE_CONFIG, open_duckdb, resource_config
 
 PACKAGE = Path(__file__).resolve().parents[2] / "uxlocal"
 
@@ -152,3 +153,22 @@ def test_open_duckdb_names_a_bad_resource_setting(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv(name, value)
     with pytest.raises(InputError, match=re.escape(problem)):
         open_duckdb(tmp_path / "c.duckdb")
+
+
+def test_open_duckdb_gives_a_large_store_a_cap_in_proportion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from uxlocal.store import offline
+
+    monkeypatch.delenv("UXLOCAL_DUCKDB_MEMORY", raising=False)
+    small, big = tmp_path / "small.duckdb", tmp_path / "big.duckdb"
+    for path in (small, big):
+        with open_duckdb(path) as con:
+            con.execute("CREATE TABLE t AS SELECT range AS i FROM range(10)")
+    monkeypatch.setattr(offline, "_store_caps", {})
+    assert resource_config(small)["memory_limit"] == "512MB"  # a small store: the default
+    real_stat = Path.stat
+    monkeypatch.setattr(Path, "stat", lambda self, **kw: SimpleNamespace(st_size=2_000_000_000, st_mode=0o100644))
+    assert resource_config(big)["memory_limit"] == "1200MB"  # 0.6 of a 2 GB store
+    monkeypatch.setattr(Path, "stat", real_stat)
+    assert resource_config(big)["memory_limit"] == "1200MB"  # fixed for the process: reopening must match
+    monkeypatch.setenv("UXLOCAL_DUCKDB_MEMORY", "700MB")
+    assert resource_config(big)["memory_limit"] == "700MB"  # the environment wins

@@ -14,7 +14,8 @@ duckdb 2.0.1, see tests/unit/test_store_offline.py):
 
 Its memory is capped too (``memory_limit``, set before the lock): DuckDB's default, 80 % of the
 machine, let a million-verdict judge run keep about 4 KB of cached blocks per conversation.
-``UXLOCAL_DUCKDB_MEMORY`` (a DuckDB size such as ``2GB``; default ``DEFAULT_MEMORY``) changes the
+``UXLOCAL_DUCKDB_MEMORY`` (a DuckDB size such as ``2GB``; default ``DEFAULT_MEMORY``, more for a
+store larger than about 850 MB: ``STORE_SHARE``) changes the
 cap and ``UXLOCAL_DUCKDB_THREADS`` DuckDB's thread count (default: DuckDB's, one per core);
 queries larger than the cap spill to a temporary folder beside the store instead of failing.
 
@@ -63,9 +64,31 @@ MEMORY_ENV = "UXLOCAL_DUCKDB_MEMORY"
 THREADS_ENV = "UXLOCAL_DUCKDB_THREADS"
 
 
-def resource_config() -> dict[str, str | int]:
-    """DuckDB's memory cap and thread count from the environment (see the module docstring)."""
-    config: dict[str, str | int] = {"memory_limit": os.environ.get(MEMORY_ENV, "").strip() or DEFAULT_MEMORY}
+STORE_SHARE = 0.6
+"""Default cap for a large store: this share of its file size, when that exceeds ``DEFAULT_MEMORY``.
+DuckDB keeps the generations table's key index in memory (~0.13 MB per MB of store at 1M
+verdicts); a store of several million generations would not fit a fixed 512 MB. A run that
+outgrows the cap stops with DuckDB's out-of-memory error; run again (it resumes) and the cap,
+taken from the now larger store, is larger."""
+
+
+_store_caps: dict[str, str] = {}
+"""The cap each store got at its first opening in this process: DuckDB refuses a second
+connection to an open file with a different configuration, and the file grows meanwhile."""
+
+
+def _store_cap(path: Path) -> str:
+    share = int(path.stat().st_size * STORE_SHARE / 1e6)
+    return f"{share}MB" if share > int(DEFAULT_MEMORY[:-2]) else DEFAULT_MEMORY
+
+
+def resource_config(path: str | Path | None = None) -> dict[str, str | int]:
+    """DuckDB's memory cap and thread count from the environment, else from the store's size
+    (see the module docstring and ``STORE_SHARE``)."""
+    memory = os.environ.get(MEMORY_ENV, "").strip() or DEFAULT_MEMORY
+    if memory == DEFAULT_MEMORY and path is not None and str(path) != ":memory:" and Path(path).is_file():
+        memory = _store_caps.setdefault(str(Path(path).resolve()), _store_cap(Path(path)))
+    config: dict[str, str | int] = {"memory_limit": memory}
     threads = os.environ.get(THREADS_ENV, "").strip()
     if threads:
         if not threads.isdigit() or int(threads) < 1:
@@ -77,7 +100,7 @@ def resource_config() -> dict[str, str | int]:
 def open_duckdb(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open a DuckDB database with ``OFFLINE_CONFIG`` and ``resource_config``; every connection
     uxlocal makes comes from here."""
-    config = {**resource_config(), **OFFLINE_CONFIG}  # the lock last: OFFLINE_CONFIG ends with it
+    config = {**resource_config(path), **OFFLINE_CONFIG}  # the lock last: OFFLINE_CONFIG ends with it
     try:
         return duckdb.connect(str(path), read_only=read_only, config=config)
     except (duckdb.InvalidInputException, duckdb.ParserException) as exc:

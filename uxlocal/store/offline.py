@@ -15,9 +15,10 @@ duckdb 2.0.1, see tests/unit/test_store_offline.py):
 Its memory is capped too (``memory_limit``, set before the lock): DuckDB's default, 80 % of the
 machine, let a million-verdict judge run keep about 4 KB of cached blocks per conversation.
 ``UXLOCAL_DUCKDB_MEMORY`` (a DuckDB size such as ``2GB``; default ``DEFAULT_MEMORY``, more for a
-store larger than about 850 MB: ``STORE_SHARE``) changes the
+store larger than about 1.7 GB: ``STORE_SHARE``) changes the
 cap and ``UXLOCAL_DUCKDB_THREADS`` DuckDB's thread count (default: DuckDB's, one per core);
-queries larger than the cap spill to a temporary folder beside the store instead of failing.
+large sorts and joins spill to a temporary folder beside the store, but not everything can (at
+512 MB the report of a million verdicts failed with DuckDB's out-of-memory error; at 1 GB it ran).
 
 ``enable_external_access`` stays on: it would also forbid local files (``COPY ... TO
 'x.parquet'``, which is how people export, and the ``ATTACH`` that ``uxlocal merge`` uses).
@@ -56,7 +57,7 @@ _UPDATE_EXTENSIONS = re.compile(r"\s*update\s+extensions\b", re.IGNORECASE)
 """``UPDATE EXTENSIONS`` downloads too; this Python client cannot name its statement type."""
 
 
-DEFAULT_MEMORY = "512MB"
+DEFAULT_MEMORY = "1000MB"
 """DuckDB's memory cap unless ``UXLOCAL_DUCKDB_MEMORY`` says otherwise: a judge run's writes and
 reports stay fast under it (measured on 1M verdicts, docs/performance.md, the harness ceiling)."""
 
@@ -67,7 +68,7 @@ THREADS_ENV = "UXLOCAL_DUCKDB_THREADS"
 STORE_SHARE = 0.6
 """Default cap for a large store: this share of its file size, when that exceeds ``DEFAULT_MEMORY``.
 DuckDB keeps the generations table's key index in memory (~0.13 MB per MB of store at 1M
-verdicts); a store of several million generations would not fit a fixed 512 MB. A run that
+verdicts); a store of several million generations would not fit a fixed 1 GB. A run that
 outgrows the cap stops with DuckDB's out-of-memory error; run again (it resumes) and the cap,
 taken from the now larger store, is larger."""
 
@@ -79,7 +80,7 @@ connection to an open file with a different configuration, and the file grows me
 
 def _store_cap(path: Path) -> str:
     share = int(path.stat().st_size * STORE_SHARE / 1e6)
-    return f"{share}MB" if share > int(DEFAULT_MEMORY[:-2]) else DEFAULT_MEMORY
+    return f"{share}MB" if share > int(DEFAULT_MEMORY.removesuffix("MB")) else DEFAULT_MEMORY
 
 
 def resource_config(path: str | Path | None = None) -> dict[str, str | int]:

@@ -175,7 +175,7 @@ STAT_COLUMNS = ("label", "human_label", "score", "confidence", "positive", "huma
 
 ARROW_BATCH = 100_000
 """Rows per Arrow batch read from DuckDB: the result streams out instead of being materialised
-inside DuckDB's capped memory (a million verdicts' result did not fit in 512 MB)."""
+inside DuckDB's capped memory (at 512 MB a million verdicts did not fit)."""
 
 
 def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str) -> VerdictColumns:

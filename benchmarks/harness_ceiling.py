@@ -231,7 +231,7 @@ def child(args: argparse.Namespace) -> None:
         if profiler:
             profiler.disable()
             out = io.StringIO()
-            pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(int(os.environ.get("HC_TOP", "10")))
+            pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(10)
             figures["profile"] = out.getvalue()
     figures["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     Path(args.json_out).write_text(json.dumps(figures, default=str), encoding="utf-8")

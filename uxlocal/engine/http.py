@@ -27,6 +27,12 @@ Decisions (and why):
   U+FFFD and is skipped), and an off-path node's mass is shared among its candidate labels in
   proportion to what they already have: an approximation, exact for labels whose first tokens
   differ (``good``/``bad``), approximate for labels sharing a prefix token.
+- **Batched label requests** (``batch_prompts`` > 1, a vLLM server, a local tokenizer): label
+  requests that share model, labels and sampling go as one ``/completions`` request with a list
+  of token-id prompts; vLLM answers one choice per prompt (``index``), whose completions-shaped
+  logprobs feed the same label walk. One HTTP request per verdict cost the client a few ms of
+  CPU each (the harness ceiling). vLLM refuses the whole list for one bad prompt, so a refused
+  list is asked again one request per prompt: only the bad one ends invalid.
 - **Failures**: connection errors, timeouts and 5xx are retried with exponential backoff (an
   unreachable endpoint is benched for the backoff so its requests move to the other endpoints).
   A 4xx is never retried unless the preset opts in with ``retry_statuses`` (e.g. ``[429]`` behind

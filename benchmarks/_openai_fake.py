@@ -8,7 +8,8 @@ as uxlocal's); ``--no-record`` keeps no log of requests, so its memory stays fla
 
 It answers like vLLM's server: ``/v1/models`` (``owned_by: vllm``), ``/v1/chat/completions`` with
 ``structured_outputs`` (choice: the first label, with top logprobs over all labels; json: a minimal
-instance of the schema) and ``/v1/completions``. Tests script failures (``fail_next``), slowness
+instance of the schema) and ``/v1/completions`` (a list of prompts: one choice per prompt, as
+vLLM answers; ``--tokenizer`` gives label token ids). Tests script failures (``fail_next``), slowness
 (``delay_s``) and death (``stop``/``start`` on the same port) and read what it saw. With ``api_key``
 it answers 401 to any request without ``Authorization: Bearer KEY``, as ``vllm serve --api-key``
 does, and ``leak_key_in_errors=N`` makes its first N chat answers a 400 that echoes that header
@@ -56,7 +57,8 @@ class FakeOpenAI:
 
     def __init__(self, served: str = "fake-model", *, port: int = 0, choice_probs: tuple[float, ...] = (0.7, 0.3),
                  delay_s: float = 0.0, owned_by: str = "vllm", api_key: str | None = None,
-                 leak_key_in_errors: int = 0, record: bool = True) -> None:
+                 leak_key_in_errors: int = 0, record: bool = True,
+                 token_ids: Callable[[str], list[int]] | None = None) -> None:
         self.served = served
         self.port = port
         self.choice_probs = choice_probs
@@ -66,6 +68,8 @@ class FakeOpenAI:
         self.leak_key_in_errors = leak_key_in_errors
         self.record = record
         """Keep every request and ``Authorization`` header (tests read them); off for long benchmarks."""
+        self.token_ids = token_ids
+        """A label's token ids (the served model's tokenizer), for ``return_tokens_as_token_ids``."""
         self.authorizations: list[str | None] = []
         """The ``Authorization`` header of every request, in order."""
         self.hook: Hook | None = None
@@ -180,12 +184,44 @@ class FakeOpenAI:
             server.shutdown()
             server.server_close()
 
+    def completions(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``/v1/completions`` as vLLM answers it: a list of prompts (token-id lists or strings) gets
+        one choice per prompt, in order, each with its ``index``; logprobs in the completions shape
+        (``tokens``, ``token_logprobs``, ``top_logprobs`` as ``{token: logprob}``). With a choice
+        constraint the text is the first label; otherwise one token ``x`` with no alternatives."""
+        prompt = body.get("prompt")
+        prompts = prompt if isinstance(prompt, list) and prompt and isinstance(prompt[0], (list, str)) else [prompt]
+        labels = (body.get("structured_outputs") or {}).get("choice")
+        as_ids = bool(body.get("return_tokens_as_token_ids"))
+        choices = [{"index": k, **self._completion_choice(labels, as_ids)} for k in range(len(prompts))]
+        return {"object": "text_completion", "choices": choices,
+                "usage": {"prompt_tokens": sum(len(p) for p in prompts), "completion_tokens": len(prompts)}}
+
+    def _completion_choice(self, labels: list[str] | None, as_ids: bool) -> dict[str, Any]:
+        if not labels:
+            return {"text": "x", "finish_reason": "length", "logprobs": {"top_logprobs": [{}]}}
+        tokens = [self._tokens(label, as_ids) for label in labels]
+        probs = list(self.choice_probs) + [0.0] * len(labels)
+        first = {t[0]: (math.log(p) if p > 0 else -9999.0) for t, p in zip(tokens, probs)}
+        path = tokens[0]
+        tops = [first] + [{token: 0.0} for token in path[1:]]
+        return {"text": labels[0], "finish_reason": "stop",
+                "logprobs": {"tokens": path, "token_logprobs": [top[t] for top, t in zip(tops, path)],
+                             "top_logprobs": tops}}
+
+    def _tokens(self, label: str, as_ids: bool) -> list[str]:
+        """A label's tokens as the client reads them: ``token_id:N`` from ``token_ids`` when asked
+        for ids (the client's tokenizer must be the same), else the label as one token."""
+        if as_ids and self.token_ids is not None:
+            return [f"token_id:{i}" for i in self.token_ids(label)]
+        return [label]
+
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         """The default behaviour of a healthy vLLM server."""
         if body.get("model") != self.served:
             return 404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}}
         if path.endswith("/completions") and not path.endswith("/chat/completions"):
-            return 200, {"choices": [{"text": "x", "finish_reason": "length", "logprobs": {"top_logprobs": [{}]}}]}
+            return 200, self.completions(body)
         structured = body.get("structured_outputs") or {}
         last = str(body["messages"][-1].get("content", ""))
         logprobs = None
@@ -213,11 +249,19 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free one)")
     p.add_argument("--served", default="fake-model", help="the served model name (default fake-model)")
     p.add_argument("--no-record", dest="record", action="store_false", help="keep no log of requests")
+    p.add_argument("--tokenizer", default=None, help="a folder with tokenizer.json: label token ids for "
+                   "/completions answers with return_tokens_as_token_ids")
 
 
 def main(args: argparse.Namespace) -> None:
     """Serve until killed; the first line printed is the base URL."""
-    fake = FakeOpenAI(args.served, port=args.port, record=args.record).start()
+    token_ids = None
+    if args.tokenizer:
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(f"{args.tokenizer}/tokenizer.json")
+        token_ids = lambda label: list(tokenizer.encode(label, add_special_tokens=False).ids)  # noqa: E731
+    fake = FakeOpenAI(args.served, port=args.port, record=args.record, token_ids=token_ids).start()
     print(fake.url, flush=True)
     threading.Event().wait()
 

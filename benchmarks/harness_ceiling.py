@@ -10,7 +10,10 @@ Every arm runs in its own child process (clean peak RSS, no warm caches shared b
   request at once with label probabilities (``instant_judge``);
 - ``inproc8``: the same with a label rubric of 8 criteria (8 verdicts per conversation);
 - ``http``: the same as ``inproc`` through the openai-http backend against the tests' instant
-  OpenAI-compatible server (``benchmarks/_openai_fake.py``), itself in a third process;
+  OpenAI-compatible server (``benchmarks/_openai_fake.py``), itself in a third process, with a
+  local tokenizer folder (a small byte-level BPE, ``write_tokenizer``) so label requests go
+  ``HTTP_BATCH`` token-id prompts per ``/completions`` request (``batch_prompts``);
+- ``http1``: the same, one chat request per verdict (no local tokenizer: the default);
 - ``tau2``: retail and telecom tasks played by scripted seats (each gold action called on the live
   environment with a sync after it, then the reward), repeated to about N/10 agent steps: steps/s.
 
@@ -48,7 +51,9 @@ from uxlocal.engine.base import PreparedRequest
 from uxlocal.engine.fake import FakeEngine, Scripted
 from uxlocal.grammar import Choice
 
-ARMS = ("inproc", "inproc8", "http", "tau2")
+ARMS = ("inproc", "inproc8", "http", "http1", "tau2")
+HTTP_BATCH = 64
+"""Label prompts per ``/completions`` request in the ``http`` arm (``HttpOptions.batch_prompts``)."""
 SERVED = "fake-model"
 
 
@@ -86,6 +91,31 @@ def write_conversations(path: Path, n: int) -> None:
             handle.write("".join(lines))
 
 
+def write_tokenizer(folder: Path) -> Path:
+    """A tokenizer folder without weights (byte-level BPE trained on the synthetic conversations,
+    ChatML template), as an openai-http preset's ``path``; the fake server reads the same file."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    folder.mkdir(parents=True, exist_ok=True)
+    sample = folder / "sample.jsonl"
+    write_conversations(sample, 2_000)
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=4_000, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator(sample.read_text(encoding="utf-8").splitlines(), trainer)
+    sample.unlink()
+    tokenizer.save(str(folder / "tokenizer.json"))
+    template = ("{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}"
+                "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    config = {"chat_template": template, "eos_token": "<|im_end|>", "bos_token": None,
+              "pad_token": "<|endoftext|>", "tokenizer_class": "PreTrainedTokenizerFast"}
+    (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    (folder / "config.json").write_text(json.dumps({"model_type": "llama"}), encoding="utf-8")
+    return folder
+
+
 def write_rubric(path: Path, criteria: int) -> None:
     """A binary label rubric (liked/disliked) with ``criteria`` criteria."""
     lines = ['name = "bench-labels"', 'kind = "label"', 'question = "Did the user like the reply?"',
@@ -116,7 +146,7 @@ def _watch_first_verdict() -> dict[str, float]:
     return seen
 
 
-def judge_arm(arm: str, size: int, folder: Path, url: str | None) -> dict[str, Any]:
+def judge_arm(arm: str, size: int, folder: Path, url: str | None, tokenizer: str | None = None) -> dict[str, Any]:
     """One ``uxlocal judge`` job of ``size`` conversations; its figures."""
     from uxlocal.config import RunConfig
     from uxlocal.engine.pool import ModelPool
@@ -134,8 +164,9 @@ def judge_arm(arm: str, size: int, folder: Path, url: str | None) -> dict[str, A
         pool = ModelPool.from_engines({"judge": instant_judge()})
         models: dict[str, str] = {}
     else:
+        batched = f'path = "{tokenizer}"\n[engine_args]\nbatch_prompts = {HTTP_BATCH}\n' if arm == "http" else ""
         (folder / "srv.toml").write_text(f'name = "srv"\nbackend = "openai-http"\nendpoints = ["{url}"]\n'
-                                         f'served_model = "{SERVED}"\n', encoding="utf-8")
+                                         f'served_model = "{SERVED}"\n' + batched, encoding="utf-8")
         os.environ["UXLOCAL_PRESETS"] = str(folder)
         pool, models = None, {"judge": "srv"}
     seen = _watch_first_verdict()
@@ -196,7 +227,7 @@ def child(args: argparse.Namespace) -> None:
         if args.child == "tau2":
             figures = tau2_arm(args.size)
         else:
-            figures = judge_arm(args.child, args.size, Path(tmp), args.url)
+            figures = judge_arm(args.child, args.size, Path(tmp), args.url, args.tokenizer)
         if profiler:
             profiler.disable()
             out = io.StringIO()
@@ -209,11 +240,13 @@ def child(args: argparse.Namespace) -> None:
 # ---------------------------------------------------------------- the parent
 
 
-def run_child(arm: str, size: int, *, url: str | None = None, profile: bool = False) -> dict[str, Any]:
+def run_child(arm: str, size: int, *, url: str | None = None, tokenizer: str | None = None,
+              profile: bool = False) -> dict[str, Any]:
     """One arm at one size in a fresh child; its figures."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "arm.json"
         argv = ["--child", arm, "--size", str(size), "--json", str(out)] + (["--url", url] if url else [])
+        argv += ["--tokenizer", tokenizer] if tokenizer else []
         done = subprocess.run(module_command("benchmarks.harness_ceiling", *argv, *(["--profile"] if profile else [])),
                               cwd=REPO, capture_output=True, text=True)
         if done.returncode != 0 or not out.exists():
@@ -221,12 +254,13 @@ def run_child(arm: str, size: int, *, url: str | None = None, profile: bool = Fa
         return dict(json.loads(out.read_text(encoding="utf-8")))
 
 
-def _measured(arm: str, size: int, server: subprocess.Popen[str] | None, url: str | None) -> dict[str, Any]:
-    """One arm's figures; for ``http`` also the CPU seconds the fake server used meanwhile."""
-    if arm != "http" or server is None:
+def _measured(arm: str, size: int, server: subprocess.Popen[str] | None, url: str | None,
+              tokenizer: str | None) -> dict[str, Any]:
+    """One arm's figures; for the http arms also the CPU seconds the fake server used meanwhile."""
+    if not arm.startswith("http") or server is None:
         return run_child(arm, size)
     before = process_cpu_s(server.pid)
-    figures = run_child(arm, size, url=url)
+    figures = run_child(arm, size, url=url, tokenizer=tokenizer)
     figures["server_cpu_s"] = process_cpu_s(server.pid) - before
     return figures
 
@@ -240,9 +274,10 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start_server() -> tuple[subprocess.Popen[str], str]:
+def start_server(tokenizer: str) -> tuple[subprocess.Popen[str], str]:
     """The instant OpenAI-compatible server in its own process; (process, base URL)."""
-    proc = subprocess.Popen(module_command("benchmarks._openai_fake", "--no-record", "--served", SERVED),
+    proc = subprocess.Popen(module_command("benchmarks._openai_fake", "--no-record", "--served", SERVED,
+                                           "--tokenizer", tokenizer),
                             cwd=REPO, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()
@@ -256,6 +291,7 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     p.add_argument("--size", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--url", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--tokenizer", default=None, help=argparse.SUPPRESS)
     p.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)
 
 
@@ -285,10 +321,13 @@ def main(args: argparse.Namespace) -> None:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     rows: list[tuple[str, Any]] = []
-    server, url = start_server() if "http" in arms else (None, None)
+    scratch = tempfile.TemporaryDirectory()
+    tokenizer = str(write_tokenizer(Path(scratch.name) / "tokenizer"))
+    server, url = start_server(tokenizer) if any(a.startswith("http") for a in arms) else (None, None)
     try:
         for arm in arms:
-            figures = {size: _measured(arm, size, server, url) for size in (sizes[-1:] if arm == "tau2" else sizes)}
+            figures = {size: _measured(arm, size, server, url, tokenizer)
+                       for size in (sizes[-1:] if arm == "tau2" else sizes)}
             for size, fig in figures.items():
                 rows += _rows(arm, size, fig)
             if len(figures) > 1:
@@ -300,6 +339,7 @@ def main(args: argparse.Namespace) -> None:
         if server is not None:
             server.kill()
             server.wait()
+        scratch.cleanup()
     config = {"sizes": args.sizes, "arms": ",".join(arms), "cpus": os.cpu_count(),
               "load average at start": round(os.getloadavg()[0], 1)}
     report("uxlocal harness ceiling (instant engines)", config, rows, args.json_out)

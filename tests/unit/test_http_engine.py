@@ -374,3 +374,96 @@ def test_models_list_shows_an_http_preset_as_ready(server: FakeOpenAI, tmp_path:
     assert "yes" in line
     model = resolve("srv")
     assert model.endpoints == (server.url,) and model.served_model == "fake-model" and model.max_model_len == 4096
+
+
+class _IdsByText(_TinyTokenizer):
+    """``_TinyTokenizer`` whose prompt ids end with the message's length (prompts differ)."""
+
+    def render(self, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
+        return json.dumps(messages), [7, 8, 100 + len(messages[-1]["content"])]
+
+
+def _p_first(ids: list[int]) -> float:
+    return 0.1 + (ids[-1] % 8) / 10  # P("a") for a prompt
+
+
+def _label_server(server: FakeOpenAI, *, refuse: int | None = None) -> None:
+    """Answers chat and list-of-prompts completions with the same P(a) per prompt; ``refuse``: a
+    prompt id the server rejects (400), alone or inside a list, as vLLM rejects the whole list."""
+    import math
+
+    def position(p: float) -> dict[str, Any]:
+        return {"token_id:0": math.log(p), "token_id:1": math.log(1 - p)}
+
+    def answer(path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        if path.endswith("/v1/completions"):
+            if any(refuse in ids for ids in body["prompt"]):
+                return 400, {"error": {"message": "prompt too long"}}
+            choices = [{"index": k, "text": "a", "finish_reason": "stop",
+                        "logprobs": {"tokens": ["token_id:0"], "token_logprobs": [math.log(_p_first(ids))],
+                                     "top_logprobs": [position(_p_first(ids))]}}
+                       for k, ids in enumerate(body["prompt"])]
+            return 200, {"choices": choices[::-1]}  # answered out of order: the index says whose
+        ids = [7, 8, 100 + len(body["messages"][-1]["content"])]
+        if refuse in ids:
+            return 400, {"error": {"message": "prompt too long"}}
+        alts = [{"token": t, "logprob": lp} for t, lp in position(_p_first(ids)).items()]
+        content = [{"token": "token_id:0", "logprob": alts[0]["logprob"], "top_logprobs": alts}]
+        return 200, {"choices": [{"message": {"content": "a"}, "finish_reason": "stop",
+                                  "logprobs": {"content": content}}], "usage": {}}
+
+    server.hook = answer
+
+
+def _label_requests(n: int) -> list[GenRequest]:
+    return [_ask("q" * (k + 1), Choice(("a", "b"))) for k in range(n)]
+
+
+def test_http_batches_label_requests_into_completions_with_the_chat_path_probabilities(server: FakeOpenAI) -> None:
+    _label_server(server)
+    model = resolve(f"{server.url}#fake-model")
+    batched = _generate(HttpEngine(model, _IdsByText(), FAST.model_copy(update={"batch_prompts": 3})),
+                        *_label_requests(7), _ask("free text"))
+    posts = [(path, body) for path, body in server.requests if path.endswith("completions")]
+    assert [len(b["prompt"]) for p, b in posts if p.endswith("/v1/completions")] == [3, 3]
+    assert sum(p.endswith("/chat/completions") for p, _ in posts) == 2  # the 7th label alone, the free text
+    one_by_one = _generate(HttpEngine(model, _IdsByText(), FAST), *_label_requests(7))
+    for k, (b, c) in enumerate(zip(batched, one_by_one, strict=False)):
+        p = _p_first([7, 8, 100 + k + 1])
+        assert b.parsed == c.parsed == "a" and b.valid
+        assert b.label_probs == pytest.approx(c.label_probs)
+        assert b.label_probs == pytest.approx({"a": p, "b": 1 - p})
+    free = [b for p, b in posts if p.endswith("/chat/completions") and "structured_outputs" not in b]
+    assert len(batched) == 8 and batched[-1].label_probs is None and len(free) == 1
+
+
+def test_http_batch_with_a_refused_prompt_asks_each_alone_and_only_that_one_fails(server: FakeOpenAI) -> None:
+    _label_server(server, refuse=100 + 2)  # the second request's prompt
+    model = resolve(f"{server.url}#fake-model")
+    results = _generate(HttpEngine(model, _IdsByText(), FAST.model_copy(update={"batch_prompts": 4})),
+                        *_label_requests(4))
+    assert [r.valid for r in results] == [True, False, True, True]
+    assert results[1].finish_reason == "context_window" and "too long" in (results[1].error or "")
+    assert results[2].label_probs == pytest.approx({"a": _p_first([103]), "b": 1 - _p_first([103])})
+    assert sum(p.endswith("/chat/completions") for p, _ in server.requests) == 4
+
+
+def test_http_batch_is_retried_after_a_5xx(server: FakeOpenAI) -> None:
+    _label_server(server)
+    server.fail_next(1, 503)
+    model = resolve(f"{server.url}#fake-model")
+    results = _generate(HttpEngine(model, _IdsByText(), FAST.model_copy(update={"batch_prompts": 4})),
+                        *_label_requests(4))
+    assert all(r.valid for r in results)
+    assert [len(b["prompt"]) for p, b in server.requests if p.endswith("/v1/completions")] == [4, 4]
+
+
+def test_fake_server_answers_a_list_of_prompts_with_one_choice_each() -> None:
+    fake = FakeOpenAI(token_ids=lambda label: [ord(c) for c in label])
+    body = fake.completions({"prompt": [[1, 2], [3]], "structured_outputs": {"choice": ["ab", "c"]},
+                             "return_tokens_as_token_ids": True})
+    assert [c["index"] for c in body["choices"]] == [0, 1]
+    logprobs = body["choices"][1]["logprobs"]
+    assert logprobs["tokens"] == ["token_id:97", "token_id:98"]
+    assert logprobs["top_logprobs"][0] == pytest.approx({"token_id:97": -0.35667494, "token_id:99": -1.2039728})
+    assert len(fake.completions({"prompt": [5, 6]})["choices"]) == 1  # one token-id prompt

@@ -205,3 +205,15 @@ def test_bootstrap_draw_of_single_item_clusters_equals_the_cluster_loop() -> Non
     for seed in range(3):
         a, b = _draw(fast, np.random.default_rng(seed)), _draw(slow, np.random.default_rng(seed))
         assert a.index.tolist() == b.index.tolist() and a.unit.tolist() == b.unit.tolist()
+
+
+def test_bootstrap_with_one_item_per_cluster_draws_as_without_clusters() -> None:
+    values = np.random.default_rng(3).random(200)
+    strata = [i % 3 for i in range(200)]
+    def mean(idx: np.ndarray) -> float:
+        return float(values[idx].mean())
+    for groups in (None, strata):
+        plain = stats.bootstrap(mean, 200, strata=groups, n_resamples=30, seed=4)
+        clustered = stats.bootstrap(mean, 200, clusters=[f"c{i}" for i in range(200)], strata=groups,
+                                    n_resamples=30, seed=4)
+        assert clustered == plain and plain.low is not None

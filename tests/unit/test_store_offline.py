@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import time
+from types import SimpleNamespace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,8 @@ from click.testing import CliRunner
 
 from uxlocal.cli import cli
 from uxlocal.store.db import connect
-from uxlocal.store.offline import NO_EXTENSIONS_DIR, OFFLINE_CONFIG, open_duckdb
+from uxlocal.errors import InputError
+from uxlocal.store.offline import NO_EXTENSIONS_DIR, OFFLINE_CONFIG, open_duckdb, resource_config
 
 PACKAGE = Path(__file__).resolve().parents[2] / "uxlocal"
 
@@ -124,3 +126,49 @@ def test_package_opens_duckdb_only_through_open_duckdb() -> None:
              for line in path.read_text(encoding="utf-8").splitlines()
              if re.search(r"duckdb\s*\.\s*connect\s*\(", line)]
     assert calls == ["store/offline.py"]
+
+
+def _setting(con: duckdb.DuckDBPyConnection, name: str) -> str:
+    return str(con.execute(f"SELECT current_setting('{name}')").fetchone()[0])
+
+
+def test_open_duckdb_caps_memory_by_default_and_takes_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("UXLOCAL_DUCKDB_MEMORY", raising=False)
+    monkeypatch.delenv("UXLOCAL_DUCKDB_THREADS", raising=False)
+    with open_duckdb(tmp_path / "a.duckdb") as con:
+        assert _setting(con, "memory_limit") == "953.6 MiB"  # DEFAULT_MEMORY, 1000 MB
+        with pytest.raises(duckdb.Error):  # locked like the rest: SQL cannot lift the cap
+            con.execute("SET memory_limit = '8GB'")
+    monkeypatch.setenv("UXLOCAL_DUCKDB_MEMORY", "2GB")
+    monkeypatch.setenv("UXLOCAL_DUCKDB_THREADS", "1")
+    with open_duckdb(tmp_path / "b.duckdb") as con:
+        assert (_setting(con, "memory_limit"), _setting(con, "threads")) == ("1.8 GiB", "1")
+
+
+@pytest.mark.parametrize(("name", "value", "problem"), [("UXLOCAL_DUCKDB_MEMORY", "lots", "UXLOCAL_DUCKDB_MEMORY='lots'"),
+                                                       ("UXLOCAL_DUCKDB_THREADS", "0", "UXLOCAL_DUCKDB_THREADS='0'")])
+def test_open_duckdb_names_a_bad_resource_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
+                                                  value: str, problem: str) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(InputError, match=re.escape(problem)):
+        open_duckdb(tmp_path / "c.duckdb")
+
+
+def test_open_duckdb_gives_a_large_store_a_cap_in_proportion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from uxlocal.store import offline
+
+    monkeypatch.delenv("UXLOCAL_DUCKDB_MEMORY", raising=False)
+    small, big = tmp_path / "small.duckdb", tmp_path / "big.duckdb"
+    for path in (small, big):
+        with open_duckdb(path) as con:
+            con.execute("CREATE TABLE t AS SELECT range AS i FROM range(10)")
+    monkeypatch.setattr(offline, "_store_caps", {})
+    assert resource_config(small)["memory_limit"] == "1000MB"  # a small store: the default
+    real_stat = Path.stat
+    monkeypatch.setattr(Path, "stat", lambda self, **kw: SimpleNamespace(st_size=3_000_000_000, st_mode=0o100644))
+    assert resource_config(big)["memory_limit"] == "1800MB"  # 0.6 of a 3 GB store
+    monkeypatch.setattr(Path, "stat", real_stat)
+    assert resource_config(big)["memory_limit"] == "1800MB"  # fixed for the process: reopening must match
+    monkeypatch.setenv("UXLOCAL_DUCKDB_MEMORY", "700MB")
+    assert resource_config(big)["memory_limit"] == "700MB"  # the environment wins

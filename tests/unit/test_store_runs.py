@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
+from dataclasses import replace
 from types import SimpleNamespace
 
+import pytest
+
+from uxlocal.store import runs
 from uxlocal.store.db import connect
 from uxlocal.store.runs import NewRun, begin_run, end_run, finished_episodes
 
@@ -56,3 +61,36 @@ def test_end_run_marks_failed_when_an_episode_failed() -> None:
     assert con.execute("SELECT status, wall_s, engine_calls FROM runs").fetchall() == [("failed", 2.5, 3)]
     end_run(con, "r1", failed=False, ended_at=NOW, wall_s=1.0, engine_calls=1, engine_busy_s=0.5)
     assert con.execute("SELECT status FROM runs").fetchone() == ("done",)
+
+
+def _items(n: int, *, stop_after: int | None = None, error: BaseException | None = None) -> Iterator[dict[str, str]]:
+    for i in range(n):
+        if stop_after is not None and i == stop_after and error is not None:
+            raise error
+        yield {"item_id": f"i{i}", "task": "t"}
+
+
+def test_begin_run_commits_items_in_batches_and_redoes_a_start_killed_midway(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runs, "INSERT_BATCH", 2)
+    con = connect(":memory:")
+    killed = replace(_run(), items=_items(7, stop_after=5, error=KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):  # killed during the items pass: earlier batches are committed
+        begin_run(con, killed)
+    assert con.execute("SELECT status FROM runs").fetchall() == [("starting",)]
+    assert con.execute("SELECT count(*) FROM items").fetchone() == (4,)
+    assert begin_run(con, replace(_run(), items=_items(7))) is False  # not a resume: the items pass again
+    assert con.execute("SELECT status FROM runs").fetchall() == [("running",)]
+    assert con.execute("SELECT item_id, count(*) FROM items GROUP BY 1 ORDER BY 1").fetchall() == [
+        (f"i{i}", 1) for i in range(7)]
+    assert con.execute("SELECT count(*) FROM run_models").fetchone() == (1,)
+    assert begin_run(con, replace(_run(), items=_items(7))) is True  # started: the next start resumes
+
+
+def test_begin_run_leaves_no_run_when_an_item_row_is_bad(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runs, "INSERT_BATCH", 2)
+    con = connect(":memory:")
+    with pytest.raises(ValueError, match="bad row"):
+        begin_run(con, replace(_run(), items=_items(7, stop_after=5, error=ValueError("bad row"))))
+    assert [con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("runs", "items", "run_models")] == [
+        0, 0, 0]

@@ -27,6 +27,12 @@ Decisions (and why):
   U+FFFD and is skipped), and an off-path node's mass is shared among its candidate labels in
   proportion to what they already have: an approximation, exact for labels whose first tokens
   differ (``good``/``bad``), approximate for labels sharing a prefix token.
+- **Batched label requests** (``batch_prompts`` > 1, a vLLM server, a local tokenizer): label
+  requests that share model, labels and sampling go as one ``/completions`` request with a list
+  of token-id prompts; vLLM answers one choice per prompt (``index``), whose completions-shaped
+  logprobs feed the same label walk. One HTTP request per verdict cost the client a few ms of
+  CPU each (the harness ceiling). vLLM refuses the whole list for one bad prompt, so a refused
+  list is asked again one request per prompt: only the bad one ends invalid.
 - **Failures**: connection errors, timeouts and 5xx are retried with exponential backoff (an
   unreachable endpoint is benched for the backoff so its requests move to the other endpoints).
   A 4xx is never retried unless the preset opts in with ``retry_statuses`` (e.g. ``[429]`` behind
@@ -64,7 +70,8 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
-from uxlocal.engine.labelprobs import TrieNode, dist_of_token_ids, max_label_tokens, walk_alternatives
+from uxlocal.engine.labelprobs import (TrieNode, content_of_completion, dist_of_token_ids, max_label_tokens,
+                                       walk_alternatives)
 from uxlocal.errors import InputError, UxlocalError, format_validation_error
 from uxlocal.grammar import Choice, JsonSchema, parse_output
 from uxlocal.models import ResolvedModel
@@ -116,6 +123,11 @@ class HttpOptions(BaseModel):
     api_key_env: str = DEFAULT_API_KEY_ENV
     """Environment variable holding the bearer token (vLLM ``--api-key``); unset = no header. The
     key itself never goes in a preset."""
+    batch_prompts: int = Field(default=1, ge=1)
+    """Label requests sent together in one ``/completions`` request (vLLM takes a list of token-id
+    prompts and answers one choice per prompt). Needs a vLLM server and a local tokenizer (the
+    preset's ``path``); 1 sends each as its own chat request. 32-64 take the client's few ms of
+    CPU per request off each verdict (docs/performance.md, the harness ceiling)."""
 
     @classmethod
     def from_engine_args(cls, name: str, engine_args: dict[str, Any]) -> "HttpOptions":
@@ -382,7 +394,9 @@ class HttpEngine:
     async def _batch(self, batch: list[PreparedRequest],
                      on_done: Callable[[tuple[int, GenResult]], None] | None = None) -> list[GenResult]:
         await self._start()
-        tasks = [asyncio.ensure_future(self._one(p, i, on_done)) for i, p in enumerate(batch)]
+        groups = self._groups(batch)
+        tasks = [asyncio.ensure_future(self._group([(i, batch[i]) for i in g], on_done) if len(g) > 1
+                                       else self._one(batch[g[0]], g[0], on_done)) for g in groups]
         done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         failed = [t for t in done if t.exception() is not None]
         if failed:
@@ -390,7 +404,82 @@ class HttpEngine:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
             raise failed[0].exception()  # type: ignore[misc]
-        return [t.result() for t in tasks]
+        results: list[GenResult] = [GenResult("", "error")] * len(batch)
+        for group, task in zip(groups, tasks, strict=True):
+            answer = task.result()
+            for index, result in (answer if isinstance(answer, list) else [(group[0], answer)]):
+                results[index] = result
+        return results
+
+    def _groups(self, batch: list[PreparedRequest]) -> list[list[int]]:
+        """Indices sent together: label requests with the same model, labels and sampling, up to
+        ``batch_prompts`` a group, when they can go as token ids to vLLM; every other request alone."""
+        size = self.options.batch_prompts
+        if size <= 1 or self.mode != "vllm" or not self.renderer.has_tokenizer:
+            return [[i] for i in range(len(batch))]
+        groups: list[list[int]] = []
+        open_groups: dict[tuple[Any, ...], list[int]] = {}
+        for i, prepared in enumerate(batch):
+            key = _batch_key(prepared)
+            if key is None:
+                groups.append([i])
+                continue
+            group = open_groups.get(key)
+            if group is None or len(group) >= size:
+                group = open_groups[key] = []
+                groups.append(group)
+            group.append(i)
+        return groups
+
+    async def _group(self, members: list[tuple[int, PreparedRequest]],
+                     on_done: Callable[[tuple[int, GenResult]], None] | None) -> list[tuple[int, GenResult]]:
+        """Label requests as one ``/completions`` request; each result to ``on_done`` as it is ready.
+
+        vLLM refuses the whole list for one bad prompt (too long, say): then each is asked alone,
+        so the bad one gets its own invalid result and the others their answers.
+        """
+        started = time.perf_counter()
+        first = members[0][1]
+        try:
+            body = await self._post("/completions", self._group_payload([p for _, p in members]))
+        except _FinalError as exc:
+            log.info("a batch of %d label requests was refused (%s); asking each alone", len(members), exc)
+            return await self._each_alone(members, on_done)
+        choices = {c.get("index"): c for c in body.get("choices") or [] if isinstance(c, dict)}
+        if set(choices) != set(range(len(members))):
+            log.warning("%s answered %d choices for %d prompts; asking each alone", self.model.name,
+                        len(choices), len(members))
+            return await self._each_alone(members, on_done)
+        labels = first.request.constraint.labels  # type: ignore[union-attr]
+        out = []
+        for k, (index, prepared) in enumerate(members):
+            choice = choices[k]
+            content = content_of_completion(choice.get("logprobs") or {})
+            result = self._parsed(prepared, str(choice.get("text") or ""), choice.get("finish_reason"),
+                                  len(prepared.prompt_ids), len(content))
+            result.label_probs = await self._label_probs(prepared, labels, content)
+            result.latency_ms = (time.perf_counter() - started) * 1000
+            if on_done is not None:
+                on_done((index, result))
+            out.append((index, result))
+        return out
+
+    async def _each_alone(self, members: list[tuple[int, PreparedRequest]],
+                          on_done: Callable[[tuple[int, GenResult]], None] | None) -> list[tuple[int, GenResult]]:
+        results = await asyncio.gather(*(self._one(p, i, on_done) for i, p in members))
+        return [(i, r) for (i, _), r in zip(members, results, strict=True)]
+
+    def _group_payload(self, group: list[PreparedRequest]) -> dict[str, Any]:
+        request, sampling = group[0].request, group[0].sampling
+        labels = request.constraint.labels  # type: ignore[union-attr]
+        body: dict[str, Any] = {
+            "model": request.lora or self.model.served_model, "prompt": [list(p.prompt_ids) for p in group],
+            "max_tokens": max(1, min(sampling.max_tokens, max_label_tokens(labels))),
+            "temperature": sampling.temperature, "top_p": sampling.top_p, "logprobs": self.options.top_logprobs,
+            "return_tokens_as_token_ids": True, "structured_outputs": {"choice": list(labels)}}
+        if sampling.stop:
+            body["stop"] = list(sampling.stop)
+        return body
 
     async def _start(self) -> None:
         """Create the client once; ask each endpoint what it serves until one answers."""
@@ -516,17 +605,21 @@ class HttpEngine:
         choices = body.get("choices") or []
         choice = choices[0] if choices and isinstance(choices[0], dict) else {}
         text = str((choice.get("message") or {}).get("content") or "")
-        finish = {"stop": "stop", "length": "length", "tool_calls": "stop", None: "stop"}.get(
-            choice.get("finish_reason"), "error")
-        constraint = prepared.request.constraint
-        if isinstance(constraint, Choice) and self.mode == "response_format":
+        if isinstance(prepared.request.constraint, Choice) and self.mode == "response_format":
             text = _unquote(text)
-        parsed = parse_output(constraint, text, finish)
         usage = body.get("usage") or {}
-        prompt_tokens = int(usage.get("prompt_tokens") or len(prepared.prompt_ids))
-        return GenResult(text, finish, prompt_tokens=prompt_tokens,
-                         completion_tokens=int(usage.get("completion_tokens") or 0), valid=parsed.valid,
-                         parsed=parsed.value, error=parsed.error)
+        return self._parsed(prepared, text, choice.get("finish_reason"),
+                            int(usage.get("prompt_tokens") or len(prepared.prompt_ids)),
+                            int(usage.get("completion_tokens") or 0))
+
+    @staticmethod
+    def _parsed(prepared: PreparedRequest, text: str, finish_reason: Any, prompt_tokens: int,
+                completion_tokens: int) -> GenResult:
+        """The result of one answer's text (chat or completions), parsed against its constraint."""
+        finish = {"stop": "stop", "length": "length", "tool_calls": "stop", None: "stop"}.get(finish_reason, "error")
+        parsed = parse_output(prepared.request.constraint, text, finish)
+        return GenResult(text, finish, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                         valid=parsed.valid, parsed=parsed.value, error=parsed.error)
 
     def _final_error(self, prepared: PreparedRequest, exc: _FinalError) -> GenResult:
         if exc.status in CONFIG_STATUSES:
@@ -609,6 +702,18 @@ class HttpEngine:
             return None
         logprobs = (body.get("choices") or [{}])[0].get("logprobs") or {}
         return dist_of_token_ids((logprobs.get("top_logprobs") or [None])[0] or {})
+
+
+def _batch_key(prepared: PreparedRequest) -> tuple[Any, ...] | None:
+    """What label requests must share to go in one ``/completions`` request; None: send it alone
+    (not a label request, no token ids, or a sampled one with its own seed)."""
+    request, sampling = prepared.request, prepared.sampling
+    if not isinstance(request.constraint, Choice) or not prepared.prompt_ids:
+        return None
+    if sampling.temperature > 0 and prepared.seed is not None:
+        return None
+    return (request.lora, request.constraint.labels, sampling.max_tokens, sampling.temperature, sampling.top_p,
+            tuple(sampling.stop or ()))
 
 
 def _unquote(text: str) -> str:

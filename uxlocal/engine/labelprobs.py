@@ -233,6 +233,17 @@ class TokenTable:
         return out
 
 
+def content_of_completion(logprobs: dict[str, Any]) -> list[dict[str, Any]]:
+    """A ``/completions`` choice's ``logprobs`` (``tokens``, ``token_logprobs``, ``top_logprobs``
+    as ``{token: logprob}``) in the chat shape ``walk_alternatives`` reads."""
+    tokens = logprobs.get("tokens") or []
+    chosen = logprobs.get("token_logprobs") or [None] * len(tokens)
+    tops = logprobs.get("top_logprobs") or [None] * len(tokens)
+    return [{"token": token, "logprob": logprob,
+             "top_logprobs": [{"token": t, "logprob": lp} for t, lp in (top or {}).items()]}
+            for token, logprob, top in zip(tokens, chosen, tops)]
+
+
 def dist_of_token_ids(top_logprobs: dict[str, float | None]) -> Dist:
     """``{"token_id:N": logprob}`` (a completions answer) as a distribution over token ids."""
     dist: Dist = {}

@@ -12,6 +12,14 @@ duckdb 2.0.1, see tests/unit/test_store_offline.py):
   built-ins (json, parquet, icu) are all there is;
 - locks its configuration, so SQL cannot ``SET`` any of this back (nor anything else).
 
+Its memory is capped too (``memory_limit``, set before the lock): DuckDB's default, 80 % of the
+machine, let a million-verdict judge run keep about 4 KB of cached blocks per conversation.
+``UXLOCAL_DUCKDB_MEMORY`` (a DuckDB size such as ``2GB``; default ``DEFAULT_MEMORY``, more for a
+store larger than about 1.7 GB: ``STORE_SHARE``) changes the
+cap and ``UXLOCAL_DUCKDB_THREADS`` DuckDB's thread count (default: DuckDB's, one per core);
+large sorts and joins spill to a temporary folder beside the store, but not everything can (at
+512 MB the report of a million verdicts failed with DuckDB's out-of-memory error; at 1 GB it ran).
+
 ``enable_external_access`` stays on: it would also forbid local files (``COPY ... TO
 'x.parquet'``, which is how people export, and the ``ATTACH`` that ``uxlocal merge`` uses).
 Explicit ``INSTALL``/``LOAD`` (``INSTALL x FROM 'https://...'`` names its own repository) is
@@ -20,6 +28,7 @@ refused before DuckDB sees it, by ``refuse_extension_statements``, for SQL a per
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -48,9 +57,58 @@ _UPDATE_EXTENSIONS = re.compile(r"\s*update\s+extensions\b", re.IGNORECASE)
 """``UPDATE EXTENSIONS`` downloads too; this Python client cannot name its statement type."""
 
 
+DEFAULT_MEMORY = "1000MB"
+"""DuckDB's memory cap unless ``UXLOCAL_DUCKDB_MEMORY`` says otherwise: a judge run's writes and
+reports stay fast under it (measured on 1M verdicts, docs/performance.md, the harness ceiling)."""
+
+MEMORY_ENV = "UXLOCAL_DUCKDB_MEMORY"
+THREADS_ENV = "UXLOCAL_DUCKDB_THREADS"
+
+
+STORE_SHARE = 0.6
+"""Default cap for a large store: this share of its file size, when that exceeds ``DEFAULT_MEMORY``.
+DuckDB keeps the generations table's key index in memory (~0.13 MB per MB of store at 1M
+verdicts); a store of several million generations would not fit a fixed 1 GB. A run that
+outgrows the cap stops with DuckDB's out-of-memory error; run again (it resumes) and the cap,
+taken from the now larger store, is larger."""
+
+
+_store_caps: dict[str, str] = {}
+"""The cap each store got at its first opening in this process: DuckDB refuses a second
+connection to an open file with a different configuration, and the file grows meanwhile."""
+
+
+def _store_cap(path: Path) -> str:
+    share = int(path.stat().st_size * STORE_SHARE / 1e6)
+    return f"{share}MB" if share > int(DEFAULT_MEMORY.removesuffix("MB")) else DEFAULT_MEMORY
+
+
+def resource_config(path: str | Path | None = None) -> dict[str, str | int]:
+    """DuckDB's memory cap and thread count from the environment, else from the store's size
+    (see the module docstring and ``STORE_SHARE``)."""
+    memory = os.environ.get(MEMORY_ENV, "").strip() or DEFAULT_MEMORY
+    if memory == DEFAULT_MEMORY and path is not None and str(path) != ":memory:" and Path(path).is_file():
+        memory = _store_caps.setdefault(str(Path(path).resolve()), _store_cap(Path(path)))
+    config: dict[str, str | int] = {"memory_limit": memory}
+    threads = os.environ.get(THREADS_ENV, "").strip()
+    if threads:
+        if not threads.isdigit() or int(threads) < 1:
+            raise InputError(None, None, f"{THREADS_ENV}={threads!r} is not a positive whole number")
+        config["threads"] = int(threads)
+    return config
+
+
 def open_duckdb(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open a DuckDB database with ``OFFLINE_CONFIG``; every connection uxlocal makes comes from here."""
-    return duckdb.connect(str(path), read_only=read_only, config=dict(OFFLINE_CONFIG))
+    """Open a DuckDB database with ``OFFLINE_CONFIG`` and ``resource_config``; every connection
+    uxlocal makes comes from here."""
+    config = {**resource_config(path), **OFFLINE_CONFIG}  # the lock last: OFFLINE_CONFIG ends with it
+    try:
+        return duckdb.connect(str(path), read_only=read_only, config=config)
+    except (duckdb.InvalidInputException, duckdb.ParserException) as exc:
+        if "memory" not in str(exc).lower():
+            raise
+        raise InputError(None, None, f"{MEMORY_ENV}={config['memory_limit']!r}: {exc}",
+                         "give a DuckDB size such as 512MB or 4GB") from exc
 
 
 def refuse_extension_statements(con: duckdb.DuckDBPyConnection, sql: str) -> None:

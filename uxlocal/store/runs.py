@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -17,6 +17,9 @@ from uxlocal.store.writer import StoreWriter
 
 INSERT_BATCH = 10_000
 """Item rows per Arrow insert when a run starts (a million-row plan is never one Arrow table)."""
+
+STARTING = "starting"
+"""Status of a run whose items are still being stored (see ``begin_run``)."""
 
 EPISODE_TABLES = ("turns", "tool_calls", "verdicts", "run_generations")
 """Tables whose rows belong to an episode; rows of unfinished episodes are removed on resume."""
@@ -57,19 +60,42 @@ class NewRun:
 
 
 def begin_run(con: Any, run: NewRun) -> bool:
-    """Create the run (with its models and items) or reopen it for resume; True when it existed."""
-    exists = con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run.run_id]).fetchone()[0] > 0
+    """Create the run (with its models and items) or reopen it for resume; True when it existed.
+
+    Items commit ``INSERT_BATCH`` rows per transaction (one transaction over a million rows held
+    them all in DuckDB's memory), under status ``starting``: the run counts as started only once
+    its last item and its quarantine rows are stored. A run found ``starting`` (killed during the
+    items pass) has its partial items removed and the pass redone, so no item is lost or doubled.
+    """
+    found = con.execute("SELECT status FROM runs WHERE run_id = ?", [run.run_id]).fetchone()
+    if found is not None and found[0] != STARTING:
+        _in_transaction(con, lambda: _reopen(con, run.run_id))
+        return True
+    _in_transaction(con, lambda: _insert_run(con, run, redo=found is not None))
+    try:
+        _insert_items(con, run)
+    except Exception:  # a bad row deep in a streamed input: leave no half-started run behind
+        _in_transaction(con, lambda: _forget(con, run.run_id))
+        raise
+    return False
+
+
+def _insert_items(con: Any, run: NewRun) -> None:
+    writer = StoreWriter(con)
+    rows = iter(run.items)
+    while batch := list(itertools.islice(rows, INSERT_BATCH)):
+        _in_transaction(con, lambda: writer.insert_rows("items", [{"run_id": run.run_id, **r} for r in batch]))
+    _in_transaction(con, lambda: _finish_items(con, writer, run))
+
+
+def _in_transaction(con: Any, work: Callable[[], None]) -> None:
     con.execute("BEGIN")
     try:
-        if exists:
-            _reopen(con, run.run_id)
-        else:
-            _insert(con, run)
+        work()
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")
         raise
-    return exists
 
 
 def finished_episodes(con: Any, run_id: str) -> set[str]:
@@ -109,17 +135,30 @@ def _reopen(con: Any, run_id: str) -> None:
     con.execute("DELETE FROM episodes WHERE run_id = ? AND status <> 'done'", [run_id])
 
 
-def _insert(con: Any, run: NewRun) -> None:
+def _insert_run(con: Any, run: NewRun, *, redo: bool) -> None:
+    """The runs row (status ``starting``) and its models; ``redo`` first drops a killed start's rows."""
+    if redo:
+        _forget(con, run.run_id)
     con.execute("INSERT INTO runs (run_id, suite, config, config_sha256, versions, git_commit, status, started_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, 'running', ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [run.run_id, run.suite, json.dumps(run.config, sort_keys=True), run.config_sha256,
-                 json.dumps(run.versions), run.git_commit, run.started_at])
+                 json.dumps(run.versions), run.git_commit, STARTING, run.started_at])
     for role, model in run.models.items():
         con.execute("INSERT OR IGNORE INTO models VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [model.identity, model.name, model.path, model.backend, model.dtype, model.max_model_len,
                      model.price_input_per_mtok, model.price_output_per_mtok])
         con.execute("INSERT INTO run_models VALUES (?, ?, ?, ?)", [run.run_id, role, model.identity, model.name])
-    writer = StoreWriter(con)
-    for table, rows in (("items", iter(run.items)), ("quarantine", iter(run.quarantine))):
-        while batch := list(itertools.islice(rows, INSERT_BATCH)):
-            writer.insert_rows(table, [{"run_id": run.run_id, **row} for row in batch])
+
+
+def _forget(con: Any, run_id: str) -> None:
+    """Remove a run that never finished starting (it has no episodes yet)."""
+    for table in ("items", "quarantine", "run_models", "runs"):
+        con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+
+
+def _finish_items(con: Any, writer: StoreWriter, run: NewRun) -> None:
+    """The quarantine rows (known once every item is read), then the run counts as started."""
+    rows = iter(run.quarantine)
+    while batch := list(itertools.islice(rows, INSERT_BATCH)):
+        writer.insert_rows("quarantine", [{"run_id": run.run_id, **r} for r in batch])
+    con.execute("UPDATE runs SET status = 'running' WHERE run_id = ?", [run.run_id])

@@ -12,7 +12,8 @@ import pytest
 
 from uxlocal.engine.base import PreparedRequest
 from uxlocal.store.db import load_views
-from uxlocal.suites.judge.report import LABEL_STATS, PAIR_STATS, SCORE_STATS, agreement_statistics
+from uxlocal import stats
+from uxlocal.suites.judge.report import LABEL_STATS, PAIR_STATS, SCORE_STATS, agreement_statistics, verdict_columns
 
 from .conftest import chat, number, write_jsonl
 
@@ -38,8 +39,25 @@ def _compare(db: Path, view: str, kind: str, names: tuple[str, ...]) -> dict[str
         expected = functions[name](np.arange(len(rows)))
         assert expected is not None, name
         assert points[name] == pytest.approx(expected, abs=1e-9), name
+    _columns_equal_rows(con, points, kind, names, rows)
     con.close()
     return points
+
+
+def _columns_equal_rows(con: Any, points: dict[str, Any], kind: str, names: tuple[str, ...],
+                        rows: list[dict[str, Any]]) -> None:
+    """The report's columns (``verdict_columns``) give exactly the numbers the row dicts give,
+    on every resample and in the bootstrap intervals the report prints."""
+    columns = verdict_columns(con, points["run_id"], kind, points["criterion"], points["judge_role"])
+    assert len(columns) == len(rows) > 0
+    by_rows, by_columns = agreement_statistics(kind, rows), agreement_statistics(kind, columns)
+    clusters = [r["grp"] if r["grp"] is not None else r["source_id"] for r in rows]
+    assert columns.values("cluster") == clusters
+    draws = [np.random.default_rng(seed).integers(0, len(rows), len(rows)) for seed in range(5)]
+    for name in names:
+        assert [by_columns[name](d) for d in draws] == [by_rows[name](d) for d in draws], name
+        assert (stats.bootstrap(by_columns[name], len(rows), clusters=clusters, n_resamples=50)
+                == stats.bootstrap(by_rows[name], len(rows), clusters=clusters, n_resamples=50)), name
 
 
 def test_label_views_equal_python_reference_when_binary(tmp_path: Path, run_judge: Any) -> None:

@@ -174,3 +174,19 @@ def test_frozen_prefix_trains_under_gradient_checkpointing(tiny: Path) -> None:
     (loss / count).backward()
     lora_a = [p for name, p in wrapped.named_parameters() if "lora_A" in name]
     assert lora_a and all(p.grad is not None for p in lora_a)
+
+
+def test_training_on_a_frozen_prefix_twice_with_one_seed_gives_one_adapter_hash(tiny: Path, tmp_path: Path) -> None:
+    settings = lora.TrainSettings(**{**SETTINGS.as_dict(), "target_modules": tuple(SETTINGS.target_modules),
+                                     "top_layers": 1})
+    hashes = []
+    for name in ("a", "b"):
+        model, where = lora.load_base(str(tiny))
+        pad, examples = lora.pad_id(model), _examples()
+        prefix = lora.frozen_prefix(model, examples, lora.first_adapted_layer(model, settings), pad, where)
+        assert prefix is not None
+        wrapped = lora.with_lora(model, settings)
+        losses = lora.train_loop(wrapped, examples, settings, pad, where, prefix=prefix)
+        assert sum(losses[-3:]) < sum(losses[:3])
+        hashes.append(save_adapter(wrapped, tmp_path / name, "meta.json", {}))
+    assert hashes[0] == hashes[1]

@@ -6,6 +6,7 @@ Rendering happens before the cache lookup, so a fully cached run loads only the 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from functools import cached_property
 from pathlib import Path
@@ -67,7 +68,9 @@ class TemplateRenderer:
     Loads in ~0.2 s against ~6 s for transformers' AutoTokenizer, which matters for fully cached
     reruns. The template is rendered the way transformers does (sandboxed Jinja, trimmed blocks,
     ``raise_exception`` and ``tojson``); a test checks parity with ``apply_chat_template``.
-    Token bytes for label walks come from the HF tokenizer, loaded only when an engine needs them.
+    Token bytes for label walks: for a byte-level BPE vocabulary (GPT-2 style: Llama 3, Qwen,
+    SmolLM, ...) read straight from ``tokenizer.json``; for any other kind from the HF tokenizer
+    (transformers and xgrammar, ~10 s of imports), loaded only when an engine needs them.
     """
 
     def __init__(self, folder: str | Path) -> None:
@@ -86,7 +89,6 @@ class TemplateRenderer:
         self.eos_ids = {i for i in (self.tokenizer.token_to_id(t) for t in
                                     [self.special["eos_token"], "<|im_end|>", "<|eot_id|>", "<|endoftext|>",
                                      "<end_of_turn>"] if t) if i is not None}
-        self._hf: HfChatRenderer | None = None
 
     def render(self, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
         """Prompt text (template applied, generation prompt added) and its token ids."""
@@ -102,11 +104,59 @@ class TemplateRenderer:
         """Text of token ids, special tokens dropped."""
         return str(self.tokenizer.decode(ids, skip_special_tokens=True))
 
+    @cached_property
+    def _token_bytes(self) -> list[bytes]:
+        vocab = byte_level_vocab(self.tokenizer)
+        if vocab is not None:
+            return vocab
+        return HfChatRenderer(self.folder).token_bytes()
+
     def token_bytes(self) -> list[bytes]:
-        """Byte string of every token id (via the HF tokenizer, loaded on first use)."""
-        if self._hf is None:
-            self._hf = HfChatRenderer(self.folder)
-        return self._hf.token_bytes()
+        """Byte string of every token id (special tokens decode to their text); computed once."""
+        return self._token_bytes
+
+
+@functools.lru_cache(maxsize=1)
+def _unicode_to_byte() -> dict[str, int]:
+    """The inverse of byte-level BPE's byte -> printable character table (GPT-2's ``bytes_to_unicode``)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("\u00a1"), ord("\u00ac") + 1),
+                 *range(ord("\u00ae"), ord("\u00ff") + 1)]
+    table, extra = {}, 0
+    for byte in range(256):
+        if byte in printable:
+            table[chr(byte)] = byte
+        else:
+            table[chr(256 + extra)] = byte
+            extra += 1
+    return table
+
+
+def byte_level_vocab(tokenizer: Any) -> list[bytes] | None:
+    """Bytes of every token id of a byte-level BPE ``tokenizers.Tokenizer``; None for other kinds.
+
+    Added tokens (``<|im_end|>``, ...) are their text; a token id with no token is ``b""``.
+    """
+    import json
+
+    decoder = json.loads(tokenizer.to_str()).get("decoder") or {}
+    kinds = {decoder.get("type")} | {d.get("type") for d in decoder.get("decoders", []) or []}
+    if "ByteLevel" not in kinds:
+        return None
+    table = _unicode_to_byte()
+    added = {i: t.content for i, t in tokenizer.get_added_tokens_decoder().items()}
+    out = []
+    for token_id in range(tokenizer.get_vocab_size(with_added_tokens=True)):
+        if token_id in added:
+            out.append(added[token_id].encode("utf-8"))
+            continue
+        token = tokenizer.id_to_token(token_id)
+        if token is None:
+            out.append(b"")
+        elif all(ch in table for ch in token):
+            out.append(bytes(table[ch] for ch in token))
+        else:
+            return None  # not a byte-level vocabulary after all
+    return out
 
 
 def _token_text(value: Any) -> str | None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -74,13 +73,13 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     from uxlocal.cli.common import run_configured
     from uxlocal.engine.resolve import resolve
     from uxlocal.suites.judge import train as jt
+    from uxlocal.suites.judge.config import judge_settings
     from uxlocal.suites.judge.inputs import Columns
     from uxlocal.suites.judge.rubrics import load_rubric
     from uxlocal.train.lora import device
 
-    settings = replace(jt.JUDGE_SETTINGS, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
-                       rank=args.rank, alpha=2 * args.rank, warmup=max(1, args.steps // 10), seed=args.seed,
-                       top_layers=args.top_layers, target_modules=tuple(args.modules.split(",")))
+    settings = judge_settings(steps=args.steps, batch_size=args.batch_size, lr=args.lr, rank=args.rank,
+                              top_layers=args.top_layers, modules=args.modules, seed=args.seed)
     model = resolve(args.model)
     spec = jt.JudgeTrainSpec(args.input, Columns(human=args.human_col, group=args.group_col),
                              load_rubric(args.rubric), heldout=args.heldout, seed=args.seed, rubric_ref=args.rubric)

@@ -16,7 +16,7 @@ import click
 from uxlocal.clikit import (CONTEXT, RUNNER_KEY, config_options, print_rows, run_options,
                             run_suite_from_command, split_run_options, store_option)
 from uxlocal.errors import InputError
-from uxlocal.suites.judge.config import JUDGE_SETTINGS, JudgeConfig
+from uxlocal.suites.judge.config import JUDGE_SETTINGS, JudgeConfig, judge_settings
 from uxlocal.train.lora import StepReport
 
 _JUDGE_FIELDS = tuple(name for name in JudgeConfig.model_fields if name != "input")
@@ -139,7 +139,6 @@ def judge_train(input_: str, base: str, out: str, heldout: float, seed: int, ste
       uxlocal judge train feedback.jsonl --rubric ux-liked --human-col thumb --group-col topic --out my-judge
       uxlocal judge train ratings.csv --rubric helpfulness --human-col score --base qwen7b --out qwen-judge
     """
-    from dataclasses import replace
 
     from uxlocal.engine.resolve import resolve
     from uxlocal.suites.judge import train as jt
@@ -149,9 +148,8 @@ def judge_train(input_: str, base: str, out: str, heldout: float, seed: int, ste
     rubric = load_rubric(config.rubric)
     spec = jt.JudgeTrainSpec(input_, config.columns(), rubric, heldout=heldout, seed=seed, layout=config.layout,
                              rubric_ref=config.rubric)
-    settings = replace(JUDGE_SETTINGS, steps=steps, batch_size=batch_size, lr=lr, rank=rank, alpha=2 * rank,
-                       warmup=max(1, steps // 10), max_length=max_length, seed=seed, top_layers=top_layers,
-                       target_modules=tuple(m.strip() for m in modules.split(",") if m.strip()))
+    settings = judge_settings(steps=steps, batch_size=batch_size, lr=lr, rank=rank, top_layers=top_layers,
+                              modules=modules, seed=seed, max_length=max_length)
     model = resolve(base)
     prepared = jt.prepare(spec, model, max_length=max_length)
     click.echo(f"training on {len(prepared.split.train)} rows, {len(prepared.split.heldout)} held out "

@@ -4,6 +4,8 @@ field docstrings without importing the scheduler, the store or the engines.
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import ClassVar, Literal
 
 from pydantic import Field
@@ -20,6 +22,16 @@ JUDGE_SETTINGS = TrainSettings(steps=80, batch_size=8, lr=2e-3, warmup=8, max_le
 Every linear layer of the top 8 decoder layers: a verdict is read from the last tokens, so the top
 of the model is where a judge's decision is made; the layers below stay frozen, which lets training
 compute their output once (``lora.frozen_prefix``) and run only the top 8 layers per step."""
+
+
+def judge_settings(*, steps: int, batch_size: int, lr: float, rank: int, top_layers: int, modules: str,
+                   seed: int, max_length: int = JUDGE_SETTINGS.max_length) -> TrainSettings:
+    """``JUDGE_SETTINGS`` with the command-line choices: alpha = 2 x rank, a tenth of the steps to
+    warm up, ``modules`` a comma-separated list of module names."""
+    return dataclasses.replace(JUDGE_SETTINGS, steps=steps, batch_size=batch_size, lr=lr, rank=rank,
+                               alpha=2 * rank, warmup=max(1, steps // 10), max_length=max_length, seed=seed,
+                               top_layers=top_layers,
+                               target_modules=tuple(m.strip() for m in modules.split(",") if m.strip()))
 
 
 class JudgeConfig(SuiteConfig):

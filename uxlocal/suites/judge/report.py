@@ -114,9 +114,9 @@ def _columns(rows: Verdicts) -> VerdictColumns:
 
 
 def _label_stats(cols: VerdictColumns) -> dict[str, Statistic]:
-    binary = bool(cols.n) and cols.first("positive") is not None
-    first_positive = cols.first("positive")
-    positive = cols.code("human_label", "label").get(first_positive) if cols.n else None
+    positive_label = cols.first("positive")  # None without rows
+    binary = positive_label is not None
+    positive = cols.code("human_label", "label").get(positive_label) if cols.n else None
     def auroc(idx: np.ndarray) -> float | None:
         return stats.auroc([h == positive for h in cols.take("human_label", idx)],
                            cols.take("score", idx)) if binary else None

@@ -52,8 +52,16 @@ def _columns_equal_rows(con: Any, points: dict[str, Any], kind: str, names: tupl
     assert len(columns) == len(rows) > 0
     by_rows, by_columns = agreement_statistics(kind, rows), agreement_statistics(kind, columns)
     clusters = [r["grp"] if r["grp"] is not None else r["source_id"] for r in rows]
-    assert columns.values("cluster") == clusters
+    first_seen: dict[Any, int] = {}
+    assert columns.values("cluster") == [first_seen.setdefault(c, len(first_seen)) for c in clusters]
+    assert (stats.bootstrap(by_columns[names[0]], len(rows), clusters=columns.column("cluster"), n_resamples=50)
+            == stats.bootstrap(by_rows[names[0]], len(rows), clusters=clusters, n_resamples=50))
     draws = [np.random.default_rng(seed).integers(0, len(rows), len(rows)) for seed in range(5)]
+    # the report's path: one bootstrap_many over codes gives each statistic's own bootstrap on the values
+    together = stats.bootstrap_many({name: (lambda draw, f=by_columns[name]: f(draw.index)) for name in names},
+                                    len(rows), clusters=columns.column("cluster"), n_resamples=50, seed=3)
+    assert together == {name: stats.bootstrap(by_rows[name], len(rows), clusters=clusters, n_resamples=50, seed=3)
+                        for name in names}
     for name in names:
         assert [by_columns[name](d) for d in draws] == [by_rows[name](d) for d in draws], name
         assert (stats.bootstrap(by_columns[name], len(rows), clusters=clusters, n_resamples=50)

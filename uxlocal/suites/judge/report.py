@@ -51,16 +51,22 @@ class VerdictColumns:
         return cls(arrays, len(rows))
 
     @classmethod
-    def of_arrow(cls, table: Any) -> "VerdictColumns":
-        """Columns of an Arrow table: numbers without nulls as float/int arrays, text with one
-        Python object per distinct value (dictionary-encoded), the rest as Python values."""
+    def of_arrow(cls, table: Any, *, order: np.ndarray | None = None, codes: tuple[str, ...] = ()) -> "VerdictColumns":
+        """Columns of an Arrow table, rows taken in ``order`` (all, as stored, without it): numbers
+        without nulls as float/int arrays, text with one Python object per distinct value
+        (dictionary-encoded), the rest as Python values; the ``codes`` columns as integers numbered
+        by first appearance (``stats.bootstrap`` then draws what it draws for the values themselves)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         arrays = {}
         for name, column in zip(table.column_names, table.columns):
             column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-            if column.null_count == 0 and (pa.types.is_floating(column.type) or pa.types.is_integer(column.type)):
+            if order is not None:
+                column = column.take(order)
+            if name in codes:
+                arrays[name] = pc.dictionary_encode(column).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            elif column.null_count == 0 and (pa.types.is_floating(column.type) or pa.types.is_integer(column.type)):
                 arrays[name] = column.to_numpy()
             elif pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
                 encoded = pc.dictionary_encode(column)
@@ -156,11 +162,12 @@ def _pair_stats(cols: VerdictColumns) -> dict[str, Statistic]:
         "flip_rate": lambda idx: mean([bool(flip[i]) for i in idx if flip[i] is not None])}
 
 
-def _verdicts_sql(kind: str, columns: str) -> str:
+def _verdicts_sql(kind: str, columns: str, *, ordered: bool = True) -> str:
+    order = " ORDER BY item_id" if ordered else ""
     if kind == "pairwise":
         return (f"SELECT {columns} FROM judge_verdicts WHERE run_id = ? AND criterion = ? AND judge_role = ? "
-                "AND valid AND status = 'ok' ORDER BY item_id")
-    return f"SELECT {columns} FROM judge_scored WHERE run_id = ? AND criterion = ? AND judge_role = ? ORDER BY item_id"
+                f"AND valid AND status = 'ok'{order}")
+    return f"SELECT {columns} FROM judge_scored WHERE run_id = ? AND criterion = ? AND judge_role = ?{order}"
 
 
 def verdict_rows(con: Any, run_id: str, kind: str, criterion: str, role: str) -> list[dict[str, Any]]:
@@ -168,23 +175,40 @@ def verdict_rows(con: Any, run_id: str, kind: str, criterion: str, role: str) ->
     return _rows(con, _verdicts_sql(kind, "*"), [run_id, criterion, role])
 
 
-STAT_COLUMNS = ("label", "human_label", "score", "confidence", "positive", "human_score", "points", "scale",
-                "grp", "flip", "coalesce(grp, source_id) AS cluster")
-"""What the statistics and the bootstrap's clusters read of a verdict row."""
+STAT_COLUMNS = {"label": ("label", "human_label", "score", "confidence", "positive"),
+                "likert": ("score", "human_score", "points", "scale"),
+                "pairwise": ("label", "human_label", "flip")}
+"""What the statistics of each rubric kind read of a verdict row (``agreement_statistics``)."""
+
+GROUP_COLUMNS = ("grp", "coalesce(grp, source_id) AS cluster")
+"""What the table note and the bootstrap's clusters read of a verdict row, of every kind."""
 
 
 ARROW_BATCH = 100_000
 """Rows per Arrow batch read from DuckDB: the result streams out instead of being materialised
-inside DuckDB's capped memory (at 512 MB a million verdicts did not fit)."""
+inside DuckDB's capped memory."""
 
 
 def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str) -> VerdictColumns:
-    """``verdict_rows`` as columns (``STAT_COLUMNS`` only), for a report of any size."""
-    import pyarrow as pa
+    """``verdict_rows`` as columns (the kind's ``STAT_COLUMNS`` and ``GROUP_COLUMNS``; ``cluster``
+    as integer codes), for a report of any size.
 
-    reader = con.sql(_verdicts_sql(kind, ", ".join(STAT_COLUMNS)),
+    The rows are put in item-id order here, not by DuckDB: its sort of a million verdict rows
+    did not fit a 128 MB cap, while the ids alone sort in Arrow in a fraction of a second (both
+    compare bytes; an item id is unique per criterion and judge, so the order is the same).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = STAT_COLUMNS[kind] + GROUP_COLUMNS + ("item_id",)
+    reader = con.sql(_verdicts_sql(kind, ", ".join(columns), ordered=False),
                      params=[run_id, criterion, role]).to_arrow_reader(ARROW_BATCH)
-    return VerdictColumns.of_arrow(pa.Table.from_batches(list(reader), schema=reader.schema))
+    table = pa.Table.from_batches(list(reader), schema=reader.schema)
+    order = pc.sort_indices(table["item_id"])
+    verdicts = VerdictColumns.of_arrow(table.drop_columns(["item_id"]), order=order, codes=("cluster",))
+    del table, order
+    pa.default_memory_pool().release_unused()  # the Arrow copies are gone; give their pages back
+    return verdicts
 
 
 def agreement_statistics(kind: str, rows: Verdicts) -> dict[str, Statistic]:
@@ -228,6 +252,11 @@ _VIEWS = {"label": ("judge_label_agreement", LABEL_STATS), "likert": ("judge_sco
           "pairwise": ("judge_pairwise_agreement", PAIR_STATS)}
 
 
+def _on_index(statistic: Statistic) -> Callable[[Any], float | None]:
+    """A statistic of row indices as a statistic of a bootstrap draw."""
+    return lambda draw: statistic(draw.index)
+
+
 def _agreement_table(con: Any, run_id: str, kind: str, n_boot: int, seed: int) -> ReportTable | None:
     view, names = _VIEWS[kind]
     points = _rows(con, f"SELECT * FROM {view} WHERE run_id = ? ORDER BY criterion, judge_role", [run_id])
@@ -235,11 +264,13 @@ def _agreement_table(con: Any, run_id: str, kind: str, n_boot: int, seed: int) -
     grouped = False
     for p in points:
         rows = verdict_columns(con, run_id, kind, p["criterion"], p["judge_role"])
-        clusters = rows.values("cluster")
-        grouped = grouped or any(g is not None for g in rows.values("grp"))
+        grouped = grouped or any(g is not None for g in rows.column("grp"))
         functions = agreement_statistics(kind, rows)
+        # one plan and one set of resamples for every statistic (the same draws as one call each)
+        intervals = stats.bootstrap_many({name: _on_index(functions[name]) for name in names}, len(rows),
+                                         clusters=rows.column("cluster"), n_resamples=n_boot, seed=seed)
         for name in names:
-            iv = stats.bootstrap(functions[name], len(rows), clusters=clusters, n_resamples=n_boot, seed=seed)
+            iv = intervals[name]
             ci = f"[{iv.low:.3f}, {iv.high:.3f}]" if iv.low is not None and iv.high is not None else None
             out.append((p["criterion"], p["judge_role"], name, _fmt(p.get(name)), ci, p["n"]))
     if not out:

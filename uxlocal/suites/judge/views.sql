@@ -53,19 +53,21 @@ WHERE valid AND status = 'ok' AND human_label IS NOT NULL;
 -- human or judge labels; AUROC (mean ranks for ties) and ECE (10 equal-width bins, confidence in
 -- the own verdict) only for two-label rubrics; all 0-1 fractions
 CREATE OR REPLACE VIEW judge_label_agreement AS
-WITH s AS (SELECT * FROM judge_scored WHERE kind = 'label'),
+WITH s AS (SELECT run_id, criterion, judge_role, label, human_label, positive, score, confidence
+           FROM judge_scored WHERE kind = 'label'),
 key AS (SELECT DISTINCT run_id, criterion, judge_role FROM s),
 classes AS (SELECT DISTINCT run_id, criterion, judge_role, c FROM
             (SELECT run_id, criterion, judge_role, label AS c FROM s
              UNION ALL SELECT run_id, criterion, judge_role, human_label FROM s)),
-per_class AS (
+cells AS (SELECT run_id, criterion, judge_role, label, human_label, count(*) AS n FROM s GROUP BY ALL),
+per_class AS (  -- from the (judge, human) cells, not s itself: a join of s on its one key cannot spill
     SELECT k.run_id, k.criterion, k.judge_role, k.c,
-           count(*) FILTER (WHERE s.label = k.c AND s.human_label = k.c)  AS tp,
-           count(*) FILTER (WHERE s.label = k.c AND s.human_label <> k.c) AS fp,
-           count(*) FILTER (WHERE s.label <> k.c AND s.human_label = k.c) AS fn,
-           count(*) FILTER (WHERE s.label = k.c)       AS n_judge,
-           count(*) FILTER (WHERE s.human_label = k.c) AS n_human
-    FROM classes k JOIN s USING (run_id, criterion, judge_role) GROUP BY ALL
+           CAST(coalesce(sum(m.n) FILTER (WHERE m.label = k.c AND m.human_label = k.c), 0) AS BIGINT)  AS tp,
+           CAST(coalesce(sum(m.n) FILTER (WHERE m.label = k.c AND m.human_label <> k.c), 0) AS BIGINT) AS fp,
+           CAST(coalesce(sum(m.n) FILTER (WHERE m.label <> k.c AND m.human_label = k.c), 0) AS BIGINT) AS fn,
+           CAST(coalesce(sum(m.n) FILTER (WHERE m.label = k.c), 0) AS BIGINT)       AS n_judge,
+           CAST(coalesce(sum(m.n) FILTER (WHERE m.human_label = k.c), 0) AS BIGINT) AS n_human
+    FROM classes k JOIN cells m USING (run_id, criterion, judge_role) GROUP BY ALL
 ),
 basic AS (
     SELECT run_id, criterion, judge_role, count(*) AS n,

@@ -15,10 +15,11 @@ duckdb 2.0.1, see tests/unit/test_store_offline.py):
 Its memory is capped too (``memory_limit``, set before the lock): DuckDB's default, 80 % of the
 machine, let a million-verdict judge run keep about 4 KB of cached blocks per conversation.
 ``UXLOCAL_DUCKDB_MEMORY`` (a DuckDB size such as ``2GB``; default ``DEFAULT_MEMORY``, more for a
-store larger than about 1.7 GB: ``STORE_SHARE``) changes the
-cap and ``UXLOCAL_DUCKDB_THREADS`` DuckDB's thread count (default: DuckDB's, one per core);
-large sorts and joins spill to a temporary folder beside the store, but not everything can (at
-512 MB the report of a million verdicts failed with DuckDB's out-of-memory error; at 1 GB it ran).
+store larger than about 640 MB: ``STORE_SHARE``) changes the cap and ``UXLOCAL_DUCKDB_THREADS``
+DuckDB's thread count (default: DuckDB's, one per core). Large sorts, joins and aggregates spill to
+a temporary folder beside the store; what cannot spill (a join on one key value, the judge
+report's ``ORDER BY`` of a million wide rows) was taken out of the judge's views and report, which
+run under 128 MB on a million verdicts (docs/performance.md, the harness ceiling).
 
 ``enable_external_access`` stays on: it would also forbid local files (``COPY ... TO
 'x.parquet'``, which is how people export, and the ``ATTACH`` that ``uxlocal merge`` uses).
@@ -57,9 +58,11 @@ _UPDATE_EXTENSIONS = re.compile(r"\s*update\s+extensions\b", re.IGNORECASE)
 """``UPDATE EXTENSIONS`` downloads too; this Python client cannot name its statement type."""
 
 
-DEFAULT_MEMORY = "1000MB"
-"""DuckDB's memory cap unless ``UXLOCAL_DUCKDB_MEMORY`` says otherwise: a judge run's writes and
-reports stay fast under it (measured on 1M verdicts, docs/performance.md, the harness ceiling)."""
+DEFAULT_MEMORY = "384MB"
+"""DuckDB's memory cap unless ``UXLOCAL_DUCKDB_MEMORY`` says otherwise. A million-verdict judge run
+writes at full speed under 256 MB and reports under 128 MB; the rest is room for the generations
+table's key index, which DuckDB holds in memory while rows go in (~120 bytes a generation, ~120 MB
+at a million; measured in the harness ceiling, docs/performance.md)."""
 
 MEMORY_ENV = "UXLOCAL_DUCKDB_MEMORY"
 THREADS_ENV = "UXLOCAL_DUCKDB_THREADS"
@@ -67,10 +70,9 @@ THREADS_ENV = "UXLOCAL_DUCKDB_THREADS"
 
 STORE_SHARE = 0.6
 """Default cap for a large store: this share of its file size, when that exceeds ``DEFAULT_MEMORY``.
-DuckDB keeps the generations table's key index in memory (~0.13 MB per MB of store at 1M
-verdicts); a store of several million generations would not fit a fixed 1 GB. A run that
-outgrows the cap stops with DuckDB's out-of-memory error; run again (it resumes) and the cap,
-taken from the now larger store, is larger."""
+The key index grows with the generations (above); a store of several million would not fit a
+fixed cap. A run that outgrows the cap stops with DuckDB's out-of-memory error (the CLI says what to
+do); run again (it resumes) and the cap, taken from the now larger store, is larger."""
 
 
 _store_caps: dict[str, str] = {}

@@ -63,6 +63,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -169,16 +170,43 @@ class MessagesRenderer:
         """Whether token ids and token bytes are available."""
         return self._local is not None
 
+    @property
+    def ids_in_engine(self) -> bool:
+        """Whether the scheduler should take only the key text (``render_key``) and leave token ids
+        to ``HttpEngine``, which tokenizes a whole group at once (``token_ids``) on a worker thread
+        while other requests are on the network. Tokenizing one prompt at a time on the scheduler's
+        thread cost ~0.2-0.5 ms a verdict, in series with the network (the harness ceiling)."""
+        return self._local is not None
+
     def render(self, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
         """Canonical messages JSON, and the locally rendered token ids when a tokenizer is known."""
-        text = json.dumps([dict(m) for m in messages], ensure_ascii=False, sort_keys=True,
-                          separators=(",", ":"))
         ids = self._local.render(list(messages))[1] if self._local is not None else []
-        return text, ids
+        return _messages_json(messages), ids
+
+    def render_key(self, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
+        """``render`` without the token ids (an empty list): the key text, once the chat template has
+        accepted the chat, so a template that refuses it fails this request's episode here, as
+        ``render`` would, and never a whole engine batch later."""
+        if self._local is not None:
+            self._local.template_text(list(messages))
+        return _messages_json(messages), []
+
+    def token_ids(self, chats: list[list[dict[str, str]]]) -> list[list[int]]:
+        """The token ids ``render`` gives each chat, computed together (one ``encode_batch``, which
+        holds no GIL); without a local tokenizer, whatever ``render`` gives."""
+        many = getattr(self._local, "render_many", None)
+        if many is None:
+            return [self.render(list(chat))[1] for chat in chats]
+        return [ids for _, ids in many(chats)]
 
     def token_bytes(self) -> list[bytes]:
         """Byte string of every token id (empty without a tokenizer)."""
         return self._local.token_bytes() if self._local is not None else []
+
+
+def _messages_json(messages: list[dict[str, str]]) -> str:
+    """Canonical JSON of chat messages: the cache key's text and the ``generations.prompt`` column."""
+    return json.dumps([dict(m) for m in messages], ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 @dataclass
@@ -311,6 +339,32 @@ class _LoopThread:
             self.loop.close()
 
 
+class _Room:
+    """At most ``size`` requests at once inside (a group of label prompts counts as its prompts);
+    a group larger than the whole room waits until the room is empty."""
+
+    def __init__(self, size: int) -> None:
+        self.size = self.free = max(1, size)
+        self._cond = asyncio.Condition()
+
+    async def run(self, n: int, work: Coroutine[Any, Any, T]) -> T:
+        """Run ``work`` once ``n`` places are free; give them back when it ends."""
+        need = min(n, self.size)
+        try:
+            async with self._cond:
+                await self._cond.wait_for(lambda: self.free >= need)
+                self.free -= need
+        except BaseException:
+            work.close()  # cancelled while waiting: the request never started
+            raise
+        try:
+            return await work
+        finally:
+            async with self._cond:
+                self.free += need
+                self._cond.notify_all()
+
+
 class _FinalError(Exception):
     """A 4xx answer that retrying cannot change."""
 
@@ -350,6 +404,7 @@ class HttpEngine:
         self._client: Any = None
         self._dispatch: Dispatcher | None = None
         self._probed = False
+        self._tokenize: ThreadPoolExecutor | None = None
         self._headers = {"content-type": "application/json", **bearer_headers(self.options.api_key_env)}
         self._key = os.environ.get(self.options.api_key_env) or None
 
@@ -359,9 +414,14 @@ class HttpEngine:
         return self.dialect or "vllm"
 
     # ---- Engine protocol --------------------------------------------------------------------
-    def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None) -> list[GenResult]:
+    def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None,
+                 window: int | None = None) -> list[GenResult]:
         """Send the batch concurrently; results in order, each also to ``sink`` as it comes back.
 
+        With ``window`` at most that many requests (label prompts of a group counted one by one)
+        are being tokenized or on the network at once, and each one that ends lets the next in: the
+        scheduler then hands over a whole tick in one call (a rolling engine) instead of
+        ``max_batch`` chunks that each wait for their slowest request.
         Raises ``EndpointError`` when retries run out (after the finished ones reached ``sink``).
         """
         if not batch:
@@ -373,9 +433,9 @@ class HttpEngine:
             weakref.finalize(self, self._loop.close)
         try:
             if sink is None:
-                return self._loop.run(self._batch(batch))
+                return self._loop.run(self._batch(batch, window=window))
             finished: queue.SimpleQueue[tuple[int, GenResult]] = queue.SimpleQueue()
-            return self._loop.run_streaming(self._batch(batch, finished.put), finished, sink)
+            return self._loop.run_streaming(self._batch(batch, finished.put, window=window), finished, sink)
         finally:
             self.busy_s += time.perf_counter() - started
 
@@ -383,7 +443,10 @@ class HttpEngine:
         """Close connections and stop the event-loop thread."""
         if self._loop is not None:
             self._loop.close()
+        if self._tokenize is not None:
+            self._tokenize.shutdown(wait=False)
         self._loop, self._client, self._dispatch, self._probed = None, None, None, False
+        self._tokenize = None
 
     def endpoint_stats(self) -> list[dict[str, Any]]:
         """Requests sent and failed per endpoint (for logs and benchmarks)."""
@@ -392,11 +455,14 @@ class HttpEngine:
 
     # ---- batch ------------------------------------------------------------------------------
     async def _batch(self, batch: list[PreparedRequest],
-                     on_done: Callable[[tuple[int, GenResult]], None] | None = None) -> list[GenResult]:
+                     on_done: Callable[[tuple[int, GenResult]], None] | None = None, *,
+                     window: int | None = None) -> list[GenResult]:
         await self._start()
         groups = self._groups(batch)
-        tasks = [asyncio.ensure_future(self._group([(i, batch[i]) for i in g], on_done) if len(g) > 1
-                                       else self._one(batch[g[0]], g[0], on_done)) for g in groups]
+        room = _Room(window or len(batch))
+        tasks = [asyncio.ensure_future(room.run(len(g), self._group([(i, batch[i]) for i in g], on_done)
+                                                if len(g) > 1 else self._one(batch[g[0]], g[0], on_done)))
+                 for g in groups]
         done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         failed = [t for t in done if t.exception() is not None]
         if failed:
@@ -440,6 +506,7 @@ class HttpEngine:
         """
         started = time.perf_counter()
         first = members[0][1]
+        await self._ensure_ids([p for _, p in members])
         try:
             body = await self._post("/completions", self._group_payload([p for _, p in members]))
         except _FinalError as exc:
@@ -538,6 +605,25 @@ class HttpEngine:
         log.info("model %s: %d endpoint(s), constraints via %s", self.model.name, len(self.endpoints),
                  self.dialect)
 
+    async def _ensure_ids(self, group: list[PreparedRequest]) -> None:
+        """Token ids for the group's requests that came without them (``MessagesRenderer.ids_in_engine``).
+
+        One ``token_ids`` call per group on a worker thread: the event loop keeps serving other
+        groups' answers meanwhile, and the Rust tokenizer holds no GIL, so it overlaps the
+        scheduler's Python work too. The ids are those ``render`` gives (a test checks).
+        """
+        if not self.renderer.has_tokenizer:
+            return
+        missing = [p for p in group if not p.prompt_ids]
+        if not missing:
+            return
+        if self._tokenize is None:
+            self._tokenize = ThreadPoolExecutor(max_workers=2, thread_name_prefix="uxlocal-tokenize")
+        chats = [list(p.request.messages) for p in missing]
+        ids = await asyncio.get_running_loop().run_in_executor(self._tokenize, self.renderer.token_ids, chats)
+        for prepared, prompt_ids in zip(missing, ids, strict=True):
+            prepared.prompt_ids = prompt_ids
+
     # ---- one request ------------------------------------------------------------------------
     async def _one(self, prepared: PreparedRequest, index: int = 0,
                    on_done: Callable[[tuple[int, GenResult]], None] | None = None) -> GenResult:
@@ -549,6 +635,7 @@ class HttpEngine:
 
     async def _request(self, prepared: PreparedRequest) -> GenResult:
         started = time.perf_counter()
+        await self._ensure_ids([prepared])
         payload = self._payload(prepared)
         try:
             body = await self._post("/chat/completions", payload)
@@ -706,9 +793,10 @@ class HttpEngine:
 
 def _batch_key(prepared: PreparedRequest) -> tuple[Any, ...] | None:
     """What label requests must share to go in one ``/completions`` request; None: send it alone
-    (not a label request, no token ids, or a sampled one with its own seed)."""
+    (not a label request, or a sampled one with its own seed). Token ids come later
+    (``HttpEngine._ensure_ids``); ``_groups`` asks only when the renderer has a tokenizer."""
     request, sampling = prepared.request, prepared.sampling
-    if not isinstance(request.constraint, Choice) or not prepared.prompt_ids:
+    if not isinstance(request.constraint, Choice):
         return None
     if sampling.temperature > 0 and prepared.seed is not None:
         return None

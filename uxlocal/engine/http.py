@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import msgspec
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
@@ -79,6 +80,8 @@ from uxlocal.models import ResolvedModel
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+Finished = list[tuple[int, GenResult]]
+"""Results handed from the event loop to the calling thread at once: (index in the batch, result)."""
 
 CONFIG_STATUSES = frozenset({401, 403, 404})
 """Answers that no retry or other request can fix: wrong key, wrong model name, wrong URL."""
@@ -305,20 +308,22 @@ class _LoopThread:
             future.cancel()  # Ctrl-C or a failure: stop what is still in flight
             raise
 
-    def run_streaming(self, coro: Coroutine[Any, Any, T], finished: "queue.SimpleQueue[tuple[int, GenResult]]",
+    def run_streaming(self, coro: Coroutine[Any, Any, T], finished: "queue.SimpleQueue[Finished]",
                       sink: ResultSink, beat_s: float = 0.5) -> T:
-        """Like ``run``, handing what the coroutine puts in ``finished`` to ``sink`` on this thread."""
+        """Like ``run``, handing what the coroutine puts in ``finished`` to ``sink`` on this thread
+        (results come a list at a time: a group's prompts cross threads in one handover)."""
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:
             while True:
                 try:
-                    index, result = finished.get(timeout=beat_s)
+                    ready = finished.get(timeout=beat_s)
                 except queue.Empty:
                     if future.done():
                         break
                     sink.busy()
                     continue
-                sink.done(index, result)
+                for index, result in ready:
+                    sink.done(index, result)
             return future.result()
         except BaseException:
             future.cancel()  # Ctrl-C, a failed request or a failed sink: stop what is still in flight
@@ -434,7 +439,7 @@ class HttpEngine:
         try:
             if sink is None:
                 return self._loop.run(self._batch(batch, window=window))
-            finished: queue.SimpleQueue[tuple[int, GenResult]] = queue.SimpleQueue()
+            finished: queue.SimpleQueue[Finished] = queue.SimpleQueue()
             return self._loop.run_streaming(self._batch(batch, finished.put, window=window), finished, sink)
         finally:
             self.busy_s += time.perf_counter() - started
@@ -455,7 +460,7 @@ class HttpEngine:
 
     # ---- batch ------------------------------------------------------------------------------
     async def _batch(self, batch: list[PreparedRequest],
-                     on_done: Callable[[tuple[int, GenResult]], None] | None = None, *,
+                     on_done: Callable[[Finished], None] | None = None, *,
                      window: int | None = None) -> list[GenResult]:
         await self._start()
         groups = self._groups(batch)
@@ -498,8 +503,8 @@ class HttpEngine:
         return groups
 
     async def _group(self, members: list[tuple[int, PreparedRequest]],
-                     on_done: Callable[[tuple[int, GenResult]], None] | None) -> list[tuple[int, GenResult]]:
-        """Label requests as one ``/completions`` request; each result to ``on_done`` as it is ready.
+                     on_done: Callable[[Finished], None] | None) -> list[tuple[int, GenResult]]:
+        """Label requests as one ``/completions`` request; their results to ``on_done`` together.
 
         vLLM refuses the whole list for one bad prompt (too long, say): then each is asked alone,
         so the bad one gets its own invalid result and the others their answers.
@@ -526,13 +531,13 @@ class HttpEngine:
                                   len(prepared.prompt_ids), len(content))
             result.label_probs = await self._label_probs(prepared, labels, content)
             result.latency_ms = (time.perf_counter() - started) * 1000
-            if on_done is not None:
-                on_done((index, result))
             out.append((index, result))
+        if on_done is not None:
+            on_done(out)
         return out
 
     async def _each_alone(self, members: list[tuple[int, PreparedRequest]],
-                          on_done: Callable[[tuple[int, GenResult]], None] | None) -> list[tuple[int, GenResult]]:
+                          on_done: Callable[[Finished], None] | None) -> list[tuple[int, GenResult]]:
         results = await asyncio.gather(*(self._one(p, i, on_done) for i, p in members))
         return [(i, r) for (i, _), r in zip(members, results, strict=True)]
 
@@ -626,11 +631,11 @@ class HttpEngine:
 
     # ---- one request ------------------------------------------------------------------------
     async def _one(self, prepared: PreparedRequest, index: int = 0,
-                   on_done: Callable[[tuple[int, GenResult]], None] | None = None) -> GenResult:
+                   on_done: Callable[[Finished], None] | None = None) -> GenResult:
         """One request to its final result (label walk included); ``on_done`` hears of it at once."""
         result = await self._request(prepared)
         if on_done is not None:
-            on_done((index, result))
+            on_done([(index, result)])
         return result
 
     async def _request(self, prepared: PreparedRequest) -> GenResult:
@@ -734,7 +739,8 @@ class HttpEngine:
             endpoint = await self._dispatch.acquire()
             started = time.monotonic()
             try:
-                response = await self._client.post(endpoint.url + path, json=payload, headers=self._headers)
+                response = await self._client.post(endpoint.url + path, content=msgspec.json.encode(payload),
+                                                   headers=self._headers)
             except httpx.TransportError as exc:  # refused, reset, timed out, died mid-answer
                 await self._dispatch.release(endpoint, started=started, unreachable=True)
                 last = f"{type(exc).__name__}: {str(exc) or 'no detail'} ({endpoint.url})"
@@ -743,8 +749,8 @@ class HttpEngine:
             status = response.status_code
             if status < 400:
                 try:
-                    return dict(response.json())
-                except ValueError:
+                    return dict(msgspec.json.decode(response.content))
+                except (ValueError, TypeError, msgspec.DecodeError):
                     last = f"HTTP {status} with a body that is not JSON ({endpoint.url})"
             else:
                 message = self._scrub(_error_message(_json_or_text(response)))

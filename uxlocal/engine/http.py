@@ -243,6 +243,10 @@ class Dispatcher:
     endpoint is benched. A failed attempt benches its endpoint for an exponential delay, but only
     the first failure after a bench counts: requests that were already in flight when the server
     died must not each double the delay.
+
+    A released slot wakes one waiter, which passes the wake-up on while room is left: waking every
+    waiter at each release cost O(waiters) per request, thousands of times a tick with a window of
+    lone chat requests. A change of bench wakes them all.
     """
 
     def __init__(self, endpoints: list[Endpoint], *, backoff_s: float, backoff_max_s: float) -> None:
@@ -266,11 +270,15 @@ class Dispatcher:
                 if chosen is not None:
                     chosen.in_flight += 1
                     chosen.sent += 1
+                    if self._pick(now) is not None:
+                        self._cond.notify(1)
                     return chosen
                 benched = [e.down_until for e in self.endpoints if e.down_until > now]
-                wait_s = (min(benched) - now) if benched else None
+                if not benched:
+                    await self._cond.wait()
+                    continue
                 try:
-                    await asyncio.wait_for(self._cond.wait(), timeout=wait_s)
+                    await asyncio.wait_for(self._cond.wait(), timeout=min(benched) - now)
                 except TimeoutError:
                     pass
 
@@ -286,9 +294,10 @@ class Dispatcher:
                     endpoint.marked_at = now
                     endpoint.down_until = now + backoff_delay(endpoint.failures_in_a_row, self.backoff_s,
                                                               self.backoff_max_s)
-            else:
-                endpoint.failures_in_a_row = 0
-            self._cond.notify_all()
+                self._cond.notify_all()
+                return
+            endpoint.failures_in_a_row = 0
+            self._cond.notify(1)
 
 
 def backoff_delay(failures: int, base_s: float, max_s: float) -> float:

@@ -418,9 +418,8 @@ class HttpEngine:
 
         With ``window`` at most that many requests (a group of label prompts counts as
         ``batch_prompts``) are being tokenized or on the network at once, each that ends letting the
-        next in: the
-        scheduler then hands over a whole tick in one call (a rolling engine) instead of
-        ``max_batch`` chunks that each wait for their slowest request.
+        next in: the scheduler then hands over a whole tick in one call (a rolling engine) instead
+        of ``max_batch`` chunks that each wait for their slowest request.
         Raises ``EndpointError`` when retries run out (after the finished ones reached ``sink``).
         """
         if not batch:
@@ -458,7 +457,8 @@ class HttpEngine:
                      window: int | None = None) -> list[GenResult]:
         await self._start()
         groups = self._groups(batch)
-        # a group of label prompts takes batch_prompts places of the window, a lone request one
+        # when label prompts go in groups, every task (a group, or a request sent alone) takes
+        # batch_prompts places of the window; otherwise each request takes one
         per_task = self.options.batch_prompts if len(groups) < len(batch) else 1
         room = asyncio.Semaphore(max(1, window // per_task) if window else len(groups))
 

@@ -144,3 +144,36 @@ def test_http_pipelined_run_stores_the_same_rows_as_the_lock_step_one(
         probs = {p for (p,) in con.execute("SELECT label_probs::VARCHAR FROM generations").fetchall()}
         tokens = {n for (n,) in con.execute("SELECT prompt_tokens FROM generations").fetchall()}
     assert len(probs) > 3 and min(tokens) > 50  # verdicts differ per prompt; prompt_tokens are the local ids
+
+
+class _ByteIds(MessagesRenderer):
+    """A tokenizer of one id per byte: prompts are their messages' bytes."""
+
+    @property
+    def has_tokenizer(self) -> bool:
+        return True
+
+    def render(self, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
+        return super().render(messages)[0], list(messages[-1]["content"].encode())
+
+    def token_bytes(self) -> list[bytes]:
+        return [bytes([i]) for i in range(256)]
+
+
+def test_http_window_counts_a_group_as_its_prompts() -> None:
+    from uxlocal.grammar import Choice
+
+    fake = FakeOpenAI(delay_s=0.03, token_ids=lambda label: list(label.encode())).start()
+    engine = HttpEngine(resolve(f"{fake.url}#fake-model"), _ByteIds(None),
+                        HttpOptions(max_retries=0, connect_timeout_s=1.0, timeout_s=5.0, batch_prompts=2))
+    requests = [GenRequest("judge", ({"role": "user", "content": f"q{k}"},), constraint=Choice(("a", "b")))
+                for k in range(12)]
+    batch = [PreparedRequest(r, *engine.renderer.render(list(r.messages)), f"h{k}") for k, r in enumerate(requests)]
+    try:
+        results = engine.generate(batch, window=4)
+    finally:
+        engine.close()
+        fake.stop()
+    assert [len(body["prompt"]) for _, body in fake.requests] == [2] * 6
+    assert fake.max_in_flight == 2  # 4 places, 2 prompts a group
+    assert all(r.parsed == "a" and r.label_probs == pytest.approx({"a": 0.7, "b": 0.3}) for r in results)

@@ -19,7 +19,8 @@ from uxlocal.engine.resolve import resolve
 
 CHATS = [
     [{"role": "user", "content": "Question 3: my order 21 has not arrived, what can I do?"}],
-    [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "héllo wörld 你好 <|im_end|> x"}],
+    [{"role": "system", "content": "Be brief."},
+     {"role": "user", "content": "héllo wörld 你好 <|im_end|> x"}],
     [{"role": "user", "content": ""}],
     [{"role": "user", "content": "a\n\n  b\tc " * 40}],
 ]
@@ -42,7 +43,8 @@ def test_batched_token_ids_equal_one_prompt_at_a_time(tokenizer: Path) -> None:
     assert not MessagesRenderer(None).ids_in_engine and MessagesRenderer(None).token_ids(CHATS[:1]) == [[]]
 
 
-def test_render_key_fails_like_render_when_the_template_refuses_the_chat(tmp_path: Path, tokenizer: Path) -> None:
+def test_render_key_fails_like_render_when_the_template_refuses_the_chat(tmp_path: Path,
+                                                                         tokenizer: Path) -> None:
     import json
     import shutil
 
@@ -50,7 +52,8 @@ def test_render_key_fails_like_render_when_the_template_refuses_the_chat(tmp_pat
     shutil.copytree(tokenizer, folder)
     config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
     config["chat_template"] = ("{% for m in messages %}{% if m['role'] == 'system' %}"
-                               "{{ raise_exception('no system role') }}{% endif %}{{ m['content'] }}{% endfor %}")
+                               "{{ raise_exception('no system role') }}{% endif %}"
+                               "{{ m['content'] }}{% endfor %}")
     (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     renderer = MessagesRenderer(folder)
     with pytest.raises(Exception, match="no system role"):
@@ -63,7 +66,8 @@ def test_http_window_bounds_requests_in_flight_and_keeps_the_order() -> None:
     engine = HttpEngine(resolve(f"{fake.url}#fake-model"), MessagesRenderer(None),
                         HttpOptions(max_retries=0, connect_timeout_s=1.0, timeout_s=5.0))
     requests = [GenRequest("judge", ({"role": "user", "content": f"question {k}"},)) for k in range(10)]
-    batch = [PreparedRequest(r, *engine.renderer.render(list(r.messages)), f"h{k}") for k, r in enumerate(requests)]
+    batch = [PreparedRequest(r, *engine.renderer.render(list(r.messages)), f"h{k}")
+             for k, r in enumerate(requests)]
     try:
         results = engine.generate(batch, window=3)
     finally:
@@ -93,7 +97,8 @@ def _varied_labels(fake: FakeOpenAI) -> None:
     fake.hook = answer
 
 
-def _judge(folder: Path, url: str, tokenizer: Path, monkeypatch: pytest.MonkeyPatch, *, lock_step: bool) -> Path:
+def _judge(folder: Path, url: str, tokenizer: Path, monkeypatch: pytest.MonkeyPatch, *,
+           lock_step: bool) -> Path:
     from uxlocal.config import RunConfig
     from uxlocal.runner import run_suite
 
@@ -107,9 +112,10 @@ def _judge(folder: Path, url: str, tokenizer: Path, monkeypatch: pytest.MonkeyPa
         if lock_step:  # as before issue 32: ids rendered by the scheduler, max_batch chunks
             original = HttpEngine.generate
             patch.setattr(MessagesRenderer, "ids_in_engine", property(lambda self: False))
-            patch.setattr(HttpEngine, "generate", lambda self, batch, *, sink=None: original(self, batch, sink=sink))
-        run_suite(RunConfig(suite="judge", suite_config={"input": str(folder / "chats.jsonl"), "rubric": "ux-liked",
-                                                         "human_col": "thumb"},
+            patch.setattr(HttpEngine, "generate",
+                          lambda self, batch, *, sink=None: original(self, batch, sink=sink))
+        options = {"input": str(folder / "chats.jsonl"), "rubric": "ux-liked", "human_col": "thumb"}
+        run_suite(RunConfig(suite="judge", suite_config=options,
                             models={"judge": "srv"}, db=str(folder / "judge.duckdb"), progress=False,
                             max_batch=6, max_live=10))
     return folder / "judge.duckdb"
@@ -168,7 +174,8 @@ def test_http_window_counts_a_group_as_its_prompts() -> None:
                         HttpOptions(max_retries=0, connect_timeout_s=1.0, timeout_s=5.0, batch_prompts=2))
     requests = [GenRequest("judge", ({"role": "user", "content": f"q{k}"},), constraint=Choice(("a", "b")))
                 for k in range(12)]
-    batch = [PreparedRequest(r, *engine.renderer.render(list(r.messages)), f"h{k}") for k, r in enumerate(requests)]
+    batch = [PreparedRequest(r, *engine.renderer.render(list(r.messages)), f"h{k}")
+             for k, r in enumerate(requests)]
     try:
         results = engine.generate(batch, window=4)
     finally:

@@ -33,7 +33,8 @@ class HfChatRenderer:
 
     def template_text(self, messages: list[dict[str, str]]) -> str:
         """Prompt text only (template applied, generation prompt added), not tokenized."""
-        return str(self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True))
+        return str(self.tokenizer.apply_chat_template(list(messages), tokenize=False,
+                                                      add_generation_prompt=True))
 
     def render_many(self, chats: list[list[dict[str, str]]]) -> list[tuple[str, list[int]]]:
         """``render`` of each chat (no batch path here: used only with folders lacking tokenizer.json)."""
@@ -111,7 +112,8 @@ class TemplateRenderer:
     def render_many(self, chats: list[list[dict[str, str]]]) -> list[tuple[str, list[int]]]:
         """``render`` of each chat, tokenized in one batch call: the same ids, but the Rust tokenizer
         runs without holding the GIL, so Python threads keep working meanwhile. ``encode_batch_fast``
-        (tokenizers >= 0.21) skips character offsets: ~30 % less CPU on judge prompts."""
+        (recent tokenizers; else ``encode_batch``) skips character offsets: ~30 % less CPU on judge
+        prompts."""
         prompts = [self.template_text(chat) for chat in chats]
         batch = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
         encoded = batch(prompts, add_special_tokens=False)

@@ -61,18 +61,23 @@ def test_render_key_fails_like_render_when_the_template_refuses_the_chat(tmp_pat
     assert renderer.render_key(CHATS[0])[1] == []
 
 
-def test_http_window_bounds_requests_in_flight_and_keeps_the_order() -> None:
-    fake = FakeOpenAI(delay_s=0.03).start()
-    engine = HttpEngine(resolve(f"{fake.url}#fake-model"), MessagesRenderer(None),
-                        HttpOptions(max_retries=0, connect_timeout_s=1.0, timeout_s=5.0))
-    requests = [GenRequest("judge", ({"role": "user", "content": f"question {k}"},)) for k in range(10)]
-    batch = [PreparedRequest(r, *engine.renderer.render(list(r.messages)), f"h{k}")
-             for k, r in enumerate(requests)]
+def _windowed(fake: FakeOpenAI, renderer: MessagesRenderer, requests: list[GenRequest], window: int,
+              batch_prompts: int = 1) -> list[Any]:
+    """``requests`` through one ``generate`` call with ``window``; the server stops afterwards."""
+    options = HttpOptions(max_retries=0, connect_timeout_s=1.0, timeout_s=5.0, batch_prompts=batch_prompts)
+    engine = HttpEngine(resolve(f"{fake.url}#fake-model"), renderer, options)
+    batch = [PreparedRequest(r, *renderer.render(list(r.messages)), f"h{k}") for k, r in enumerate(requests)]
     try:
-        results = engine.generate(batch, window=3)
+        return engine.generate(batch, window=window)
     finally:
         engine.close()
         fake.stop()
+
+
+def test_http_window_bounds_requests_in_flight_and_keeps_the_order() -> None:
+    fake = FakeOpenAI(delay_s=0.03).start()
+    requests = [GenRequest("judge", ({"role": "user", "content": f"question {k}"},)) for k in range(10)]
+    results = _windowed(fake, MessagesRenderer(None), requests, 3)
     assert [r.text for r in results] == [f"reply to question {k}" for k in range(10)]
     assert fake.max_in_flight == 3
 
@@ -170,17 +175,9 @@ def test_http_window_counts_a_group_as_its_prompts() -> None:
     from uxlocal.grammar import Choice
 
     fake = FakeOpenAI(delay_s=0.03, token_ids=lambda label: list(label.encode())).start()
-    engine = HttpEngine(resolve(f"{fake.url}#fake-model"), _ByteIds(None),
-                        HttpOptions(max_retries=0, connect_timeout_s=1.0, timeout_s=5.0, batch_prompts=2))
     requests = [GenRequest("judge", ({"role": "user", "content": f"q{k}"},), constraint=Choice(("a", "b")))
                 for k in range(12)]
-    batch = [PreparedRequest(r, *engine.renderer.render(list(r.messages)), f"h{k}")
-             for k, r in enumerate(requests)]
-    try:
-        results = engine.generate(batch, window=4)
-    finally:
-        engine.close()
-        fake.stop()
+    results = _windowed(fake, _ByteIds(None), requests, 4, batch_prompts=2)
     assert [len(body["prompt"]) for _, body in fake.requests] == [2] * 6
     assert fake.max_in_flight == 2  # 4 places, 2 prompts a group
     assert all(r.parsed == "a" and r.label_probs == pytest.approx({"a": 0.7, "b": 0.3}) for r in results)

@@ -4,6 +4,8 @@ taking the scheduler's window, change how fast a run goes, never what it stores.
 from __future__ import annotations
 
 import math
+import queue
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +14,8 @@ import pytest
 from benchmarks._openai_fake import FakeOpenAI
 from benchmarks.harness_ceiling import write_conversations, write_tokenizer
 
-from uxlocal.engine.base import GenRequest, PreparedRequest
-from uxlocal.engine.http import HttpEngine, HttpOptions, MessagesRenderer
+from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest
+from uxlocal.engine.http import HttpEngine, HttpOptions, MessagesRenderer, _LoopThread
 from uxlocal.engine.render import TemplateRenderer
 from uxlocal.engine.resolve import resolve
 
@@ -181,3 +183,51 @@ def test_http_window_counts_a_group_as_its_prompts() -> None:
     assert [len(body["prompt"]) for _, body in fake.requests] == [2] * 6
     assert fake.max_in_flight == 2  # 4 places, 2 prompts a group
     assert all(r.parsed == "a" and r.label_probs == pytest.approx({"a": 0.7, "b": 0.3}) for r in results)
+
+
+class _Sink:
+    """A ResultSink that records what it was handed and how many heartbeats it got."""
+
+    def __init__(self) -> None:
+        self.done_calls: list[int] = []
+        self.beats = 0
+
+    def done(self, index: int, result: GenResult) -> None:
+        self.done_calls.append(index)
+
+    def busy(self) -> None:
+        self.beats += 1
+
+
+def test_a_streaming_engine_call_returns_when_its_work_ends_not_at_the_next_beat() -> None:
+    finished: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    async def work() -> str:
+        finished.put([(0, GenResult("a", "stop")), (1, GenResult("b", "stop"))])
+        finished.put([(2, GenResult("c", "stop"))])
+        return "over"
+
+    loop, sink = _LoopThread(), _Sink()
+    try:
+        started = time.perf_counter()
+        assert loop.run_streaming(work(), finished, sink, beat_s=20.0) == "over"
+        assert time.perf_counter() - started < 10.0  # it used to wait out one whole beat after the last result
+    finally:
+        loop.close()
+    assert sink.done_calls == [0, 1, 2] and sink.beats == 0
+
+
+def test_a_streaming_engine_call_that_fails_raises_after_handing_over_what_finished() -> None:
+    finished: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    async def work() -> str:
+        finished.put([(0, GenResult("a", "stop"))])
+        raise RuntimeError("endpoint gone")
+
+    loop, sink = _LoopThread(), _Sink()
+    try:
+        with pytest.raises(RuntimeError, match="endpoint gone"):
+            loop.run_streaming(work(), finished, sink, beat_s=20.0)
+    finally:
+        loop.close()
+    assert sink.done_calls == [0]

@@ -321,6 +321,7 @@ def main(args: argparse.Namespace) -> None:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     rows: list[tuple[str, Any]] = []
+    load_at_start = os.getloadavg()[0]
     scratch = tempfile.TemporaryDirectory()
     tokenizer = str(write_tokenizer(Path(scratch.name) / "tokenizer"))
     server, url = start_server(tokenizer) if any(a.startswith("http") for a in arms) else (None, None)
@@ -341,7 +342,7 @@ def main(args: argparse.Namespace) -> None:
             server.wait()
         scratch.cleanup()
     config = {"sizes": args.sizes, "arms": ",".join(arms), "cpus": os.cpu_count(),
-              "load average at start": round(os.getloadavg()[0], 1)}
+              "load average at start / end": f"{load_at_start:.1f} / {os.getloadavg()[0]:.1f}"}
     report("uxlocal harness ceiling (instant engines)", config, rows, args.json_out)
     if args.profile_size and "inproc" in arms:
         profiled = run_child("inproc", args.profile_size, profile=True)

@@ -226,7 +226,11 @@ class Scheduler:
 
     def _prepare(self, episode: _Live, request: GenRequest) -> PreparedRequest:
         slot = self.pool.slot(request.role)
-        prompt, ids = slot.renderer.render(list(request.messages))
+        renderer = slot.renderer
+        if getattr(renderer, "ids_in_engine", False):  # the engine tokenizes in groups (openai-http)
+            prompt, ids = renderer.render_key(list(request.messages))
+        else:
+            prompt, ids = renderer.render(list(request.messages))
         seq = episode.seq
         episode.seq += 1
         seed = request.sampling.seed

@@ -1,8 +1,9 @@
 """Issue 20: a single-tick openai-http run killed mid-tick keeps its finished generations.
 
 The job (``benchmarks/_crash_job.py``, a UXBench judge run) runs as a child process against the
-fake OpenAI server living in this process, so the server survives the SIGKILL. Every scheduler
-chunk is one engine call that the server answers request by request.
+fake OpenAI server living in this process, so the server survives the SIGKILL. The http engine is
+a rolling one: the tick is one engine call with ``max_batch`` requests in flight at a time, that
+the server answers request by request.
 """
 
 from __future__ import annotations
@@ -42,11 +43,16 @@ def test_http_rerun_after_sigkill_mid_tick_generates_only_unfinished_requests(
         server: FakeOpenAI, tmp_path: Path) -> None:
     env = _env(tmp_path, server, 0.0)
     reference = crash_job.run_job(_args(tmp_path / "ref.duckdb"), env=env, timeout_s=120)
-    assert reference.returncode == 0 and len(reference.of("chunk")) == CHUNKS, reference.stderr_tail
-    # kill inside the chunk after half of them finished
+    assert reference.returncode == 0, reference.stderr_tail
+    assert [e["size"] for e in reference.of("chunk")] == [LIMIT]  # one rolling call for the tick
+    # kill inside the call once half of the requests finished
     half = CHUNKS // 2
-    killed = crash_job.run_job(_args(tmp_path / "crash.duckdb"), env=env, timeout_s=120,
-                               kill_at=lambda e, _: 0.07 if e["event"] == "chunk" and e["n"] == half else None)
+
+    def after_half(event: dict[str, Any], events: list[dict[str, Any]]) -> float | None:
+        finished = sum(e["event"] == "done" for e in events)
+        return 0.07 if event["event"] == "done" and finished == half * MAX_BATCH else None
+
+    killed = crash_job.run_job(_args(tmp_path / "crash.duckdb"), env=env, timeout_s=120, kill_at=after_half)
     assert killed.returncode == -9, killed.stderr_tail
     finished = {e["hash"] for e in killed.of("done")}
     assert len(finished) >= half * MAX_BATCH
@@ -54,7 +60,7 @@ def test_http_rerun_after_sigkill_mid_tick_generates_only_unfinished_requests(
     assert finished <= crash_job.stored_hashes(str(tmp_path / "crash.duckdb"))
     rerun = crash_job.run_job(_args(tmp_path / "crash.duckdb"), env=env, timeout_s=120)
     end = rerun.end
-    assert end["engine_requests"] <= LIMIT - half * MAX_BATCH  # the unfinished, the chunk in flight at most
+    assert end["engine_requests"] <= LIMIT - half * MAX_BATCH  # the unfinished, those in flight at most
     assert end["engine_requests"] == LIMIT - len(finished)
     assert end["cache_hits"] == len(finished) and end["requests"] == LIMIT
     after = crash_job.snapshot(str(tmp_path / "crash.duckdb"))

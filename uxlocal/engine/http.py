@@ -33,6 +33,16 @@ Decisions (and why):
   logprobs feed the same label walk. One HTTP request per verdict cost the client a few ms of
   CPU each (the harness ceiling). vLLM refuses the whole list for one bad prompt, so a refused
   list is asked again one request per prompt: only the bad one ends invalid.
+- **Token ids are computed here, a group at a time** (``MessagesRenderer.ids_in_engine``): the
+  scheduler takes only the key text (the chat template is still applied there, so a template that
+  refuses a chat fails that episode as before), and each group's prompts are tokenized in one
+  ``encode_batch`` call on a worker thread just before the group is sent. The Rust tokenizer holds
+  no GIL, so tokenizing overlaps the network, the label walks and the scheduler's own work; one
+  prompt at a time on the scheduler's thread it ran in series with all of them.
+- **A rolling engine**: ``generate`` takes the scheduler's ``window`` (at most that many prompts
+  tokenizing or on the network at once, each that ends letting the next in), so a tick is one
+  call, not ``max_batch`` chunks that each wait for their slowest request. Bodies go through
+  msgspec: a 64-prompt list of token ids took json ~6 ms on the event loop.
 - **Failures**: connection errors, timeouts and 5xx are retried with exponential backoff (an
   unreachable endpoint is benched for the backoff so its requests move to the other endpoints).
   A 4xx is never retried unless the preset opts in with ``retry_statuses`` (e.g. ``[429]`` behind
@@ -63,10 +73,12 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import msgspec
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
@@ -78,6 +90,8 @@ from uxlocal.models import ResolvedModel
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+Finished = list[tuple[int, GenResult]]
+"""Results handed from the event loop to the calling thread at once: (index in the batch, result)."""
 
 CONFIG_STATUSES = frozenset({401, 403, 404})
 """Answers that no retry or other request can fix: wrong key, wrong model name, wrong URL."""
@@ -169,16 +183,43 @@ class MessagesRenderer:
         """Whether token ids and token bytes are available."""
         return self._local is not None
 
+    @property
+    def ids_in_engine(self) -> bool:
+        """Whether the scheduler should take only the key text (``render_key``) and leave token ids
+        to ``HttpEngine``, which tokenizes a whole group at once (``token_ids``) on a worker thread
+        while other requests are on the network. Tokenizing one prompt at a time on the scheduler's
+        thread cost ~0.2-0.5 ms a verdict, in series with the network (the harness ceiling)."""
+        return self._local is not None
+
     def render(self, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
         """Canonical messages JSON, and the locally rendered token ids when a tokenizer is known."""
-        text = json.dumps([dict(m) for m in messages], ensure_ascii=False, sort_keys=True,
-                          separators=(",", ":"))
         ids = self._local.render(list(messages))[1] if self._local is not None else []
-        return text, ids
+        return _messages_json(messages), ids
+
+    def render_key(self, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
+        """``render`` without the token ids (an empty list): the key text, once the chat template has
+        accepted the chat, so a template that refuses it fails this request's episode here, as
+        ``render`` would, and never a whole engine batch later."""
+        if self._local is not None:
+            self._local.template_text(list(messages))
+        return _messages_json(messages), []
+
+    def token_ids(self, chats: list[list[dict[str, str]]]) -> list[list[int]]:
+        """The token ids ``render`` gives each chat, computed together (one ``encode_batch``, which
+        holds no GIL); without a local tokenizer, whatever ``render`` gives."""
+        many = getattr(self._local, "render_many", None)
+        if many is None:
+            return [self.render(list(chat))[1] for chat in chats]
+        return [ids for _, ids in many(chats)]
 
     def token_bytes(self) -> list[bytes]:
         """Byte string of every token id (empty without a tokenizer)."""
         return self._local.token_bytes() if self._local is not None else []
+
+
+def _messages_json(messages: list[dict[str, str]]) -> str:
+    """Canonical JSON of chat messages: the cache key's text and the ``generations.prompt`` column."""
+    return json.dumps([dict(m) for m in messages], ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 @dataclass
@@ -202,6 +243,10 @@ class Dispatcher:
     endpoint is benched. A failed attempt benches its endpoint for an exponential delay, but only
     the first failure after a bench counts: requests that were already in flight when the server
     died must not each double the delay.
+
+    A released slot wakes one waiter, which passes the wake-up on while room is left: waking every
+    waiter at each release cost O(waiters) per request, thousands of times a tick with a window of
+    lone chat requests. A change of bench wakes them all.
     """
 
     def __init__(self, endpoints: list[Endpoint], *, backoff_s: float, backoff_max_s: float) -> None:
@@ -225,11 +270,15 @@ class Dispatcher:
                 if chosen is not None:
                     chosen.in_flight += 1
                     chosen.sent += 1
+                    if self._pick(now) is not None:
+                        self._cond.notify(1)
                     return chosen
                 benched = [e.down_until for e in self.endpoints if e.down_until > now]
-                wait_s = (min(benched) - now) if benched else None
+                if not benched:
+                    await self._cond.wait()
+                    continue
                 try:
-                    await asyncio.wait_for(self._cond.wait(), timeout=wait_s)
+                    await asyncio.wait_for(self._cond.wait(), timeout=min(benched) - now)
                 except TimeoutError:
                     pass
 
@@ -245,9 +294,10 @@ class Dispatcher:
                     endpoint.marked_at = now
                     endpoint.down_until = now + backoff_delay(endpoint.failures_in_a_row, self.backoff_s,
                                                               self.backoff_max_s)
-            else:
-                endpoint.failures_in_a_row = 0
-            self._cond.notify_all()
+                self._cond.notify_all()
+                return
+            endpoint.failures_in_a_row = 0
+            self._cond.notify(1)
 
 
 def backoff_delay(failures: int, base_s: float, max_s: float) -> float:
@@ -277,20 +327,27 @@ class _LoopThread:
             future.cancel()  # Ctrl-C or a failure: stop what is still in flight
             raise
 
-    def run_streaming(self, coro: Coroutine[Any, Any, T], finished: "queue.SimpleQueue[tuple[int, GenResult]]",
+    def run_streaming(self, coro: Coroutine[Any, Any, T], finished: "queue.SimpleQueue[Finished | None]",
                       sink: ResultSink, beat_s: float = 0.5) -> T:
-        """Like ``run``, handing what the coroutine puts in ``finished`` to ``sink`` on this thread."""
+        """Like ``run``, handing what the coroutine puts in ``finished`` to ``sink`` on this thread
+        (results come a list at a time: a group's prompts cross threads in one handover).
+
+        The coroutine's end puts ``None`` behind its results, so the call returns as soon as the
+        last one is handed over, not at the next beat (up to half a second per engine call).
+        """
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        future.add_done_callback(lambda _: finished.put(None))
         try:
             while True:
                 try:
-                    index, result = finished.get(timeout=beat_s)
+                    ready = finished.get(timeout=beat_s)
                 except queue.Empty:
-                    if future.done():
-                        break
                     sink.busy()
                     continue
-                sink.done(index, result)
+                if ready is None:
+                    break
+                for index, result in ready:
+                    sink.done(index, result)
             return future.result()
         except BaseException:
             future.cancel()  # Ctrl-C, a failed request or a failed sink: stop what is still in flight
@@ -350,6 +407,7 @@ class HttpEngine:
         self._client: Any = None
         self._dispatch: Dispatcher | None = None
         self._probed = False
+        self._tokenize: ThreadPoolExecutor | None = None
         self._headers = {"content-type": "application/json", **bearer_headers(self.options.api_key_env)}
         self._key = os.environ.get(self.options.api_key_env) or None
 
@@ -359,9 +417,14 @@ class HttpEngine:
         return self.dialect or "vllm"
 
     # ---- Engine protocol --------------------------------------------------------------------
-    def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None) -> list[GenResult]:
+    def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None,
+                 window: int | None = None) -> list[GenResult]:
         """Send the batch concurrently; results in order, each also to ``sink`` as it comes back.
 
+        With ``window`` at most that many requests (a group of label prompts counts as
+        ``batch_prompts``) are being tokenized or on the network at once, each that ends letting the
+        next in: the scheduler then hands over a whole tick in one call (a rolling engine) instead
+        of ``max_batch`` chunks that each wait for their slowest request.
         Raises ``EndpointError`` when retries run out (after the finished ones reached ``sink``).
         """
         if not batch:
@@ -373,9 +436,9 @@ class HttpEngine:
             weakref.finalize(self, self._loop.close)
         try:
             if sink is None:
-                return self._loop.run(self._batch(batch))
-            finished: queue.SimpleQueue[tuple[int, GenResult]] = queue.SimpleQueue()
-            return self._loop.run_streaming(self._batch(batch, finished.put), finished, sink)
+                return self._loop.run(self._batch(batch, window=window))
+            finished: queue.SimpleQueue[Finished | None] = queue.SimpleQueue()
+            return self._loop.run_streaming(self._batch(batch, finished.put, window=window), finished, sink)
         finally:
             self.busy_s += time.perf_counter() - started
 
@@ -383,7 +446,10 @@ class HttpEngine:
         """Close connections and stop the event-loop thread."""
         if self._loop is not None:
             self._loop.close()
+        if self._tokenize is not None:
+            self._tokenize.shutdown(wait=False)
         self._loop, self._client, self._dispatch, self._probed = None, None, None, False
+        self._tokenize = None
 
     def endpoint_stats(self) -> list[dict[str, Any]]:
         """Requests sent and failed per endpoint (for logs and benchmarks)."""
@@ -392,11 +458,22 @@ class HttpEngine:
 
     # ---- batch ------------------------------------------------------------------------------
     async def _batch(self, batch: list[PreparedRequest],
-                     on_done: Callable[[tuple[int, GenResult]], None] | None = None) -> list[GenResult]:
+                     on_done: Callable[[Finished], None] | None = None, *,
+                     window: int | None = None) -> list[GenResult]:
         await self._start()
         groups = self._groups(batch)
-        tasks = [asyncio.ensure_future(self._group([(i, batch[i]) for i in g], on_done) if len(g) > 1
-                                       else self._one(batch[g[0]], g[0], on_done)) for g in groups]
+        # when label prompts go in groups, every task (a group, or a request sent alone) takes
+        # batch_prompts places of the window; otherwise each request takes one
+        per_task = self.options.batch_prompts if len(groups) < len(batch) else 1
+        room = asyncio.Semaphore(max(1, window // per_task) if window else len(groups))
+
+        async def in_window(g: list[int]) -> GenResult | list[tuple[int, GenResult]]:
+            async with room:
+                if len(g) > 1:
+                    return await self._group([(i, batch[i]) for i in g], on_done)
+                return await self._one(batch[g[0]], g[0], on_done)
+
+        tasks = [asyncio.ensure_future(in_window(g)) for g in groups]
         done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         failed = [t for t in done if t.exception() is not None]
         if failed:
@@ -432,14 +509,15 @@ class HttpEngine:
         return groups
 
     async def _group(self, members: list[tuple[int, PreparedRequest]],
-                     on_done: Callable[[tuple[int, GenResult]], None] | None) -> list[tuple[int, GenResult]]:
-        """Label requests as one ``/completions`` request; each result to ``on_done`` as it is ready.
+                     on_done: Callable[[Finished], None] | None) -> list[tuple[int, GenResult]]:
+        """Label requests as one ``/completions`` request; their results to ``on_done`` together.
 
         vLLM refuses the whole list for one bad prompt (too long, say): then each is asked alone,
         so the bad one gets its own invalid result and the others their answers.
         """
         started = time.perf_counter()
         first = members[0][1]
+        await self._ensure_ids([p for _, p in members])
         try:
             body = await self._post("/completions", self._group_payload([p for _, p in members]))
         except _FinalError as exc:
@@ -459,13 +537,13 @@ class HttpEngine:
                                   len(prepared.prompt_ids), len(content))
             result.label_probs = await self._label_probs(prepared, labels, content)
             result.latency_ms = (time.perf_counter() - started) * 1000
-            if on_done is not None:
-                on_done((index, result))
             out.append((index, result))
+        if on_done is not None:
+            on_done(out)
         return out
 
     async def _each_alone(self, members: list[tuple[int, PreparedRequest]],
-                          on_done: Callable[[tuple[int, GenResult]], None] | None) -> list[tuple[int, GenResult]]:
+                          on_done: Callable[[Finished], None] | None) -> list[tuple[int, GenResult]]:
         results = await asyncio.gather(*(self._one(p, i, on_done) for i, p in members))
         return [(i, r) for (i, _), r in zip(members, results, strict=True)]
 
@@ -538,17 +616,37 @@ class HttpEngine:
         log.info("model %s: %d endpoint(s), constraints via %s", self.model.name, len(self.endpoints),
                  self.dialect)
 
+    async def _ensure_ids(self, group: list[PreparedRequest]) -> None:
+        """Token ids for the group's requests that came without them (``MessagesRenderer.ids_in_engine``).
+
+        One ``token_ids`` call per group on a worker thread: the event loop keeps serving other
+        groups' answers meanwhile, and the Rust tokenizer holds no GIL, so it overlaps the
+        scheduler's Python work too. The ids are those ``render`` gives (a test checks).
+        """
+        if not self.renderer.has_tokenizer:
+            return
+        missing = [p for p in group if not p.prompt_ids]
+        if not missing:
+            return
+        if self._tokenize is None:
+            self._tokenize = ThreadPoolExecutor(max_workers=2, thread_name_prefix="uxlocal-tokenize")
+        chats = [list(p.request.messages) for p in missing]
+        ids = await asyncio.get_running_loop().run_in_executor(self._tokenize, self.renderer.token_ids, chats)
+        for prepared, prompt_ids in zip(missing, ids, strict=True):
+            prepared.prompt_ids = prompt_ids
+
     # ---- one request ------------------------------------------------------------------------
     async def _one(self, prepared: PreparedRequest, index: int = 0,
-                   on_done: Callable[[tuple[int, GenResult]], None] | None = None) -> GenResult:
+                   on_done: Callable[[Finished], None] | None = None) -> GenResult:
         """One request to its final result (label walk included); ``on_done`` hears of it at once."""
         result = await self._request(prepared)
         if on_done is not None:
-            on_done((index, result))
+            on_done([(index, result)])
         return result
 
     async def _request(self, prepared: PreparedRequest) -> GenResult:
         started = time.perf_counter()
+        await self._ensure_ids([prepared])
         payload = self._payload(prepared)
         try:
             body = await self._post("/chat/completions", payload)
@@ -647,7 +745,8 @@ class HttpEngine:
             endpoint = await self._dispatch.acquire()
             started = time.monotonic()
             try:
-                response = await self._client.post(endpoint.url + path, json=payload, headers=self._headers)
+                response = await self._client.post(endpoint.url + path, content=msgspec.json.encode(payload),
+                                                   headers=self._headers)
             except httpx.TransportError as exc:  # refused, reset, timed out, died mid-answer
                 await self._dispatch.release(endpoint, started=started, unreachable=True)
                 last = f"{type(exc).__name__}: {str(exc) or 'no detail'} ({endpoint.url})"
@@ -656,8 +755,8 @@ class HttpEngine:
             status = response.status_code
             if status < 400:
                 try:
-                    return dict(response.json())
-                except ValueError:
+                    return dict(msgspec.json.decode(response.content))
+                except (ValueError, TypeError, msgspec.DecodeError):
                     last = f"HTTP {status} with a body that is not JSON ({endpoint.url})"
             else:
                 message = self._scrub(_error_message(_json_or_text(response)))
@@ -706,9 +805,10 @@ class HttpEngine:
 
 def _batch_key(prepared: PreparedRequest) -> tuple[Any, ...] | None:
     """What label requests must share to go in one ``/completions`` request; None: send it alone
-    (not a label request, no token ids, or a sampled one with its own seed)."""
+    (not a label request, or a sampled one with its own seed). Token ids come later
+    (``HttpEngine._ensure_ids``); ``_groups`` asks only when the renderer has a tokenizer."""
     request, sampling = prepared.request, prepared.sampling
-    if not isinstance(request.constraint, Choice) or not prepared.prompt_ids:
+    if not isinstance(request.constraint, Choice):
         return None
     if sampling.temperature > 0 and prepared.seed is not None:
         return None

@@ -27,9 +27,18 @@ class HfChatRenderer:
 
     def render(self, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
         """Prompt text (template applied, generation prompt added) and its token ids."""
-        prompt = self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        prompt = self.template_text(messages)
         ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
         return prompt, list(ids)
+
+    def template_text(self, messages: list[dict[str, str]]) -> str:
+        """Prompt text only (template applied, generation prompt added), not tokenized."""
+        return str(self.tokenizer.apply_chat_template(list(messages), tokenize=False,
+                                                      add_generation_prompt=True))
+
+    def render_many(self, chats: list[list[dict[str, str]]]) -> list[tuple[str, list[int]]]:
+        """``render`` of each chat (no batch path here: used only with folders lacking tokenizer.json)."""
+        return [self.render(chat) for chat in chats]
 
     def encode(self, text: str) -> list[int]:
         """Token ids of plain text (no special tokens)."""
@@ -92,9 +101,23 @@ class TemplateRenderer:
 
     def render(self, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
         """Prompt text (template applied, generation prompt added) and its token ids."""
-        prompt = self.template.render(messages=list(messages), add_generation_prompt=True,
-                                      **{k: v for k, v in self.special.items() if v is not None})
+        prompt = self.template_text(messages)
         return prompt, self.encode(prompt)
+
+    def template_text(self, messages: list[dict[str, str]]) -> str:
+        """Prompt text only (template applied, generation prompt added), not tokenized (~10 us)."""
+        return str(self.template.render(messages=list(messages), add_generation_prompt=True,
+                                        **{k: v for k, v in self.special.items() if v is not None}))
+
+    def render_many(self, chats: list[list[dict[str, str]]]) -> list[tuple[str, list[int]]]:
+        """``render`` of each chat, tokenized in one batch call: the same ids, but the Rust tokenizer
+        runs without holding the GIL, so Python threads keep working meanwhile. ``encode_batch_fast``
+        (recent tokenizers; else ``encode_batch``) skips character offsets: ~30 % less CPU on judge
+        prompts."""
+        prompts = [self.template_text(chat) for chat in chats]
+        batch = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
+        encoded = batch(prompts, add_special_tokens=False)
+        return [(prompt, list(e.ids)) for prompt, e in zip(prompts, encoded, strict=True)]
 
     def encode(self, text: str) -> list[int]:
         """Token ids of text; special tokens written in the text are recognised."""

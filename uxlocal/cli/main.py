@@ -110,7 +110,9 @@ def main() -> None:
         click.echo("interrupted; rerun the same command to resume", err=True)
         sys.exit(130)
     except Exception as exc:
-        if debug or type(exc).__name__ != "OutOfMemoryException":
+        import duckdb  # only once something failed: the happy path pays no import
+
+        if debug or not isinstance(exc, duckdb.OutOfMemoryException):
             raise
         click.echo(out_of_store_memory(exc), err=True)
         sys.exit(1)
@@ -118,9 +120,9 @@ def main() -> None:
 
 def out_of_store_memory(exc: Exception) -> str:
     """What to do when DuckDB hits uxlocal's memory cap (``uxlocal.store.offline``)."""
-    from uxlocal.store.offline import MEMORY_ENV
+    from uxlocal.store.offline import LARGE_STORE_MB, MEMORY_ENV
 
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return (f"the store ran out of its DuckDB memory cap ({first}). What finished is saved: run the same "
-            f"command again with a larger cap, e.g. {MEMORY_ENV}=2GB, and it resumes (a store over ~640 MB "
-            f"also gets a larger cap of its own). --debug shows the traceback.")
+            f"command again with a larger cap, e.g. {MEMORY_ENV}=2GB, and it resumes (a store over "
+            f"~{LARGE_STORE_MB} MB also gets a larger cap of its own). --debug shows the traceback.")

@@ -206,11 +206,10 @@ class MessagesRenderer:
 
     def token_ids(self, chats: list[list[dict[str, str]]]) -> list[list[int]]:
         """The token ids ``render`` gives each chat, computed together (one ``encode_batch``, which
-        holds no GIL); without a local tokenizer, whatever ``render`` gives."""
-        many = getattr(self._local, "render_many", None)
-        if many is None:
-            return [self.render(list(chat))[1] for chat in chats]
-        return [ids for _, ids in many(chats)]
+        holds no GIL); without a local tokenizer, none (as ``render``)."""
+        if self._local is None:
+            return [[] for _ in chats]
+        return [ids for _, ids in self._local.render_many(chats)]
 
     def token_bytes(self) -> list[bytes]:
         """Byte string of every token id (empty without a tokenizer)."""

@@ -80,9 +80,13 @@ _store_caps: dict[str, str] = {}
 connection to an open file with a different configuration, and the file grows meanwhile."""
 
 
+LARGE_STORE_MB = int(int(DEFAULT_MEMORY.removesuffix("MB")) / STORE_SHARE)
+"""Stores larger than this (MB on disk) get ``STORE_SHARE`` of their size as the default cap."""
+
+
 def _store_cap(path: Path) -> str:
-    share = int(path.stat().st_size * STORE_SHARE / 1e6)
-    return f"{share}MB" if share > int(DEFAULT_MEMORY.removesuffix("MB")) else DEFAULT_MEMORY
+    size_mb = path.stat().st_size / 1e6
+    return f"{int(size_mb * STORE_SHARE)}MB" if size_mb > LARGE_STORE_MB else DEFAULT_MEMORY
 
 
 def resource_config(path: str | Path | None = None) -> dict[str, str | int]:

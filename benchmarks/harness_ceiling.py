@@ -136,9 +136,9 @@ def _watch_first_verdict() -> dict[str, float]:
     seen: dict[str, float] = {}
     original = StoreWriter._commit
 
-    def commit(self: StoreWriter, batch: list[tuple[str, Any, int]], statements: list[Any]) -> None:
+    def commit(self: StoreWriter, batch: list[tuple[str, Any, int, bool]], statements: list[Any]) -> None:
         original(self, batch, statements)
-        if any(table == "verdicts" for table, _, _ in batch):
+        if any(entry[0] == "verdicts" for entry in batch):
             seen.setdefault("first", time.perf_counter())
             seen["last"] = time.perf_counter()
 

@@ -77,16 +77,20 @@ class _Live:
 class Cache:
     """Request hash -> result: this process's results plus the store's ``generations`` table."""
 
-    def __init__(self, con: Any | None) -> None:
-        self.con = con
+    def __init__(self, writer: StoreWriter | None) -> None:
+        self.writer = writer
         self.memory: dict[str, GenResult] = {}
 
     def lookup(self, hashes: list[str]) -> dict[str, GenResult]:
-        """Results for the hashes we have; one store query for the rest."""
+        """Results for the hashes we have; one store query for those the store may hold (a scan
+        of the table, so a tick of new requests, the usual case, asks nothing)."""
         found = {h: self.memory[h] for h in hashes if h in self.memory}
         missing = [h for h in dict.fromkeys(hashes) if h not in found]
-        if missing and self.con is not None:
-            rows = self.con.execute(
+        if missing and self.writer is not None:
+            known = self.writer.known
+            missing = [h for h in missing if known.may_contain(h)]
+        if missing and self.writer is not None:
+            rows = self.writer.con.execute(
                 "SELECT request_hash, text, finish_reason, prompt_tokens, completion_tokens, latency_ms, "
                 "valid, parsed, error, label_probs, model_identity FROM generations "
                 "WHERE request_hash IN (SELECT unnest(?))", [missing]).fetchall()
@@ -130,7 +134,7 @@ class Scheduler:
         self.max_batch = max_batch
         self.progress = progress
         self.description = description
-        self.cache = Cache(writer.con if writer else None)
+        self.cache = Cache(writer)
         self.stats = RunStats()
         self._saved: set[str] = set()
         """Hashes of the generations this scheduler has handed to the writer (each goes once)."""

@@ -4,6 +4,10 @@ Row dicts are converted to Arrow in the table's column order and types; JSON col
 objects (serialised here). Each flush commits atomically, in order, on one background thread, so
 after a crash the store holds whole flushes only; the scheduler's resume logic removes rows of
 unfinished episodes.
+
+Generations are kept one per request hash by the writer, not by a key index (migration 003): a row
+whose hash ``KnownHashes`` has never seen is appended as is; the rare one it may have seen is
+appended only if the table (including this flush's earlier rows) does not hold its hash yet.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 
 import duckdb
 
+from uxlocal.store.known_hashes import KnownHashes
 
 JSON_COLUMNS = {"config", "versions", "data", "info", "meta", "arguments", "sampling", "constraint_spec",
                 "parsed", "label_probs", "value"}
@@ -52,6 +57,17 @@ def _arrow_type(pa: Any, duck_type: str) -> Any:
     return pa.string()
 
 
+def _first_per_hash(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first row of each request hash, in order."""
+    seen: set[Any] = set()
+    first = []
+    for row in rows:
+        if row.get("request_hash") not in seen:
+            seen.add(row.get("request_hash"))
+            first.append(row)
+    return first
+
+
 class StoreWriter:
     """Buffered, batched appends to a writable store connection."""
 
@@ -67,20 +83,50 @@ class StoreWriter:
         self._queue: Any = None
         self._cursor: Any = None
         self._error: Exception | None = None
+        self._known: KnownHashes | None = None
+        self._maybe_stored: list[dict[str, Any]] = []
+        """Generation rows whose hash the store may hold already: appended only where it does not."""
+
+    @property
+    def known(self) -> KnownHashes:
+        """The request hashes the store may hold: read from the store once (after the queued
+        commits), then kept up to date by every generation row this writer is given."""
+        if self._known is None:
+            self.sync()
+            known = KnownHashes.of_store(self.con)
+            known.add(row["request_hash"] for row in [*self._rows.get("generations", ()), *self._maybe_stored]
+                      if isinstance(row.get("request_hash"), str))
+            self._known = known
+        return self._known
 
     def add(self, table: str, row: dict[str, Any]) -> None:
         """Buffer one row; unknown columns are an error at flush (catches typos early)."""
-        self._rows[table].append(row)
+        if table == "generations":
+            self._add_generation(row)
+        else:
+            self._rows[table].append(row)
         self._buffered += 1
         if self._buffered >= self.flush_rows:
             self.flush(wait=False)
 
     def add_many(self, table: str, rows: list[dict[str, Any]]) -> None:
         """Buffer many rows of one table."""
-        self._rows[table].extend(rows)
+        if table == "generations":
+            for row in rows:
+                self._add_generation(row)
+        else:
+            self._rows[table].extend(rows)
         self._buffered += len(rows)
         if self._buffered >= self.flush_rows:
             self.flush(wait=False)
+
+    def _add_generation(self, row: dict[str, Any]) -> None:
+        request_hash = row.get("request_hash")
+        if isinstance(request_hash, str) and not self.known.may_contain(request_hash):
+            self._rows["generations"].append(row)
+            self.known.add((request_hash,))
+        else:
+            self._maybe_stored.append(row)
 
     def execute_in_flush(self, sql: str, params: list[Any] | None = None) -> None:
         """Run a statement inside the next flush's transaction, after that flush's inserts."""
@@ -114,17 +160,25 @@ class StoreWriter:
         return pa.Table.from_pylist(rows, schema=arrow_schema)
 
     def insert_rows(self, table: str, rows: list[dict[str, Any]]) -> None:
-        """Insert rows now, inside whatever transaction the caller holds (no buffering)."""
-        if rows:
+        """Insert rows now, inside whatever transaction the caller holds (no buffering); of
+        generations only the first row of each hash the table does not hold yet."""
+        if rows and table == "generations":
+            rows = _first_per_hash(rows)
+            self._insert_arrow(self.con, table, self._arrow(table, rows), new_hashes_only=True)
+            if self._known is not None:
+                self._known.add(h for h in (row.get("request_hash") for row in rows) if isinstance(h, str))
+        elif rows:
             self._insert_arrow(self.con, table, self._arrow(table, rows))
-            self.rows_written += len(rows)
+        self.rows_written += len(rows)
 
     @staticmethod
-    def _insert_arrow(con: duckdb.DuckDBPyConnection, table: str, arrow: Any) -> None:
+    def _insert_arrow(con: duckdb.DuckDBPyConnection, table: str, arrow: Any, *, new_hashes_only: bool = False) -> None:
         con.register("_uxlocal_buf", arrow)
-        verb = "INSERT OR IGNORE" if table in ("generations", "models") else "INSERT"
+        verb = "INSERT OR IGNORE" if table == "models" else "INSERT"
+        unseen = (" b WHERE NOT EXISTS (SELECT 1 FROM generations g WHERE g.request_hash = b.request_hash)"
+                  if new_hashes_only else "")
         try:
-            con.execute(f"{verb} INTO {table} SELECT * FROM _uxlocal_buf")
+            con.execute(f"{verb} INTO {table} SELECT * FROM _uxlocal_buf{unseen}")
         finally:
             con.unregister("_uxlocal_buf")
 
@@ -136,11 +190,16 @@ class StoreWriter:
         one. Batches commit in order; ``wait=False`` returns before the commit, ``wait=True``
         (the default) returns after every queued batch is committed and re-raises a failure.
         """
-        if self._rows or self._statements:
+        if self._rows or self._statements or self._maybe_stored:
             rows, self._rows = self._rows, defaultdict(list)
             self._buffered = 0
             statements, self._statements = self._statements, []
-            batch = [(table, self._arrow(table, part), len(part)) for table, part in rows.items() if part]
+            batch = [(table, self._arrow(table, part), len(part), False) for table, part in rows.items() if part]
+            if self._maybe_stored:  # last: the check sees this flush's other generations
+                first = _first_per_hash(self._maybe_stored)
+                batch.append(("generations", self._arrow("generations", first), len(first), True))
+                self.known.add(h for h in (row.get("request_hash") for row in first) if isinstance(h, str))
+                self._maybe_stored = []
             self._start_worker()
             self._queue.put((batch, statements))
         if wait:
@@ -196,12 +255,12 @@ class StoreWriter:
             finally:
                 self._queue.task_done()
 
-    def _commit(self, batch: list[tuple[str, Any, int]], statements: list[tuple[str, list[Any]]]) -> None:
+    def _commit(self, batch: list[tuple[str, Any, int, bool]], statements: list[tuple[str, list[Any]]]) -> None:
         con = self._cursor
         con.execute("BEGIN")
         try:
-            for table, arrow, count in batch:
-                self._insert_arrow(con, table, arrow)
+            for table, arrow, count, new_hashes_only in batch:
+                self._insert_arrow(con, table, arrow, new_hashes_only=new_hashes_only)
                 self.rows_written += count
             for sql, params in statements:
                 con.execute(sql, params)

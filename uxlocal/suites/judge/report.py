@@ -88,6 +88,7 @@ class VerdictColumns:
                 arrays[name] = np.empty(len(column), dtype=object)
                 arrays[name][:] = column.to_pylist()
             del column
+            pa.default_memory_pool().release_unused()  # else the freed chunks are not reused for whole columns
         verdicts = cls(arrays, n)
         if shared:
             verdicts._code_arrow(shared, pa.concat_arrays([text.pop(name) for name in shared]))
@@ -227,19 +228,29 @@ def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str)
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    columns = STAT_COLUMNS[kind] + GROUP_COLUMNS + ("item_id",)
-    reader = con.sql(_verdicts_sql(kind, ", ".join(columns), ordered=False),
+    names = STAT_COLUMNS[kind] + GROUP_COLUMNS + ("item_id",)
+    reader = con.sql(_verdicts_sql(kind, ", ".join(names), ordered=False),
                      params=[run_id, criterion, role]).to_arrow_reader(ARROW_BATCH)
-    table = pa.Table.from_batches(list(reader), schema=reader.schema)
-    order = pc.sort_indices(table["item_id"])
-    columns = {name: table[name] for name in table.column_names if name != "item_id"}
-    n = table.num_rows
-    del table  # ``of_arrow`` lets each column go once converted
-    verdicts = VerdictColumns.of_arrow(columns, n, order=order, codes=("cluster",),
+    columns = _owned_columns(reader)
+    order = pc.sort_indices(columns.pop("item_id"))
+    verdicts = VerdictColumns.of_arrow(columns, len(order), order=order, codes=("cluster",),
                                        shared=("human_label", "label") if kind == "label" else ())
     del order
     pa.default_memory_pool().release_unused()  # the Arrow copies are gone; give their pages back
     return verdicts
+
+
+def _owned_columns(reader: Any) -> dict[str, Any]:
+    """The reader's batches as columns (name -> Arrow ChunkedArray) copied into Arrow's memory, each
+    batch let go once copied: DuckDB frees a batch only with its last column, so its columns could
+    not be freed one by one (``of_arrow``) and a million rows stood in memory twice."""
+    import pyarrow as pa
+
+    chunks: dict[str, list[Any]] = {name: [] for name in reader.schema.names}
+    for batch in reader:
+        for name, column in zip(batch.schema.names, batch.columns):
+            chunks[name].append(pa.concat_arrays([column]))  # a copy, even of one array
+    return {name: pa.chunked_array(chunks.pop(name), reader.schema.field(name).type) for name in list(chunks)}
 
 
 def agreement_statistics(kind: str, rows: Verdicts) -> dict[str, Statistic]:

@@ -389,6 +389,6 @@ def _draw(plan: Plan, rng: np.random.Generator) -> Draw:
         next_unit += len(picks)
     if not indices:
         return Draw(np.arange(0), np.arange(0))
-    if len(indices) == 1:  # one stratum (no strata): its arrays as they are, not a copy of a million positions
+    if len(indices) == 1:  # one stratum (no strata): its arrays as drawn, not a copy of a million
         return Draw(indices[0], units[0])
     return Draw(np.concatenate(indices), np.concatenate(units))

@@ -234,7 +234,8 @@ def test_label_statistics_give_the_same_on_arrays_as_on_lists(case: str) -> None
     score, conf = np.round(rng.random(len(truth)), 1), 0.5 + rng.random(len(truth)) / 2
     on_arrays = (stats.accuracy(truth, pred), stats.cohen_kappa(truth, pred), stats.macro_f1(truth, pred),
                  stats.auroc(truth == 0, score), stats.ece(conf, truth == pred))
-    on_lists = (stats.accuracy(truth.tolist(), pred.tolist()), stats.cohen_kappa(truth.tolist(), pred.tolist()),
-                stats.macro_f1(truth.tolist(), pred.tolist()), stats.auroc((truth == 0).tolist(), score.tolist()),
+    t, p = truth.tolist(), pred.tolist()
+    on_lists = (stats.accuracy(t, p), stats.cohen_kappa(t, p), stats.macro_f1(t, p),
+                stats.auroc((truth == 0).tolist(), score.tolist()),
                 stats.ece(conf.tolist(), (truth == pred).tolist()))
     assert on_arrays == on_lists

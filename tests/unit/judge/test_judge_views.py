@@ -142,7 +142,8 @@ def _label_verdicts(seed: int, labels: list[str], n: int, *, rare: bool) -> list
     for i in rng.sample(range(n), n):
         human = labels[0] if rare and i < 2 else labels[-1] if rare else rng.choice(labels)
         rows.append({"run_id": "r", "criterion": "c", "judge_role": "judge", "item_id": f"c{i:04d}",
-                     "human_label": human, "label": rng.choice(labels), "positive": labels[0] if binary else None,
+                     "human_label": human, "label": rng.choice(labels),
+                     "positive": labels[0] if binary else None,
                      "score": round(rng.random(), 1) if binary else None,
                      "confidence": 0.5 + rng.random() / 2 if binary else None,
                      "grp": None, "source_id": f"c{i:04d}"})
@@ -163,14 +164,15 @@ def _listed_label_statistics(rows: list[dict[str, Any]], none_seen: set[str]) ->
     def take(values: list[Any], idx: np.ndarray) -> list[Any]:
         return [values[i] for i in idx]
     score, conf = [r["score"] for r in rows], [r["confidence"] for r in rows]
+    def auroc(idx: np.ndarray) -> float | None:
+        return noted("auroc", stats.auroc([h == positive for h in take(human, idx)], take(score, idx)))
+    def ece(idx: np.ndarray) -> float | None:
+        return stats.ece(take(conf, idx), [a == b for a, b in zip(take(label, idx), take(human, idx))])
     return {
         "accuracy": lambda idx: stats.accuracy(take(human, idx), take(label, idx)),
         "kappa": lambda idx: stats.cohen_kappa(take(human, idx), take(label, idx)),
         "macro_f1": lambda idx: stats.macro_f1(take(human, idx), take(label, idx)),
-        "auroc": lambda idx: noted("auroc", stats.auroc([h == positive for h in take(human, idx)], take(score, idx)))
-        if binary else None,
-        "ece": lambda idx: stats.ece(take(conf, idx), [a == b for a, b in zip(take(label, idx), take(human, idx))])
-        if binary else None}
+        "auroc": lambda idx: auroc(idx) if binary else None, "ece": lambda idx: ece(idx) if binary else None}
 
 
 @pytest.mark.parametrize(("labels", "rare"), [(["good", "bad"], False), (["good", "bad"], True),

@@ -88,7 +88,7 @@ class VerdictColumns:
                 arrays[name] = np.empty(len(column), dtype=object)
                 arrays[name][:] = column.to_pylist()
             del column
-            pa.default_memory_pool().release_unused()  # else the freed chunks are not reused for whole columns
+            pa.default_memory_pool().release_unused()  # freed chunks were not reused for whole columns
         verdicts = cls(arrays, n)
         if shared:
             verdicts._code_arrow(shared, pa.concat_arrays([text.pop(name) for name in shared]))
@@ -219,7 +219,8 @@ inside DuckDB's capped memory."""
 
 def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str) -> VerdictColumns:
     """``verdict_rows`` as columns (the kind's ``STAT_COLUMNS`` and ``GROUP_COLUMNS``; ``cluster``
-    as integer codes), for a report of any size.
+    as integer codes; for label rubrics ``human_label`` and ``label`` as shared int32 codes, see
+    ``VerdictColumns.code``), for a report of any size.
 
     The rows are put in item-id order here, not by DuckDB: its sort of a million verdict rows
     did not fit a 128 MB cap, while the ids alone sort in Arrow in a fraction of a second (both

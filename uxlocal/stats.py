@@ -1,8 +1,10 @@
 """Agreement and interval statistics for every suite, on scipy.stats and scikit-learn.
 
-Layer contract: pure functions over plain sequences; no store, no engine, no I/O. A statistic
-that is undefined on its input (one class only, constant scores, fewer than two items) returns
-None instead of NaN or an exception, so tables print a blank and views can say NULL.
+Layer contract: pure functions over plain sequences; no store, no engine, no I/O. The label
+statistics also take numpy arrays and never copy them into lists (a judge report hands them a
+million verdicts per resample). A statistic that is undefined on its input (one class only,
+constant scores, fewer than two items) returns None instead of NaN or an exception, so tables
+print a blank and views can say NULL.
 
 Why libraries: rank correlations with ties, tau-b and the kappas have subtle tie and degenerate
 cases that scipy and scikit-learn already get right; hand-written copies drift (issue 17). What
@@ -35,14 +37,24 @@ def _clean(value: Any) -> float | None:
 # ---------------------------------------------------------------- labels
 
 
-def accuracy(truth: Sequence[Hashable], pred: Sequence[Hashable]) -> float | None:
+def _values(values: Sequence[Any] | np.ndarray) -> list[Any] | np.ndarray:
+    """What scikit-learn is given: an array as it is (a list of a million values costs ~8 bytes
+    each plus the objects), any other sequence as a list."""
+    return values if isinstance(values, np.ndarray) else list(values)
+
+
+def accuracy(truth: Sequence[Hashable] | np.ndarray, pred: Sequence[Hashable] | np.ndarray) -> float | None:
     """Share of positions where ``pred`` equals ``truth`` (0-1)."""
-    if not truth:
+    if not len(truth):
         return None
+    if isinstance(truth, np.ndarray) and isinstance(pred, np.ndarray):
+        if len(truth) != len(pred):
+            raise ValueError(f"accuracy: {len(truth)} truths, {len(pred)} predictions")
+        return int(np.count_nonzero(truth == pred)) / len(truth)
     return sum(t == p for t, p in zip(truth, pred, strict=True)) / len(truth)
 
 
-def cohen_kappa(truth: Sequence[Hashable], pred: Sequence[Hashable],
+def cohen_kappa(truth: Sequence[Hashable] | np.ndarray, pred: Sequence[Hashable] | np.ndarray,
                 weights: str | None = None, labels: Sequence[Hashable] | None = None) -> float | None:
     """Cohen's kappa (``weights="quadratic"`` gives QWK); None when chance agreement is total."""
     from sklearn.metrics import cohen_kappa_score
@@ -51,7 +63,7 @@ def cohen_kappa(truth: Sequence[Hashable], pred: Sequence[Hashable],
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        value = cohen_kappa_score(list(truth), list(pred), weights=weights,
+        value = cohen_kappa_score(_values(truth), _values(pred), weights=weights,
                                   labels=None if labels is None else list(labels))
     return _clean(value)
 
@@ -61,23 +73,27 @@ def quadratic_weighted_kappa(truth: Sequence[int], pred: Sequence[int], scale: S
     return cohen_kappa(truth, pred, weights="quadratic", labels=scale)
 
 
-def macro_f1(truth: Sequence[Hashable], pred: Sequence[Hashable]) -> float | None:
+def macro_f1(truth: Sequence[Hashable] | np.ndarray, pred: Sequence[Hashable] | np.ndarray) -> float | None:
     """Unweighted mean of per-class F1 over every class seen in ``truth`` or ``pred``."""
     from sklearn.metrics import f1_score
 
-    if not truth:
+    if not len(truth):
         return None
-    labels = sorted(set(truth) | set(pred), key=str)
-    return _clean(f1_score(list(truth), list(pred), labels=labels, average="macro", zero_division=0))
+    seen = (np.union1d(truth, pred).tolist() if isinstance(truth, np.ndarray) and isinstance(pred, np.ndarray)
+            else set(truth) | set(pred))
+    labels = sorted(seen, key=str)
+    return _clean(f1_score(_values(truth), _values(pred), labels=labels, average="macro", zero_division=0))
 
 
-def auroc(positive: Sequence[bool], score: Sequence[float]) -> float | None:
+def auroc(positive: Sequence[bool] | np.ndarray, score: Sequence[float] | np.ndarray) -> float | None:
     """Area under the ROC curve of ``score`` for the positive class (ties count one half)."""
     from sklearn.metrics import roc_auc_score
 
-    if len(set(positive)) < 2:
+    array = isinstance(positive, np.ndarray)
+    if len(np.unique(positive) if array else set(positive)) < 2:
         return None
-    return _clean(roc_auc_score([bool(p) for p in positive], list(score)))
+    truth = positive.astype(bool, copy=False) if array else [bool(p) for p in positive]
+    return _clean(roc_auc_score(truth, _values(score)))
 
 
 ECE_BINS = 10
@@ -89,7 +105,7 @@ def ece(confidence: Sequence[float], correct: Sequence[bool], bins: int = ECE_BI
     ``confidence`` is the probability the judge gave its own verdict; the gap between mean
     confidence and accuracy in each bin is weighted by the bin's share of items.
     """
-    if not confidence:
+    if not len(confidence):
         return None
     conf = np.asarray(confidence, dtype=float)
     hit = np.asarray(correct, dtype=float)
@@ -373,4 +389,6 @@ def _draw(plan: Plan, rng: np.random.Generator) -> Draw:
         next_unit += len(picks)
     if not indices:
         return Draw(np.arange(0), np.arange(0))
+    if len(indices) == 1:  # one stratum (no strata): its arrays as drawn, not a copy of a million
+        return Draw(indices[0], units[0])
     return Draw(np.concatenate(indices), np.concatenate(units))

@@ -217,3 +217,25 @@ def test_bootstrap_with_one_item_per_cluster_draws_as_without_clusters() -> None
         clustered = stats.bootstrap(mean, 200, clusters=[f"c{i}" for i in range(200)], strata=groups,
                                     n_resamples=30, seed=4)
         assert clustered == plain and plain.low is not None
+
+
+@pytest.mark.parametrize("case", ["random", "one class", "classes only in pred", "empty", "one item"])
+def test_label_statistics_give_the_same_on_arrays_as_on_lists(case: str) -> None:
+    """The judge report passes numpy arrays, the other suites lists: the same numbers, None alike."""
+    rng = np.random.default_rng(7)
+    truth, pred = rng.integers(0, 3, 200), rng.integers(0, 3, 200)
+    if case == "one class":
+        truth = pred = np.zeros(50, dtype=np.int32)
+    elif case == "classes only in pred":
+        truth, pred = np.zeros(50, dtype=np.int32), rng.integers(1, 4, 50).astype(np.int32)
+    elif case in ("empty", "one item"):
+        size = 0 if case == "empty" else 1
+        truth, pred = truth[:size], pred[:size]
+    score, conf = np.round(rng.random(len(truth)), 1), 0.5 + rng.random(len(truth)) / 2
+    on_arrays = (stats.accuracy(truth, pred), stats.cohen_kappa(truth, pred), stats.macro_f1(truth, pred),
+                 stats.auroc(truth == 0, score), stats.ece(conf, truth == pred))
+    t, p = truth.tolist(), pred.tolist()
+    on_lists = (stats.accuracy(t, p), stats.cohen_kappa(t, p), stats.macro_f1(t, p),
+                stats.auroc((truth == 0).tolist(), score.tolist()),
+                stats.ece(conf.tolist(), (truth == pred).tolist()))
+    assert on_arrays == on_lists

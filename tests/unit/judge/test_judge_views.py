@@ -131,3 +131,78 @@ def test_confusion_and_reliability_views_count_every_scored_verdict(tmp_path: Pa
     con.close()
     assert {"Judge confusion (human -> judge counts)", "Judge reliability diagram (binary labels)"} <= {
         t.title for t in result.tables}
+
+
+def _label_verdicts(seed: int, labels: list[str], n: int, *, rare: bool) -> list[dict[str, Any]]:
+    """Random label verdicts in random item order: scores with ties when binary (none otherwise, as
+    stored); with ``rare``, two human positives only, so some resamples hold one human class."""
+    rng = random.Random(seed)
+    binary = len(labels) == 2
+    rows = []
+    for i in rng.sample(range(n), n):
+        human = labels[0] if rare and i < 2 else labels[-1] if rare else rng.choice(labels)
+        rows.append({"run_id": "r", "criterion": "c", "judge_role": "judge", "item_id": f"c{i:04d}",
+                     "human_label": human, "label": rng.choice(labels),
+                     "positive": labels[0] if binary else None,
+                     "score": round(rng.random(), 1) if binary else None,
+                     "confidence": 0.5 + rng.random() / 2 if binary else None,
+                     "grp": None, "source_id": f"c{i:04d}"})
+    return rows
+
+
+def _listed_label_statistics(rows: list[dict[str, Any]], none_seen: set[str]) -> dict[str, Any]:
+    """The label statistics as the report computed them on Python lists: labels coded by first
+    appearance (human labels first), every resample's values taken as lists."""
+    codes: dict[Any, int] = {}
+    human = [codes.setdefault(r["human_label"], len(codes)) for r in rows]
+    label = [codes.setdefault(r["label"], len(codes)) for r in rows]
+    positive, binary = codes.get(rows[0]["positive"]), rows[0]["positive"] is not None
+    def noted(name: str, value: float | None) -> float | None:
+        if value is None:
+            none_seen.add(name)
+        return value
+    def take(values: list[Any], idx: np.ndarray) -> list[Any]:
+        return [values[i] for i in idx]
+    score, conf = [r["score"] for r in rows], [r["confidence"] for r in rows]
+    def auroc(idx: np.ndarray) -> float | None:
+        return noted("auroc", stats.auroc([h == positive for h in take(human, idx)], take(score, idx)))
+    def ece(idx: np.ndarray) -> float | None:
+        return stats.ece(take(conf, idx), [a == b for a, b in zip(take(label, idx), take(human, idx))])
+    return {
+        "accuracy": lambda idx: stats.accuracy(take(human, idx), take(label, idx)),
+        "kappa": lambda idx: stats.cohen_kappa(take(human, idx), take(label, idx)),
+        "macro_f1": lambda idx: stats.macro_f1(take(human, idx), take(label, idx)),
+        "auroc": lambda idx: auroc(idx) if binary else None, "ece": lambda idx: ece(idx) if binary else None}
+
+
+@pytest.mark.parametrize(("labels", "rare"), [(["good", "bad"], False), (["good", "bad"], True),
+                                              (["warm", "neutral", "cold"], False)])
+def test_label_columns_give_the_intervals_of_python_lists(labels: list[str], rare: bool) -> None:
+    """The report's lean path (Arrow read, int32 codes, numpy takes, arrays into scikit-learn) prints
+    exactly the point values and bootstrap intervals of the list-based computation, same seed."""
+    import pyarrow as pa
+
+    from uxlocal.suites.judge.report import _on_index
+
+    rows = _label_verdicts(len(labels) + rare, labels, 300, rare=rare)
+    con = duckdb.connect()
+    table = pa.Table.from_pylist(rows, schema=pa.schema(
+        [(k, pa.float64() if k in ("score", "confidence") else pa.string()) for k in rows[0]]))
+    con.register("judge_scored", table)
+    columns = verdict_columns(con, "r", "label", "c", "judge")
+    assert columns.column("label").dtype == columns.column("human_label").dtype == np.int32
+    assert columns.column("score").dtype == (np.float64 if len(labels) == 2 else object)  # stored NULL: None
+    by_item = sorted(rows, key=lambda r: r["item_id"])
+    none_seen: set[str] = set()
+    lean, listed = agreement_statistics("label", columns), _listed_label_statistics(by_item, none_seen)
+    def intervals(functions: dict[str, Any]) -> dict[str, stats.Interval]:
+        return stats.bootstrap_many({name: _on_index(functions[name]) for name in LABEL_STATS}, len(by_item),
+                                    clusters=columns.column("cluster"), n_resamples=60, seed=5)
+    got, expected = intervals(lean), intervals(listed)
+    assert got == expected
+    assert all(got[name].low is not None for name in ("accuracy", "kappa", "macro_f1"))
+    assert (got["auroc"].low is not None) == (len(labels) == 2)
+    assert ("auroc" in none_seen) == rare  # a resample without a human positive: AUROC dropped there
+    strings = {name: f(np.arange(len(by_item))) for name, f in agreement_statistics("label", by_item).items()}
+    assert strings == {name: got[name].point for name in LABEL_STATS}
+    con.close()

@@ -39,6 +39,8 @@ class VerdictColumns:
     def __init__(self, arrays: dict[str, np.ndarray], n: int) -> None:
         self.arrays = arrays
         self.n = n
+        self.coded: dict[tuple[str, ...], dict[Any, int]] = {}
+        """The codes of the columns already coded together (``code``)."""
 
     @classmethod
     def of_rows(cls, rows: list[dict[str, Any]]) -> "VerdictColumns":
@@ -51,20 +53,29 @@ class VerdictColumns:
         return cls(arrays, len(rows))
 
     @classmethod
-    def of_arrow(cls, table: Any, *, order: np.ndarray | None = None, codes: tuple[str, ...] = ()) -> "VerdictColumns":
-        """Columns of an Arrow table, rows taken in ``order`` (all, as stored, without it): numbers
-        without nulls as float/int arrays, text with one Python object per distinct value
+    def of_arrow(cls, columns: dict[str, Any], n: int, *, order: np.ndarray | None = None,
+                 codes: tuple[str, ...] = (), shared: tuple[str, ...] = ()) -> "VerdictColumns":
+        """Columns of Arrow columns (name -> array), rows taken in ``order`` (all, as stored, without
+        it): numbers without nulls as float/int arrays, text with one Python object per distinct value
         (dictionary-encoded), the rest as Python values; the ``codes`` columns as integers numbered
-        by first appearance (``stats.bootstrap`` then draws what it draws for the values themselves)."""
+        by first appearance (``stats.bootstrap`` then draws what it draws for the values themselves);
+        the ``shared`` columns coded together as ``code`` does, without a Python value per row.
+
+        ``columns`` is emptied as it is read: each source column is let go once it is converted,
+        so the source and its sorted copy are never both alive in full.
+        """
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        arrays = {}
-        for name, column in zip(table.column_names, table.columns):
+        arrays, text = {}, {}
+        for name in list(columns):
+            column = columns.pop(name)
             column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
             if order is not None:
                 column = column.take(order)
-            if name in codes:
+            if name in shared:
+                text[name] = column
+            elif name in codes:
                 arrays[name] = pc.dictionary_encode(column).indices.to_numpy(zero_copy_only=False).astype(np.int64)
             elif column.null_count == 0 and (pa.types.is_floating(column.type) or pa.types.is_integer(column.type)):
                 arrays[name] = column.to_numpy()
@@ -76,7 +87,24 @@ class VerdictColumns:
             else:
                 arrays[name] = np.empty(len(column), dtype=object)
                 arrays[name][:] = column.to_pylist()
-        return cls(arrays, table.num_rows)
+            del column
+            pa.default_memory_pool().release_unused()  # freed chunks were not reused for whole columns
+        verdicts = cls(arrays, n)
+        if shared:
+            verdicts._code_arrow(shared, pa.concat_arrays([text.pop(name) for name in shared]))
+        return verdicts
+
+    def _code_arrow(self, keys: tuple[str, ...], values: Any) -> dict[Any, int]:
+        """Code ``keys`` from ``values``, an Arrow array of their values one column after the other:
+        Arrow numbers the distinct values (null one of them) by first appearance, as ``code`` does."""
+        import pyarrow.compute as pc
+
+        encoded = pc.dictionary_encode(values, null_encoding="encode")
+        indices = encoded.indices.to_numpy()  # int32, no nulls: a view of Arrow's buffer
+        for key, part in zip(keys, np.split(indices, len(keys))):
+            self.arrays[key] = part
+        self.coded[keys] = {value: code for code, value in enumerate(encoded.dictionary.to_pylist())}
+        return self.coded[keys]
 
     def __len__(self) -> int:
         return self.n
@@ -99,16 +127,18 @@ class VerdictColumns:
         return list(self.column(key)[idx].tolist())
 
     def code(self, *keys: str) -> dict[Any, int]:
-        """Replace the values of ``keys`` by integers, one shared code per distinct value; the codes.
+        """Replace the values of ``keys`` by int32 codes, one shared code per distinct value numbered
+        by first appearance (``keys[0]``'s rows first); the codes. Coded once: a second call (or
+        ``of_arrow(shared=keys)``) returns the same codes.
 
         Label statistics depend only on which values are equal, so they come out the same on the
         codes, and sklearn checks integer arrays far faster than arrays of strings (per resample).
         """
-        codes: dict[Any, int] = {}
-        for key in keys:
-            values = [codes.setdefault(v, len(codes)) for v in self.arrays[key].tolist()]
-            self.arrays[key] = np.asarray(values, dtype=np.int64)
-        return codes
+        import pyarrow as pa
+
+        if keys in self.coded:
+            return self.coded[keys]
+        return self._code_arrow(keys, pa.array(np.concatenate([self.arrays[key] for key in keys])))
 
 
 Verdicts = VerdictColumns | list[dict[str, Any]]
@@ -122,19 +152,17 @@ def _columns(rows: Verdicts) -> VerdictColumns:
 def _label_stats(cols: VerdictColumns) -> dict[str, Statistic]:
     positive_label = cols.first("positive")  # None without rows
     binary = positive_label is not None
-    positive = cols.code("human_label", "label").get(positive_label) if cols.n else None
+    positive = cols.code("human_label", "label").get(positive_label, -1) if cols.n else -1
+    human, label = cols.column("human_label"), cols.column("label")  # int32 codes: one numpy take each
+    score, confidence = cols.column("score"), cols.column("confidence")
     def auroc(idx: np.ndarray) -> float | None:
-        return stats.auroc([h == positive for h in cols.take("human_label", idx)],
-                           cols.take("score", idx)) if binary else None
+        return stats.auroc(human[idx] == positive, score[idx]) if binary else None
     def ece(idx: np.ndarray) -> float | None:
-        if not binary:
-            return None
-        return stats.ece(cols.take("confidence", idx),
-                         [a == b for a, b in zip(cols.take("label", idx), cols.take("human_label", idx))])
+        return stats.ece(confidence[idx], label[idx] == human[idx]) if binary else None
     return {
-        "accuracy": lambda idx: stats.accuracy(cols.take("human_label", idx), cols.take("label", idx)),
-        "kappa": lambda idx: stats.cohen_kappa(cols.take("human_label", idx), cols.take("label", idx)),
-        "macro_f1": lambda idx: stats.macro_f1(cols.take("human_label", idx), cols.take("label", idx)),
+        "accuracy": lambda idx: stats.accuracy(human[idx], label[idx]),
+        "kappa": lambda idx: stats.cohen_kappa(human[idx], label[idx]),
+        "macro_f1": lambda idx: stats.macro_f1(human[idx], label[idx]),
         "auroc": auroc, "ece": ece}
 
 
@@ -191,7 +219,8 @@ inside DuckDB's capped memory."""
 
 def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str) -> VerdictColumns:
     """``verdict_rows`` as columns (the kind's ``STAT_COLUMNS`` and ``GROUP_COLUMNS``; ``cluster``
-    as integer codes), for a report of any size.
+    as integer codes; for label rubrics ``human_label`` and ``label`` as shared int32 codes, see
+    ``VerdictColumns.code``), for a report of any size.
 
     The rows are put in item-id order here, not by DuckDB: its sort of a million verdict rows
     did not fit a 128 MB cap, while the ids alone sort in Arrow in a fraction of a second (both
@@ -200,15 +229,29 @@ def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str)
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    columns = STAT_COLUMNS[kind] + GROUP_COLUMNS + ("item_id",)
-    reader = con.sql(_verdicts_sql(kind, ", ".join(columns), ordered=False),
+    names = STAT_COLUMNS[kind] + GROUP_COLUMNS + ("item_id",)
+    reader = con.sql(_verdicts_sql(kind, ", ".join(names), ordered=False),
                      params=[run_id, criterion, role]).to_arrow_reader(ARROW_BATCH)
-    table = pa.Table.from_batches(list(reader), schema=reader.schema)
-    order = pc.sort_indices(table["item_id"])
-    verdicts = VerdictColumns.of_arrow(table.drop_columns(["item_id"]), order=order, codes=("cluster",))
-    del table, order
+    columns = _owned_columns(reader)
+    order = pc.sort_indices(columns.pop("item_id"))
+    verdicts = VerdictColumns.of_arrow(columns, len(order), order=order, codes=("cluster",),
+                                       shared=("human_label", "label") if kind == "label" else ())
+    del order
     pa.default_memory_pool().release_unused()  # the Arrow copies are gone; give their pages back
     return verdicts
+
+
+def _owned_columns(reader: Any) -> dict[str, Any]:
+    """The reader's batches as columns (name -> Arrow ChunkedArray) copied into Arrow's memory, each
+    batch let go once copied: DuckDB frees a batch only with its last column, so its columns could
+    not be freed one by one (``of_arrow``) and a million rows stood in memory twice."""
+    import pyarrow as pa
+
+    chunks: dict[str, list[Any]] = {name: [] for name in reader.schema.names}
+    for batch in reader:
+        for name, column in zip(batch.schema.names, batch.columns):
+            chunks[name].append(pa.concat_arrays([column]))  # a copy, even of one array
+    return {name: pa.chunked_array(chunks.pop(name), reader.schema.field(name).type) for name in list(chunks)}
 
 
 def agreement_statistics(kind: str, rows: Verdicts) -> dict[str, Statistic]:

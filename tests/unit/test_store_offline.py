@@ -137,7 +137,7 @@ def test_open_duckdb_caps_memory_by_default_and_takes_the_environment(
     monkeypatch.delenv("UXLOCAL_DUCKDB_MEMORY", raising=False)
     monkeypatch.delenv("UXLOCAL_DUCKDB_THREADS", raising=False)
     with open_duckdb(tmp_path / "a.duckdb") as con:
-        assert _setting(con, "memory_limit") == "366.2 MiB"  # DEFAULT_MEMORY, 384 MB
+        assert _setting(con, "memory_limit") == "152.5 MiB"  # DEFAULT_MEMORY, 160 MB
         with pytest.raises(duckdb.Error):  # locked like the rest: SQL cannot lift the cap
             con.execute("SET memory_limit = '8GB'")
     monkeypatch.setenv("UXLOCAL_DUCKDB_MEMORY", "2GB")
@@ -164,7 +164,7 @@ def test_open_duckdb_gives_a_large_store_a_cap_in_proportion(tmp_path: Path, mon
         with open_duckdb(path) as con:
             con.execute("CREATE TABLE t AS SELECT range AS i FROM range(10)")
     monkeypatch.setattr(offline, "_store_caps", {})
-    assert resource_config(small)["memory_limit"] == "384MB"  # a small store: the default
+    assert resource_config(small)["memory_limit"] == "160MB"  # a small store: the default
     real_stat = Path.stat
     monkeypatch.setattr(Path, "stat", lambda self, **kw: SimpleNamespace(st_size=3_000_000_000, st_mode=0o100644))
     assert resource_config(big)["memory_limit"] == "1800MB"  # 0.6 of a 3 GB store

@@ -15,11 +15,12 @@ duckdb 2.0.1, see tests/unit/test_store_offline.py):
 Its memory is capped too (``memory_limit``, set before the lock): DuckDB's default, 80 % of the
 machine, let a million-verdict judge run keep about 4 KB of cached blocks per conversation.
 ``UXLOCAL_DUCKDB_MEMORY`` (a DuckDB size such as ``2GB``; default ``DEFAULT_MEMORY``, more for a
-store larger than about 640 MB: ``STORE_SHARE``) changes the cap and ``UXLOCAL_DUCKDB_THREADS``
+store larger than about 260 MB: ``STORE_SHARE``) changes the cap and ``UXLOCAL_DUCKDB_THREADS``
 DuckDB's thread count (default: DuckDB's, one per core). Large sorts, joins and aggregates spill to
 a temporary folder beside the store; what cannot spill (a join on one key value, the judge
-report's ``ORDER BY`` of a million wide rows) was taken out of the judge's views and report, which
-run under 128 MB on a million verdicts (docs/performance.md, the harness ceiling).
+report's ``ORDER BY`` of a million wide rows, the generations table's key index) was taken out of
+the judge's views, report and store, which run under 128 MB on a million verdicts
+(docs/performance.md, the harness ceiling).
 
 ``enable_external_access`` stays on: it would also forbid local files (``COPY ... TO
 'x.parquet'``, which is how people export, and the ``ATTACH`` that ``uxlocal merge`` uses).
@@ -58,11 +59,12 @@ _UPDATE_EXTENSIONS = re.compile(r"\s*update\s+extensions\b", re.IGNORECASE)
 """``UPDATE EXTENSIONS`` downloads too; this Python client cannot name its statement type."""
 
 
-DEFAULT_MEMORY = "384MB"
+DEFAULT_MEMORY = "160MB"
 """DuckDB's memory cap unless ``UXLOCAL_DUCKDB_MEMORY`` says otherwise. A million-verdict judge run
-writes at full speed under 256 MB and reports under 128 MB; the rest is room for the generations
-table's key index, which DuckDB holds in memory while rows go in (~120 bytes a generation, ~120 MB
-at a million; measured in the harness ceiling, docs/performance.md)."""
+writes at full speed and reports under it (measured in the harness ceiling, docs/performance.md):
+nothing DuckDB must hold grows with the job since the generations table lost its key index
+(migration 003), and what a larger cap buys is cached table blocks, which cost memory per verdict
+without making the run faster."""
 
 MEMORY_ENV = "UXLOCAL_DUCKDB_MEMORY"
 THREADS_ENV = "UXLOCAL_DUCKDB_THREADS"
@@ -70,9 +72,10 @@ THREADS_ENV = "UXLOCAL_DUCKDB_THREADS"
 
 STORE_SHARE = 0.6
 """Default cap for a large store: this share of its file size, when that exceeds ``DEFAULT_MEMORY``.
-The key index grows with the generations (above); a store of several million would not fit a
-fixed cap. A run that outgrows the cap stops with DuckDB's out-of-memory error (the CLI says what to
-do); run again (it resumes) and the cap, taken from the now larger store, is larger."""
+The views' joins and aggregates and a merge's anti-joins over a store of several million rows spill
+to disk under a small cap (slower, never wrong); a larger store gets more room for them. A run
+that outgrows its cap stops with DuckDB's out-of-memory error (the CLI says what to do); run again
+(it resumes) and the cap, taken from the now larger store, is larger."""
 
 
 _store_caps: dict[str, str] = {}

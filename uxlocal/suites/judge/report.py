@@ -229,13 +229,23 @@ def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str)
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    names = STAT_COLUMNS[kind] + GROUP_COLUMNS + ("item_id",)
-    reader = con.sql(_verdicts_sql(kind, ", ".join(names), ordered=False),
-                     params=[run_id, criterion, role]).to_arrow_reader(ARROW_BATCH)
+    params = [run_id, criterion, role]
+    grouped, distinct = con.execute(
+        "SELECT coalesce(bool_or(grouped), false), coalesce(bool_and(repeats = 1), true) FROM ("
+        "SELECT bool_or(grp IS NOT NULL) AS grouped, count(*) AS repeats FROM ("
+        f"{_verdicts_sql(kind, ', '.join(GROUP_COLUMNS), ordered=False)}) GROUP BY cluster)", params).fetchall()[0]
+    # only what varies is read: no groups -> no grp column; one verdict per cluster -> no cluster
+    # column (the codes by first appearance are then 0..n-1 in item order, what arange gives)
+    names = STAT_COLUMNS[kind] + GROUP_COLUMNS[:1] * grouped + GROUP_COLUMNS[1:] * (not distinct) + ("item_id",)
+    reader = con.sql(_verdicts_sql(kind, ", ".join(names), ordered=False), params=params).to_arrow_reader(ARROW_BATCH)
     columns = _owned_columns(reader)
     order = pc.sort_indices(columns.pop("item_id"))
     verdicts = VerdictColumns.of_arrow(columns, len(order), order=order, codes=("cluster",),
                                        shared=("human_label", "label") if kind == "label" else ())
+    if not grouped:
+        verdicts.arrays["grp"] = np.broadcast_to(np.array([None], dtype=object), (len(order),))
+    if distinct:
+        verdicts.arrays["cluster"] = np.arange(len(order))
     del order
     pa.default_memory_pool().release_unused()  # the Arrow copies are gone; give their pages back
     return verdicts

@@ -86,10 +86,10 @@ class Cache:
         of the table, so a tick of new requests, the usual case, asks nothing)."""
         found = {h: self.memory[h] for h in hashes if h in self.memory}
         missing = [h for h in dict.fromkeys(hashes) if h not in found]
-        if missing and self.writer is not None:
-            known = self.writer.known
-            missing = [h for h in missing if known.may_contain(h)]
-        if missing and self.writer is not None:
+        if self.writer is None:  # no store: the memory is the whole cache
+            return found
+        missing = [h for h in missing if self.writer.known.may_contain(h)] if missing else []
+        if missing:
             rows = self.writer.con.execute(
                 "SELECT request_hash, text, finish_reason, prompt_tokens, completion_tokens, latency_ms, "
                 "valid, parsed, error, label_probs, model_identity FROM generations "

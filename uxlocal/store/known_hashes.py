@@ -31,8 +31,10 @@ STORE_PREFIXES_SQL = (
 """The prefixes of the stored hashes, computed the way ``prefix`` computes them in Python."""
 
 
-def prefix(request_hash: str) -> int | None:
-    """The hash's first 16 hex digits as an integer, None when they are not lowercase hex."""
+def prefix(request_hash: str | None) -> int | None:
+    """The hash's first 16 hex digits as an integer, None when they are not lowercase hex (or no hash)."""
+    if not isinstance(request_hash, str):
+        return None
     head = request_hash[:PREFIX_DIGITS]
     return int(head, 16) if _HEX.fullmatch(head) else None
 
@@ -64,8 +66,8 @@ class KnownHashes:
         at = int(np.searchsorted(self._sorted, np.uint64(key)))
         return at < len(self._sorted) and int(self._sorted[at]) == key
 
-    def add(self, hashes: Iterable[str]) -> None:
-        """Record hashes that are (or are about to be) in the store."""
+    def add(self, hashes: Iterable[str | None]) -> None:
+        """Record hashes that are (or are about to be) in the store (non-hex ones need no record)."""
         for request_hash in hashes:
             key = prefix(request_hash)
             if key is not None:

@@ -94,8 +94,7 @@ class StoreWriter:
         if self._known is None:
             self.sync()
             known = KnownHashes.of_store(self.con)
-            known.add(row["request_hash"] for row in [*self._rows.get("generations", ()), *self._maybe_stored]
-                      if isinstance(row.get("request_hash"), str))
+            known.add(row.get("request_hash") for row in [*self._rows.get("generations", ()), *self._maybe_stored])
             self._known = known
         return self._known
 
@@ -166,7 +165,7 @@ class StoreWriter:
             rows = _first_per_hash(rows)
             self._insert_arrow(self.con, table, self._arrow(table, rows), new_hashes_only=True)
             if self._known is not None:
-                self._known.add(h for h in (row.get("request_hash") for row in rows) if isinstance(h, str))
+                self._known.add(row.get("request_hash") for row in rows)
         elif rows:
             self._insert_arrow(self.con, table, self._arrow(table, rows))
         self.rows_written += len(rows)
@@ -198,7 +197,7 @@ class StoreWriter:
             if self._maybe_stored:  # last: the check sees this flush's other generations
                 first = _first_per_hash(self._maybe_stored)
                 batch.append(("generations", self._arrow("generations", first), len(first), True))
-                self.known.add(h for h in (row.get("request_hash") for row in first) if isinstance(h, str))
+                self.known.add(row.get("request_hash") for row in first)
                 self._maybe_stored = []
             self._start_worker()
             self._queue.put((batch, statements))

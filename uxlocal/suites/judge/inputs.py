@@ -20,11 +20,14 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from uxlocal.errors import InputError
+from uxlocal.suites.judge.seen_ids import SeenIds, digests
 
 ROLE_ALIASES = {"human": "user", "ai": "assistant", "bot": "assistant", "model": "assistant", "gpt": "assistant"}
 ROLES = ("system", "user", "assistant")
@@ -308,35 +311,109 @@ def iter_loaded(source: str, cols: Columns, *, pairwise: bool = False, human: Hu
     """``source``'s items and set-aside rows, ``chunk_rows`` rows at a time (the input is streamed).
 
     A bad row stops the read unless ``skip_bad_rows``; ids are checked for repeats across the
-    whole input (only the ids are kept, not the rows).
+    whole input: within a chunk exactly, against earlier chunks by digest (``SeenIds``, 24 bytes
+    an id), so neither the rows nor the ids themselves are kept.
     """
     name, rows = read_rows(source)
     stem = Path(name.removeprefix("duckdb:")).stem
     chunk_rows = chunk_rows or CHUNK_ROWS
-    chunk, seen, count = Loaded(), {}, 0
+    reading = _ChunkIds(name, cols, skip_bad_rows)
+    chunk, count = Loaded(), 0
     for line, raw, row in rows:
         try:
             if isinstance(row, RowProblem):
                 raise row
             item = build_item(row, cols, pairwise=pairwise, human=human, fallback_id=f"{stem}:{line}",
                               file=name, line=line)
-            if item.item_id in seen:
-                raise RowProblem(cols.id, f"id {item.item_id!r} already used at line {seen[item.item_id]}")
+            reading.check_in_chunk(item)
         except RowProblem as problem:
             if not skip_bad_rows:
+                reading.settle(chunk)  # a row above that repeats an earlier chunk's id is the first error
                 raise InputError(name, line, problem.message(), "or pass --skip-bad-rows") from None
-            chunk.quarantine.append(Quarantined(name, line, problem.message(), raw))
+            reading.quarantine(chunk, Quarantined(name, line, problem.message(), raw), problem)
         else:
-            seen[item.item_id] = line
+            reading.keep(item, raw)
             chunk.items.append(item)
         count += 1
         if len(chunk.items) + len(chunk.quarantine) >= chunk_rows:
+            reading.settle(chunk)
             yield chunk
             chunk = Loaded()
     if not count:
         raise InputError(name, None, "has no rows")
     if chunk.items or chunk.quarantine:
+        reading.settle(chunk)
         yield chunk
+
+
+class _RepeatedId(RowProblem):
+    """An id already used on an earlier line."""
+
+    def __init__(self, column: str, item_id: str, first_line: int) -> None:
+        super().__init__(column, f"id {item_id!r} already used at line {first_line}")
+        self.item_id = item_id
+
+
+class _ChunkIds:
+    """The repeated-id check of ``iter_loaded``: exact within the current chunk (a dict of its ids),
+    by digest against the earlier chunks (``SeenIds``) when the chunk is settled."""
+
+    def __init__(self, name: str, cols: Columns, skip_bad_rows: bool) -> None:
+        self.name, self.column, self.skip_bad_rows = name, cols.id, skip_bad_rows
+        self.earlier = SeenIds()
+        self.lines: dict[str, int] = {}
+        self.raws: dict[int, str] = {}
+        self.echoes: list[tuple[int, str]] = []
+        """(index in the chunk's quarantine, id) of rows that repeat an id first used in this chunk."""
+
+    def check_in_chunk(self, item: JudgeItem) -> None:
+        """Raise when ``item``'s id was used earlier in this chunk."""
+        if item.item_id in self.lines:
+            raise _RepeatedId(self.column, item.item_id, self.lines[item.item_id])
+
+    def keep(self, item: JudgeItem, raw: str) -> None:
+        """Note a loaded item's id (and, when rows may be set aside, its raw text)."""
+        self.lines[item.item_id] = item.source_line
+        if self.skip_bad_rows:
+            self.raws[item.source_line] = raw
+
+    def quarantine(self, chunk: Loaded, row: Quarantined, problem: RowProblem) -> None:
+        """Set a bad row aside."""
+        if isinstance(problem, _RepeatedId):
+            self.echoes.append((len(chunk.quarantine), problem.item_id))
+        chunk.quarantine.append(row)
+
+    def settle(self, chunk: Loaded) -> None:
+        """Check the chunk's ids against the earlier chunks' and remember them.
+
+        A repeat stops the read at its line, or (``skip_bad_rows``) moves the item to the
+        quarantine; a row that repeated it within the chunk then names the id's first line too.
+        """
+        digested = digests([item.item_id for item in chunk.items])
+        first = self.earlier.first_lines(digested)
+        repeats = np.flatnonzero(first >= 0)
+        if len(repeats) and not self.skip_bad_rows:
+            item = chunk.items[repeats[0]]
+            problem = _RepeatedId(self.column, item.item_id, int(first[repeats[0]]))
+            raise InputError(self.name, item.source_line, problem.message(), "or pass --skip-bad-rows")
+        if len(repeats):
+            first_line = {chunk.items[i].item_id: int(first[i]) for i in repeats}
+            for i, item_id in self.echoes:
+                if item_id in first_line:
+                    chunk.quarantine[i] = replace(
+                        chunk.quarantine[i], reason=_RepeatedId(self.column, item_id, first_line[item_id]).message())
+            for i in repeats:
+                item = chunk.items[i]
+                problem = _RepeatedId(self.column, item.item_id, int(first[i]))
+                chunk.quarantine.append(Quarantined(self.name, item.source_line, problem.message(),
+                                                    self.raws[item.source_line]))
+            fresh = np.ones(len(chunk.items), dtype=bool)
+            fresh[repeats] = False
+            chunk.items = [item for item, keep in zip(chunk.items, fresh) if keep]
+            chunk.quarantine.sort(key=lambda q: q.line)
+            digested = digested[fresh]
+        self.earlier.add(digested, [item.source_line for item in chunk.items])
+        self.lines, self.raws, self.echoes = {}, {}, []
 
 
 def load_items(source: str, cols: Columns, *, pairwise: bool = False, human: HumanParser | None = None,

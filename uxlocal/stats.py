@@ -55,16 +55,21 @@ def accuracy(truth: Sequence[Hashable] | np.ndarray, pred: Sequence[Hashable] | 
 
 
 def cohen_kappa(truth: Sequence[Hashable] | np.ndarray, pred: Sequence[Hashable] | np.ndarray,
-                weights: str | None = None, labels: Sequence[Hashable] | None = None) -> float | None:
-    """Cohen's kappa (``weights="quadratic"`` gives QWK); None when chance agreement is total."""
+                weights: str | None = None, labels: Sequence[Hashable] | None = None,
+                counts: np.ndarray | None = None) -> float | None:
+    """Cohen's kappa (``weights="quadratic"`` gives QWK); None when chance agreement is total.
+
+    ``counts`` (optional) says how many items each position stands for (a bootstrap draw folded
+    into its distinct (truth, prediction) cells); the result is the one of the unfolded items.
+    """
     from sklearn.metrics import cohen_kappa_score
 
-    if len(truth) < 2:
+    if (len(truth) if counts is None else int(counts.sum())) < 2:
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         value = cohen_kappa_score(_values(truth), _values(pred), weights=weights,
-                                  labels=None if labels is None else list(labels))
+                                  labels=None if labels is None else list(labels), sample_weight=counts)
     return _clean(value)
 
 
@@ -73,8 +78,10 @@ def quadratic_weighted_kappa(truth: Sequence[int], pred: Sequence[int], scale: S
     return cohen_kappa(truth, pred, weights="quadratic", labels=scale)
 
 
-def macro_f1(truth: Sequence[Hashable] | np.ndarray, pred: Sequence[Hashable] | np.ndarray) -> float | None:
-    """Unweighted mean of per-class F1 over every class seen in ``truth`` or ``pred``."""
+def macro_f1(truth: Sequence[Hashable] | np.ndarray, pred: Sequence[Hashable] | np.ndarray,
+             counts: np.ndarray | None = None) -> float | None:
+    """Unweighted mean of per-class F1 over every class seen in ``truth`` or ``pred`` (``counts``:
+    as in ``cohen_kappa``)."""
     from sklearn.metrics import f1_score
 
     if not len(truth):
@@ -82,18 +89,21 @@ def macro_f1(truth: Sequence[Hashable] | np.ndarray, pred: Sequence[Hashable] | 
     seen = (np.union1d(truth, pred).tolist() if isinstance(truth, np.ndarray) and isinstance(pred, np.ndarray)
             else set(truth) | set(pred))
     labels = sorted(seen, key=str)
-    return _clean(f1_score(_values(truth), _values(pred), labels=labels, average="macro", zero_division=0))
+    return _clean(f1_score(_values(truth), _values(pred), labels=labels, average="macro", zero_division=0,
+                           sample_weight=counts))
 
 
-def auroc(positive: Sequence[bool] | np.ndarray, score: Sequence[float] | np.ndarray) -> float | None:
-    """Area under the ROC curve of ``score`` for the positive class (ties count one half)."""
+def auroc(positive: Sequence[bool] | np.ndarray, score: Sequence[float] | np.ndarray,
+          counts: np.ndarray | None = None) -> float | None:
+    """Area under the ROC curve of ``score`` for the positive class (ties count one half;
+    ``counts``: as in ``cohen_kappa``)."""
     from sklearn.metrics import roc_auc_score
 
     array = isinstance(positive, np.ndarray)
     if len(np.unique(positive) if array else set(positive)) < 2:
         return None
     truth = positive.astype(bool, copy=False) if array else [bool(p) for p in positive]
-    return _clean(roc_auc_score(truth, _values(score)))
+    return _clean(roc_auc_score(truth, _values(score), sample_weight=counts))
 
 
 ECE_BINS = 10

@@ -16,6 +16,7 @@ import numpy as np
 from uxlocal import stats
 from uxlocal.store.db import query
 from uxlocal.reportkit.model import ReportTable
+from uxlocal.suites.judge.label_tallies import LabelTallies
 
 Statistic = Callable[[np.ndarray], float | None]
 
@@ -154,16 +155,12 @@ def _label_stats(cols: VerdictColumns) -> dict[str, Statistic]:
     binary = positive_label is not None
     positive = cols.code("human_label", "label").get(positive_label, -1) if cols.n else -1
     human, label = cols.column("human_label"), cols.column("label")  # int32 codes: one numpy take each
-    score, confidence = cols.column("score"), cols.column("confidence")
-    def auroc(idx: np.ndarray) -> float | None:
-        return stats.auroc(human[idx] == positive, score[idx]) if binary else None
+    confidence = cols.column("confidence")
+    tallies = LabelTallies(human, label, cols.column("score") if binary else None, positive)
     def ece(idx: np.ndarray) -> float | None:
         return stats.ece(confidence[idx], label[idx] == human[idx]) if binary else None
-    return {
-        "accuracy": lambda idx: stats.accuracy(human[idx], label[idx]),
-        "kappa": lambda idx: stats.cohen_kappa(human[idx], label[idx]),
-        "macro_f1": lambda idx: stats.macro_f1(human[idx], label[idx]),
-        "auroc": auroc, "ece": ece}
+    return {"accuracy": tallies.accuracy, "kappa": tallies.kappa, "macro_f1": tallies.macro_f1,
+            "auroc": tallies.auroc, "ece": ece}
 
 
 def _score_stats(cols: VerdictColumns) -> dict[str, Statistic]:

@@ -50,7 +50,7 @@ WHERE valid AND status = 'ok' AND human_label IS NOT NULL;
 
 -- metric: judge_label_agreement | grain: one row per (run_id, criterion, judge_role), label rubrics
 -- source: judge_scored | spec: judge.md §4 | caveat: kappa and macro-F1 over every class seen in
--- human or judge labels; AUROC (mean ranks for ties) and ECE (10 equal-width bins, confidence in
+-- human or judge labels; AUROC (a tie counts one half) and ECE (10 equal-width bins, confidence in
 -- the own verdict) only for two-label rubrics; all 0-1 fractions
 CREATE OR REPLACE VIEW judge_label_agreement AS
 WITH s AS (SELECT run_id, criterion, judge_role, label, human_label, positive, score, confidence
@@ -80,16 +80,19 @@ chance AS (
            avg(CASE WHEN 2 * tp + fp + fn > 0 THEN 2.0 * tp / (2 * tp + fp + fn) ELSE 0 END) AS macro_f1
     FROM per_class p JOIN basic b USING (run_id, criterion, judge_role) GROUP BY ALL
 ),
-ranked AS (
-    SELECT run_id, criterion, judge_role, human_label = positive AS pos,
-           rank() OVER (PARTITION BY run_id, criterion, judge_role ORDER BY score)
-             + (count(*) OVER (PARTITION BY run_id, criterion, judge_role, score) - 1) / 2.0 AS r
-    FROM s WHERE positive IS NOT NULL AND score IS NOT NULL
+by_score AS (  -- positives and negatives per distinct score: the window below runs over these, not s
+    SELECT run_id, criterion, judge_role, score, count(*) FILTER (WHERE human_label = positive) AS n_pos,
+           count(*) FILTER (WHERE human_label <> positive) AS n_neg
+    FROM s WHERE positive IS NOT NULL AND score IS NOT NULL GROUP BY ALL
 ),
-auc AS (
-    SELECT run_id, criterion, judge_role, count(*) FILTER (WHERE pos) AS n_pos,
-           count(*) FILTER (WHERE NOT pos) AS n_neg, sum(r) FILTER (WHERE pos) AS rank_sum
-    FROM ranked GROUP BY ALL
+auc AS (  -- wins = the rank sum of the positives less n_pos (n_pos + 1) / 2: each positive beats the
+          -- negatives scored below it and half of those tied with it
+    SELECT run_id, criterion, judge_role, sum(n_pos) AS n_pos, sum(n_neg) AS n_neg,
+           sum(n_pos * (neg_below + n_neg / 2.0)) AS wins
+    FROM (SELECT *, coalesce(sum(n_neg) OVER (PARTITION BY run_id, criterion, judge_role ORDER BY score
+                                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS neg_below
+          FROM by_score)
+    GROUP BY ALL
 ),
 bins AS (
     SELECT run_id, criterion, judge_role, least(CAST(floor(confidence * 10) AS INTEGER), 9) AS bin,
@@ -103,7 +106,7 @@ calib AS (
 SELECT b.run_id, b.criterion, b.judge_role, b.n, b.accuracy,
        CASE WHEN c.pe < 1 THEN (b.accuracy - c.pe) / (1 - c.pe) END AS kappa, c.macro_f1,
        CASE WHEN a.n_pos > 0 AND a.n_neg > 0
-            THEN (a.rank_sum - a.n_pos * (a.n_pos + 1) / 2.0) / (a.n_pos * a.n_neg) END AS auroc,
+            THEN a.wins / (a.n_pos * a.n_neg) END AS auroc,
        e.ece
 FROM basic b JOIN chance c USING (run_id, criterion, judge_role)
 LEFT JOIN auc a USING (run_id, criterion, judge_role)

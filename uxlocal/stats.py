@@ -109,17 +109,24 @@ def auroc(positive: Sequence[bool] | np.ndarray, score: Sequence[float] | np.nda
 ECE_BINS = 10
 
 
-def ece(confidence: Sequence[float], correct: Sequence[bool], bins: int = ECE_BINS) -> float | None:
+def ece_bins(confidence: np.ndarray, bins: int = ECE_BINS) -> np.ndarray:
+    """The ECE bin of each confidence (int8 for up to 127 bins)."""
+    return np.minimum((confidence * bins).astype(int), bins - 1).astype(np.int8 if bins < 128 else np.int64)
+
+
+def ece(confidence: Sequence[float], correct: Sequence[bool], bins: int = ECE_BINS,
+        bin_index: np.ndarray | None = None) -> float | None:
     """Expected calibration error (0-1): equal-width bins over [0, 1], the last bin closed.
 
     ``confidence`` is the probability the judge gave its own verdict; the gap between mean
-    confidence and accuracy in each bin is weighted by the bin's share of items.
+    confidence and accuracy in each bin is weighted by the bin's share of items. ``bin_index``
+    (optional) is each position's bin, when the caller already has it (``ece_bins``).
     """
     if not len(confidence):
         return None
     conf = np.asarray(confidence, dtype=float)
-    hit = np.asarray(correct, dtype=float)
-    index = np.minimum((conf * bins).astype(int), bins - 1)
+    hit = np.asarray(correct, dtype=bool)  # a mean of booleans sums exactly, as of 0.0/1.0
+    index = ece_bins(conf, bins) if bin_index is None else bin_index
     total = 0.0
     for b in range(bins):
         mask = index == b
@@ -228,6 +235,8 @@ def _codes(groups: Sequence[Hashable] | np.ndarray | None, n: int) -> np.ndarray
     if groups is None:
         return np.zeros(n, dtype=np.int64)
     if isinstance(groups, np.ndarray) and groups.dtype.kind in "iu":
+        if _increasing(groups):  # distinct and in order: the codes are the positions, no sort needed
+            return np.arange(n, dtype=np.int64)
         return np.unique(groups, return_inverse=True)[1].astype(np.int64).reshape(-1)
     seen: dict[Hashable, int] = {}
     return np.asarray([seen.setdefault(g, len(seen)) for g in groups], dtype=np.int64)
@@ -294,7 +303,13 @@ class Draw:
     """
 
     index: np.ndarray
-    unit: np.ndarray
+    units: np.ndarray | None = None
+    """The units, or None when every position is its own (built only when asked: 8 MB a million)."""
+
+    @property
+    def unit(self) -> np.ndarray:
+        """The unit of each position."""
+        return np.arange(len(self.index)) if self.units is None else self.units
 
 
 Statistic = Callable[[np.ndarray], "float | None"]
@@ -324,7 +339,7 @@ def bootstrap_many(statistics: Mapping[str, DrawStatistic], n: int, *,
     one statistic is built from others (Mean UFS from the domains).
     """
     plan = _plan(n, clusters, strata)
-    original = Draw(np.arange(n), _codes(clusters, n) if clusters is not None else np.arange(n))
+    original = Draw(np.arange(n), _codes(clusters, n) if clusters is not None else None)
     points = {name: _finite(f(original)) for name, f in statistics.items()}
     values: dict[str, list[float]] = {name: [] for name in statistics}
     if n and n_resamples > 0 and any(p is not None for p in points.values()):
@@ -350,11 +365,14 @@ def _interval(point: float | None, values: list[float], n_resamples: int, level:
     return Interval(point, float(low), float(high), n_resamples)
 
 
-Plan = list["np.ndarray | list[np.ndarray]"]
-"""Per stratum: its item indices (items resampled) or its clusters' index blocks."""
+Plan = list["int | np.ndarray | list[np.ndarray]"]
+"""Per stratum: its item indices (items resampled) or its clusters' index blocks; a number n for
+one stratum of all n items (its draw is the picks themselves, no copy through an index)."""
 
 
 def _plan(n: int, clusters: Sequence[Hashable] | None, strata: Sequence[Hashable] | None) -> Plan:
+    if n and strata is None and (clusters is None or _all_distinct(clusters, n)):
+        return [n]  # one stratum of single items
     stratum_of = _codes(strata, n)
     if clusters is None or _all_distinct(clusters, n):  # single-item clusters are items (``_singletons``)
         return [np.flatnonzero(stratum_of == s) for s in range(int(stratum_of.max(initial=-1)) + 1)]
@@ -371,8 +389,13 @@ def _all_distinct(clusters: Sequence[Hashable], n: int) -> bool:
     """Whether every item is its own cluster: the plan is then the items', in the same order,
     without a block per item (a million one-verdict conversations took ~250 MB of blocks)."""
     if isinstance(clusters, np.ndarray) and clusters.dtype.kind in "iu":  # codes: no set of a million numbers
-        return np.unique(clusters).size == n
+        return _increasing(clusters) or np.unique(clusters).size == n
     return len(set(clusters)) == n
+
+
+def _increasing(values: np.ndarray) -> bool:
+    """Whether an integer array is strictly increasing (so its values are distinct), without a sort."""
+    return len(values) < 2 or bool(np.all(values[1:] > values[:-1]))
 
 
 def _singletons(blocks: list[np.ndarray]) -> "np.ndarray | list[np.ndarray]":
@@ -385,20 +408,24 @@ def _singletons(blocks: list[np.ndarray]) -> "np.ndarray | list[np.ndarray]":
 
 
 def _draw(plan: Plan, rng: np.random.Generator) -> Draw:
-    """One resample of every stratum; each drawn unit gets a fresh number."""
+    """One resample of every stratum; each drawn unit gets a fresh number (positions are their own
+    units, and the draw says so with no array, unless some stratum draws clusters)."""
     indices, units, next_unit = [], [], 0
+    clustered = any(isinstance(stratum, list) for stratum in plan)
     for stratum in plan:
-        picks = rng.integers(0, len(stratum), size=len(stratum))
-        if isinstance(stratum, np.ndarray):
-            indices.append(stratum[picks])
-            units.append(np.arange(next_unit, next_unit + len(picks)))
-        else:
+        size = stratum if isinstance(stratum, int) else len(stratum)
+        picks = rng.integers(0, size, size=size)
+        if isinstance(stratum, list):
             blocks = [stratum[k] for k in picks]
             indices.append(np.concatenate(blocks))
             units.append(np.repeat(np.arange(next_unit, next_unit + len(picks)), [len(b) for b in blocks]))
+        else:
+            indices.append(picks if isinstance(stratum, int) else stratum[picks])
+            if clustered:
+                units.append(np.arange(next_unit, next_unit + len(picks)))
         next_unit += len(picks)
     if not indices:
-        return Draw(np.arange(0), np.arange(0))
+        return Draw(np.arange(0))
     if len(indices) == 1:  # one stratum (no strata): its arrays as drawn, not a copy of a million
-        return Draw(indices[0], units[0])
-    return Draw(np.concatenate(indices), np.concatenate(units))
+        return Draw(indices[0], units[0] if clustered else None)
+    return Draw(np.concatenate(indices), np.concatenate(units) if clustered else None)

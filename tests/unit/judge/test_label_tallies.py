@@ -16,7 +16,9 @@ def test_folded_draws_give_the_statistics_of_the_unfolded_draws(classes: int, di
     human = rng.integers(0, classes, n).astype(np.int32)
     judge = np.where(rng.random(n) < 0.6, human, rng.integers(0, classes, n)).astype(np.int32)
     score = np.round(rng.random(n) * (distinct_scores - 1)) / (distinct_scores - 1)  # ties when few values
-    tallies = LabelTallies(human, judge, score, positive=1)
+    confidence = rng.random(n)
+    confidence[:3] = [0.0, 1.0, 0.95]  # the edges of the first and last bins
+    tallies = LabelTallies(human, judge, score, positive=1, confidence=confidence)
     draws = [np.arange(n)] + [rng.integers(0, n, n) for _ in range(40)] + [rng.integers(0, n, 3)]
     for idx in draws:
         h, j = human[idx], judge[idx]
@@ -24,6 +26,7 @@ def test_folded_draws_give_the_statistics_of_the_unfolded_draws(classes: int, di
         assert tallies.kappa(idx) == stats.cohen_kappa(h, j)
         assert tallies.macro_f1(idx) == stats.macro_f1(h, j)
         assert tallies.auroc(idx) == stats.auroc(h == 1, score[idx])
+        assert tallies.ece(idx) == stats.ece(confidence[idx], (h == j).tolist())
 
 
 def test_one_class_drawn_has_no_auroc_and_no_scores_no_auroc() -> None:
@@ -36,6 +39,7 @@ def test_one_class_drawn_has_no_auroc_and_no_scores_no_auroc() -> None:
     assert tallies.auroc(np.arange(4)) == 1.0
     assert tallies.accuracy(np.arange(4)) == 0.75
     assert LabelTallies(human, judge).auroc(np.arange(4)) is None
+    assert LabelTallies(human, judge).ece(np.arange(4)) is None
 
 
 def test_cells_are_counted_once_per_draw() -> None:

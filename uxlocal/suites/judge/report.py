@@ -155,12 +155,10 @@ def _label_stats(cols: VerdictColumns) -> dict[str, Statistic]:
     binary = positive_label is not None
     positive = cols.code("human_label", "label").get(positive_label, -1) if cols.n else -1
     human, label = cols.column("human_label"), cols.column("label")  # int32 codes: one numpy take each
-    confidence = cols.column("confidence")
-    tallies = LabelTallies(human, label, cols.column("score") if binary else None, positive)
-    def ece(idx: np.ndarray) -> float | None:
-        return stats.ece(confidence[idx], label[idx] == human[idx]) if binary else None
+    tallies = LabelTallies(human, label, cols.column("score") if binary else None, positive,
+                           cols.column("confidence") if binary else None)
     return {"accuracy": tallies.accuracy, "kappa": tallies.kappa, "macro_f1": tallies.macro_f1,
-            "auroc": tallies.auroc, "ece": ece}
+            "auroc": tallies.auroc, "ece": tallies.ece}
 
 
 def _score_stats(cols: VerdictColumns) -> dict[str, Statistic]:

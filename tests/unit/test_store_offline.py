@@ -137,13 +137,27 @@ def test_open_duckdb_caps_memory_by_default_and_takes_the_environment(
     monkeypatch.delenv("UXLOCAL_DUCKDB_MEMORY", raising=False)
     monkeypatch.delenv("UXLOCAL_DUCKDB_THREADS", raising=False)
     with open_duckdb(tmp_path / "a.duckdb") as con:
-        assert _setting(con, "memory_limit") == "152.5 MiB"  # DEFAULT_MEMORY, 160 MB
+        assert _setting(con, "memory_limit") == "91.5 MiB"  # DEFAULT_MEMORY, 96 MB
         with pytest.raises(duckdb.Error):  # locked like the rest: SQL cannot lift the cap
             con.execute("SET memory_limit = '8GB'")
     monkeypatch.setenv("UXLOCAL_DUCKDB_MEMORY", "2GB")
     monkeypatch.setenv("UXLOCAL_DUCKDB_THREADS", "1")
     with open_duckdb(tmp_path / "b.duckdb") as con:
         assert (_setting(con, "memory_limit"), _setting(con, "threads")) == ("1.8 GiB", "1")
+
+
+@pytest.mark.parametrize(("cores", "threads"), [(1, 1), (2, 1), (3, 1), (4, 2), (64, 2)])
+def test_open_duckdb_gives_one_thread_per_two_cores_up_to_two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             cores: int, threads: int) -> None:
+    import os
+
+    monkeypatch.delenv("UXLOCAL_DUCKDB_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    assert resource_config()["threads"] == threads
+    with open_duckdb(tmp_path / "t.duckdb") as con:
+        assert _setting(con, "threads") == str(threads)
+    monkeypatch.setenv("UXLOCAL_DUCKDB_THREADS", "3")
+    assert resource_config()["threads"] == 3  # the environment wins
 
 
 @pytest.mark.parametrize(("name", "value", "problem"), [("UXLOCAL_DUCKDB_MEMORY", "lots", "UXLOCAL_DUCKDB_MEMORY='lots'"),
@@ -164,7 +178,7 @@ def test_open_duckdb_gives_a_large_store_a_cap_in_proportion(tmp_path: Path, mon
         with open_duckdb(path) as con:
             con.execute("CREATE TABLE t AS SELECT range AS i FROM range(10)")
     monkeypatch.setattr(offline, "_store_caps", {})
-    assert resource_config(small)["memory_limit"] == "160MB"  # a small store: the default
+    assert resource_config(small)["memory_limit"] == "96MB"  # a small store: the default
     real_stat = Path.stat
     monkeypatch.setattr(Path, "stat", lambda self, **kw: SimpleNamespace(st_size=3_000_000_000, st_mode=0o100644))
     assert resource_config(big)["memory_limit"] == "1800MB"  # 0.6 of a 3 GB store

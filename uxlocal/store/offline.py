@@ -15,11 +15,11 @@ duckdb 2.0.1, see tests/unit/test_store_offline.py):
 Its memory is capped too (``memory_limit``, set before the lock): DuckDB's default, 80 % of the
 machine, let a million-verdict judge run keep about 4 KB of cached blocks per conversation.
 ``UXLOCAL_DUCKDB_MEMORY`` (a DuckDB size such as ``2GB``; default ``DEFAULT_MEMORY``, more for a
-store larger than about 260 MB: ``STORE_SHARE``) changes the cap and ``UXLOCAL_DUCKDB_THREADS``
-DuckDB's thread count (default: DuckDB's, one per core). Large sorts, joins and aggregates spill to
-a temporary folder beside the store; what cannot spill (a join on one key value, the judge
+store larger than about 160 MB: ``STORE_SHARE``) changes the cap and ``UXLOCAL_DUCKDB_THREADS``
+DuckDB's thread count (default: one per two cores, at most two: ``default_threads``). Large
+sorts, joins and aggregates spill to a temporary folder beside the store; what cannot spill (a join on one key value, the judge
 report's ``ORDER BY`` of a million wide rows, the generations table's key index) was taken out of
-the judge's views, report and store, which run under 128 MB on a million verdicts
+the judge's views, report and store, which run under 96 MB on a million verdicts
 (docs/performance.md, the harness ceiling).
 
 ``enable_external_access`` stays on: it would also forbid local files (``COPY ... TO
@@ -49,6 +49,9 @@ OFFLINE_CONFIG: dict[str, str | bool] = {
     "extension_directory": str(NO_EXTENSIONS_DIR),
     "autoinstall_extension_repository": str(NO_EXTENSIONS_DIR),
     "custom_extension_repository": str(NO_EXTENSIONS_DIR),
+    # freed memory goes back to the system within seconds: without this, what a large join had held
+    # stayed in the process (~90 MB after one report view over a million verdicts)
+    "allocator_background_threads": True,
     "lock_configuration": True,  # last, so nothing above can be changed from SQL afterwards
 }
 
@@ -59,15 +62,33 @@ _UPDATE_EXTENSIONS = re.compile(r"\s*update\s+extensions\b", re.IGNORECASE)
 """``UPDATE EXTENSIONS`` downloads too; this Python client cannot name its statement type."""
 
 
-DEFAULT_MEMORY = "160MB"
+DEFAULT_MEMORY = "96MB"
 """DuckDB's memory cap unless ``UXLOCAL_DUCKDB_MEMORY`` says otherwise. A million-verdict judge run
 writes at full speed and reports under it (measured in the harness ceiling, docs/performance.md):
 nothing DuckDB must hold grows with the job since the generations table lost its key index
-(migration 003), and what a larger cap buys is cached table blocks, which cost memory per verdict
-without making the run faster."""
+(migration 003) and the AUROC view its window over every verdict, and what a larger cap buys is
+cached table blocks, which cost memory per verdict without making the run faster (a 100k-verdict
+job already fills 96 MB with them, so a million costs no more)."""
 
 MEMORY_ENV = "UXLOCAL_DUCKDB_MEMORY"
 THREADS_ENV = "UXLOCAL_DUCKDB_THREADS"
+
+MAX_DEFAULT_THREADS = 2
+"""DuckDB's threads unless ``UXLOCAL_DUCKDB_THREADS`` says otherwise: one per two cores the process
+may use, from 1 to this. A judge run waits on uxlocal's own Python thread (scheduling, prompts,
+label walks), not on DuckDB, whose work is appending batches: on a 2-core box one DuckDB thread
+judged faster (4,100 against 3,700 verdicts/s at 100k) and a million-verdict run peaked lower (each
+thread's operators hold their own share of the cap). Both counts were measured under the 96 MB
+cap; large report queries on a big machine can ask for more with the variable."""
+
+
+def default_threads() -> int:
+    """One DuckDB thread per two usable cores, at least 1 and at most ``MAX_DEFAULT_THREADS``."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_DEFAULT_THREADS, cores // 2))
 
 
 STORE_SHARE = 0.6
@@ -98,13 +119,10 @@ def resource_config(path: str | Path | None = None) -> dict[str, str | int]:
     memory = os.environ.get(MEMORY_ENV, "").strip() or DEFAULT_MEMORY
     if memory == DEFAULT_MEMORY and path is not None and str(path) != ":memory:" and Path(path).is_file():
         memory = _store_caps.setdefault(str(Path(path).resolve()), _store_cap(Path(path)))
-    config: dict[str, str | int] = {"memory_limit": memory}
     threads = os.environ.get(THREADS_ENV, "").strip()
-    if threads:
-        if not threads.isdigit() or int(threads) < 1:
-            raise InputError(None, None, f"{THREADS_ENV}={threads!r} is not a positive whole number")
-        config["threads"] = int(threads)
-    return config
+    if threads and (not threads.isdigit() or int(threads) < 1):
+        raise InputError(None, None, f"{THREADS_ENV}={threads!r} is not a positive whole number")
+    return {"memory_limit": memory, "threads": int(threads) if threads else default_threads()}
 
 
 def open_duckdb(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:

@@ -186,3 +186,5 @@ def test_open_duckdb_gives_a_large_store_a_cap_in_proportion(tmp_path: Path, mon
     assert resource_config(big)["memory_limit"] == "1800MB"  # fixed for the process: reopening must match
     monkeypatch.setenv("UXLOCAL_DUCKDB_MEMORY", "700MB")
     assert resource_config(big)["memory_limit"] == "700MB"  # the environment wins
+    monkeypatch.setenv("UXLOCAL_DUCKDB_MEMORY", "96MB")
+    assert resource_config(big)["memory_limit"] == "96MB"  # also when it names the default's size

@@ -116,8 +116,9 @@ def _store_cap(path: Path) -> str:
 def resource_config(path: str | Path | None = None) -> dict[str, str | int]:
     """DuckDB's memory cap and thread count from the environment, else from the store's size
     (see the module docstring and ``STORE_SHARE``)."""
-    memory = os.environ.get(MEMORY_ENV, "").strip() or DEFAULT_MEMORY
-    if memory == DEFAULT_MEMORY and path is not None and str(path) != ":memory:" and Path(path).is_file():
+    asked = os.environ.get(MEMORY_ENV, "").strip()  # a cap the person set is kept, even the default's size
+    memory = asked or DEFAULT_MEMORY
+    if not asked and path is not None and str(path) != ":memory:" and Path(path).is_file():
         memory = _store_caps.setdefault(str(Path(path).resolve()), _store_cap(Path(path)))
     threads = os.environ.get(THREADS_ENV, "").strip()
     if threads and (not threads.isdigit() or int(threads) < 1):

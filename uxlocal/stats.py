@@ -371,10 +371,11 @@ one stratum of all n items (its draw is the picks themselves, no copy through an
 
 
 def _plan(n: int, clusters: Sequence[Hashable] | None, strata: Sequence[Hashable] | None) -> Plan:
-    if n and strata is None and (clusters is None or _all_distinct(clusters, n)):
-        return [n]  # one stratum of single items
+    single_items = clusters is None or _all_distinct(clusters, n)  # single-item clusters are items
+    if n and strata is None and single_items:
+        return [n]  # one stratum of all items
     stratum_of = _codes(strata, n)
-    if clusters is None or _all_distinct(clusters, n):  # single-item clusters are items (``_singletons``)
+    if single_items:
         return [np.flatnonzero(stratum_of == s) for s in range(int(stratum_of.max(initial=-1)) + 1)]
     blocks: dict[Hashable, list[int]] = {}
     for i, key in enumerate(clusters):

@@ -17,9 +17,10 @@ machine, let a million-verdict judge run keep about 4 KB of cached blocks per co
 ``UXLOCAL_DUCKDB_MEMORY`` (a DuckDB size such as ``2GB``; default ``DEFAULT_MEMORY``, more for a
 store larger than about 160 MB: ``STORE_SHARE``) changes the cap and ``UXLOCAL_DUCKDB_THREADS``
 DuckDB's thread count (default: one per two cores, at most two: ``default_threads``). Large
-sorts, joins and aggregates spill to a temporary folder beside the store; what cannot spill (a join on one key value, the judge
-report's ``ORDER BY`` of a million wide rows, the generations table's key index) was taken out of
-the judge's views, report and store, which run under 96 MB on a million verdicts
+sorts, joins and aggregates spill to a temporary folder beside the store; what cannot spill (a join
+on one key value, the judge report's ``ORDER BY`` of a million wide rows, the generations table's
+key index, the AUROC view's window over every verdict) was taken out of the judge's views, report
+and store, which run under 96 MB on a million verdicts
 (docs/performance.md, the harness ceiling).
 
 ``enable_external_access`` stays on: it would also forbid local files (``COPY ... TO

@@ -392,20 +392,18 @@ class _ChunkIds:
         digested = digests([item.item_id for item in chunk.items])
         first = self.earlier.first_lines(digested)
         repeats = np.flatnonzero(first >= 0)
+        message = {chunk.items[i].item_id: _RepeatedId(self.column, chunk.items[i].item_id, int(first[i])).message()
+                   for i in repeats}  # by id: the message of every row that repeats it
         if len(repeats) and not self.skip_bad_rows:
             item = chunk.items[repeats[0]]
-            problem = _RepeatedId(self.column, item.item_id, int(first[repeats[0]]))
-            raise InputError(self.name, item.source_line, problem.message(), "or pass --skip-bad-rows")
+            raise InputError(self.name, item.source_line, message[item.item_id], "or pass --skip-bad-rows")
         if len(repeats):
-            first_line = {chunk.items[i].item_id: int(first[i]) for i in repeats}
             for i, item_id in self.echoes:
-                if item_id in first_line:
-                    chunk.quarantine[i] = replace(
-                        chunk.quarantine[i], reason=_RepeatedId(self.column, item_id, first_line[item_id]).message())
+                if item_id in message:
+                    chunk.quarantine[i] = replace(chunk.quarantine[i], reason=message[item_id])
             for i in repeats:
                 item = chunk.items[i]
-                problem = _RepeatedId(self.column, item.item_id, int(first[i]))
-                chunk.quarantine.append(Quarantined(self.name, item.source_line, problem.message(),
+                chunk.quarantine.append(Quarantined(self.name, item.source_line, message[item.item_id],
                                                     self.raws[item.source_line]))
             fresh = np.ones(len(chunk.items), dtype=bool)
             fresh[repeats] = False

@@ -46,9 +46,8 @@ class LabelTallies:
         """The draw's (human, judge) cells (counted once per draw: the statistics share them)."""
         last, cells = self._cells
         if last is not idx or cells is None:
-            counts = np.bincount(self.cell[idx], minlength=self.width * self.width)
-            filled = np.flatnonzero(counts)
-            cells = Cells(filled // self.width, filled % self.width, counts[filled])
+            filled, counts = _count(self.cell[idx], self.width * self.width)
+            cells = Cells(filled // self.width, filled % self.width, counts)
             self._cells = (idx, cells)
         return cells
 
@@ -78,9 +77,15 @@ class LabelTallies:
         """AUROC of the scores for the positive label (None without scores or one class drawn)."""
         if self.scores is None:
             return None
-        counts = np.bincount(self.score_cell[idx], minlength=2 * len(self.scores))
-        filled = np.flatnonzero(counts)
-        return stats.auroc(filled % 2 == 1, self.scores[filled // 2], counts=counts[filled])
+        filled, counts = _count(self.score_cell[idx], 2 * len(self.scores))
+        return stats.auroc(filled % 2 == 1, self.scores[filled // 2], counts=counts)
+
+
+def _count(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The codes (below ``size``) that occur, and how often each does."""
+    counts = np.bincount(codes, minlength=size)
+    filled = np.flatnonzero(counts)
+    return filled, counts[filled]
 
 
 def _narrow(codes: np.ndarray, size: int) -> np.ndarray:

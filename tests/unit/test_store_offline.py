@@ -134,10 +134,13 @@ def _setting(con: duckdb.DuckDBPyConnection, name: str) -> str:
 
 def test_open_duckdb_caps_memory_by_default_and_takes_the_environment(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
     monkeypatch.delenv("UXLOCAL_DUCKDB_MEMORY", raising=False)
     monkeypatch.delenv("UXLOCAL_DUCKDB_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     with open_duckdb(tmp_path / "a.duckdb") as con:
-        assert _setting(con, "memory_limit") == "91.5 MiB"  # DEFAULT_MEMORY, 96 MB
+        assert _setting(con, "memory_limit") == "61.0 MiB"  # 64 MB: 32 + 32 for its one thread
         with pytest.raises(duckdb.Error):  # locked like the rest: SQL cannot lift the cap
             con.execute("SET memory_limit = '8GB'")
     monkeypatch.setenv("UXLOCAL_DUCKDB_MEMORY", "2GB")
@@ -147,17 +150,20 @@ def test_open_duckdb_caps_memory_by_default_and_takes_the_environment(
 
 
 @pytest.mark.parametrize(("cores", "threads"), [(1, 1), (2, 1), (3, 1), (4, 2), (64, 2)])
-def test_open_duckdb_gives_one_thread_per_two_cores_up_to_two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                             cores: int, threads: int) -> None:
+def test_open_duckdb_gives_one_thread_per_two_cores_up_to_two_and_32mb_each(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cores: int, threads: int) -> None:
     import os
 
     monkeypatch.delenv("UXLOCAL_DUCKDB_THREADS", raising=False)
+    monkeypatch.delenv("UXLOCAL_DUCKDB_MEMORY", raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
-    assert resource_config()["threads"] == threads
+    assert resource_config() == {"threads": threads, "memory_limit": f"{32 + 32 * threads}MB"}  # 32 MB a thread
     with open_duckdb(tmp_path / "t.duckdb") as con:
         assert _setting(con, "threads") == str(threads)
     monkeypatch.setenv("UXLOCAL_DUCKDB_THREADS", "3")
-    assert resource_config()["threads"] == 3  # the environment wins
+    assert resource_config() == {"threads": 3, "memory_limit": "128MB"}  # the environment wins, the cap follows
+    monkeypatch.setenv("UXLOCAL_DUCKDB_MEMORY", "100MB")
+    assert resource_config() == {"threads": 3, "memory_limit": "100MB"}  # unless a cap is asked for too
 
 
 @pytest.mark.parametrize(("name", "value", "problem"), [("UXLOCAL_DUCKDB_MEMORY", "lots", "UXLOCAL_DUCKDB_MEMORY='lots'"),
@@ -173,12 +179,13 @@ def test_open_duckdb_gives_a_large_store_a_cap_in_proportion(tmp_path: Path, mon
     from uxlocal.store import offline
 
     monkeypatch.delenv("UXLOCAL_DUCKDB_MEMORY", raising=False)
+    monkeypatch.setenv("UXLOCAL_DUCKDB_THREADS", "1")
     small, big = tmp_path / "small.duckdb", tmp_path / "big.duckdb"
     for path in (small, big):
         with open_duckdb(path) as con:
             con.execute("CREATE TABLE t AS SELECT range AS i FROM range(10)")
     monkeypatch.setattr(offline, "_store_caps", {})
-    assert resource_config(small)["memory_limit"] == "96MB"  # a small store: the default
+    assert resource_config(small)["memory_limit"] == "64MB"  # a small store: the default for one thread
     real_stat = Path.stat
     monkeypatch.setattr(Path, "stat", lambda self, **kw: SimpleNamespace(st_size=3_000_000_000, st_mode=0o100644))
     assert resource_config(big)["memory_limit"] == "1800MB"  # 0.6 of a 3 GB store

@@ -14,13 +14,14 @@ duckdb 2.0.1, see tests/unit/test_store_offline.py):
 
 Its memory is capped too (``memory_limit``, set before the lock): DuckDB's default, 80 % of the
 machine, let a million-verdict judge run keep about 4 KB of cached blocks per conversation.
-``UXLOCAL_DUCKDB_MEMORY`` (a DuckDB size such as ``2GB``; default ``DEFAULT_MEMORY``, more for a
-store larger than about 160 MB: ``STORE_SHARE``) changes the cap and ``UXLOCAL_DUCKDB_THREADS``
+``UXLOCAL_DUCKDB_MEMORY`` (a DuckDB size such as ``2GB``; default ``default_memory``, 32 MB plus
+32 MB per DuckDB thread, more for a store larger than 160 MB: ``STORE_SHARE``) changes the cap and ``UXLOCAL_DUCKDB_THREADS``
 DuckDB's thread count (default: one per two cores, at most two: ``default_threads``). Large
 sorts, joins and aggregates spill to a temporary folder beside the store; what cannot spill (a join
 on one key value, the judge report's ``ORDER BY`` of a million wide rows, the generations table's
-key index, the AUROC view's window over every verdict) was taken out of the judge's views, report
-and store, which run under 96 MB on a million verdicts
+key index, the AUROC view's window over every verdict, the report's GROUP BY of every cluster) was
+taken out of the judge's views, report and store, which run under 64 MB with one thread on a
+million verdicts
 (docs/performance.md, the harness ceiling).
 
 ``enable_external_access`` stays on: it would also forbid local files (``COPY ... TO
@@ -63,13 +64,22 @@ _UPDATE_EXTENSIONS = re.compile(r"\s*update\s+extensions\b", re.IGNORECASE)
 """``UPDATE EXTENSIONS`` downloads too; this Python client cannot name its statement type."""
 
 
-DEFAULT_MEMORY = "96MB"
-"""DuckDB's memory cap unless ``UXLOCAL_DUCKDB_MEMORY`` says otherwise. A million-verdict judge run
-writes at full speed and reports under it (measured in the harness ceiling, docs/performance.md):
-nothing DuckDB must hold grows with the job since the generations table lost its key index
-(migration 003) and the AUROC view its window over every verdict, and what a larger cap buys is
-cached table blocks, which cost memory per verdict without making the run faster (a 100k-verdict
-job already fills 96 MB with them, so a million costs no more)."""
+MEMORY_BASE_MB = 32
+MEMORY_PER_THREAD_MB = 32
+"""DuckDB's memory cap unless ``UXLOCAL_DUCKDB_MEMORY`` says otherwise: the base plus this much per
+DuckDB thread (``default_memory``: 64 MB with one thread, 96 MB with two), since each thread's
+operators hold their own share of the cap. A million-verdict judge run writes at full speed and
+reports under it (measured in the harness ceiling, docs/performance.md): nothing DuckDB must hold
+grows with the job since the generations table lost its key index (migration 003), the AUROC view
+its window over every verdict and the report its GROUP BY of every cluster; what a larger cap buys
+is cached table blocks and larger checkpoints, which cost memory without making the run faster.
+With two threads the label-agreement view needed more than 64 MB at a million verdicts."""
+
+
+def default_memory(threads: int) -> str:
+    """The cap for ``threads`` DuckDB threads when nothing else is asked (``MEMORY_PER_THREAD_MB``)."""
+    return f"{MEMORY_BASE_MB + MEMORY_PER_THREAD_MB * threads}MB"
+
 
 MEMORY_ENV = "UXLOCAL_DUCKDB_MEMORY"
 THREADS_ENV = "UXLOCAL_DUCKDB_THREADS"
@@ -79,8 +89,8 @@ MAX_DEFAULT_THREADS = 2
 may use, from 1 to this. A judge run waits on uxlocal's own Python thread (scheduling, prompts,
 label walks), not on DuckDB, whose work is appending batches: on a 2-core box one DuckDB thread
 judged faster (4,100 against 3,700 verdicts/s at 100k) and a million-verdict run peaked lower (each
-thread's operators hold their own share of the cap). Both counts were measured under the 96 MB
-cap; large report queries on a big machine can ask for more with the variable."""
+thread's operators hold their own share of the cap). Both counts were measured under a 96 MB cap;
+large report queries on a big machine can ask for more with the variable."""
 
 
 def default_threads() -> int:
@@ -93,7 +103,7 @@ def default_threads() -> int:
 
 
 STORE_SHARE = 0.6
-"""Default cap for a large store: this share of its file size, when that exceeds ``DEFAULT_MEMORY``.
+"""Default cap for a store larger than ``LARGE_STORE_MB``: this share of its file size.
 The views' joins and aggregates and a merge's anti-joins over a store of several million rows spill
 to disk under a small cap (slower, never wrong); a larger store gets more room for them. A run
 that outgrows its cap stops with DuckDB's out-of-memory error (the CLI says what to do); run again
@@ -105,26 +115,28 @@ _store_caps: dict[str, str] = {}
 connection to an open file with a different configuration, and the file grows meanwhile."""
 
 
-LARGE_STORE_MB = int(int(DEFAULT_MEMORY.removesuffix("MB")) / STORE_SHARE)
-"""Stores larger than this (MB on disk) get ``STORE_SHARE`` of their size as the default cap."""
+LARGE_STORE_MB = 160
+"""Stores larger than this (MB on disk) get ``STORE_SHARE`` of their size as the default cap (96 MB
+and up: at least what two threads get)."""
 
 
-def _store_cap(path: Path) -> str:
+def _store_cap(path: Path, threads: int) -> str:
     size_mb = path.stat().st_size / 1e6
-    return f"{int(size_mb * STORE_SHARE)}MB" if size_mb > LARGE_STORE_MB else DEFAULT_MEMORY
+    return f"{int(size_mb * STORE_SHARE)}MB" if size_mb > LARGE_STORE_MB else default_memory(threads)
 
 
 def resource_config(path: str | Path | None = None) -> dict[str, str | int]:
     """DuckDB's memory cap and thread count from the environment, else from the store's size
     (see the module docstring and ``STORE_SHARE``)."""
+    asked_threads = os.environ.get(THREADS_ENV, "").strip()
+    if asked_threads and (not asked_threads.isdigit() or int(asked_threads) < 1):
+        raise InputError(None, None, f"{THREADS_ENV}={asked_threads!r} is not a positive whole number")
+    threads = int(asked_threads) if asked_threads else default_threads()
     asked = os.environ.get(MEMORY_ENV, "").strip()  # a cap the person set is kept, even the default's size
-    memory = asked or DEFAULT_MEMORY
+    memory = asked or default_memory(threads)
     if not asked and path is not None and str(path) != ":memory:" and Path(path).is_file():
-        memory = _store_caps.setdefault(str(Path(path).resolve()), _store_cap(Path(path)))
-    threads = os.environ.get(THREADS_ENV, "").strip()
-    if threads and (not threads.isdigit() or int(threads) < 1):
-        raise InputError(None, None, f"{THREADS_ENV}={threads!r} is not a positive whole number")
-    return {"memory_limit": memory, "threads": int(threads) if threads else default_threads()}
+        memory = _store_caps.setdefault(str(Path(path).resolve()), _store_cap(Path(path), threads))
+    return {"memory_limit": memory, "threads": threads}
 
 
 def open_duckdb(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:

@@ -225,10 +225,11 @@ def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str)
     import pyarrow.compute as pc
 
     params = [run_id, criterion, role]
+    # distinct hashes are distinct clusters; a hash collision only means the cluster column is read
+    # (a GROUP BY of a million cluster strings did not fit a 64 MB cap, their hashes do)
     grouped, distinct = con.execute(
-        "SELECT coalesce(bool_or(grouped), false), coalesce(bool_and(repeats = 1), true) FROM ("
-        "SELECT bool_or(grp IS NOT NULL) AS grouped, count(*) AS repeats FROM ("
-        f"{_verdicts_sql(kind, ', '.join(GROUP_COLUMNS), ordered=False)}) GROUP BY cluster)", params).fetchall()[0]
+        "SELECT coalesce(bool_or(grp IS NOT NULL), false), count(DISTINCT hash(cluster)) = count(*) FROM ("
+        f"{_verdicts_sql(kind, ', '.join(GROUP_COLUMNS), ordered=False)})", params).fetchall()[0]
     # only what varies is read: no groups -> no grp column; one verdict per cluster -> no cluster
     # column (the codes by first appearance are then 0..n-1 in item order, what arange gives)
     names = STAT_COLUMNS[kind] + GROUP_COLUMNS[:1] * grouped + GROUP_COLUMNS[1:] * (not distinct) + ("item_id",)

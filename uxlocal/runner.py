@@ -78,6 +78,7 @@ def run_suite(run: RunConfig, *, pool: ModelPool | None = None, models: dict[str
         end_run(con, run_id, failed=stats.episodes_failed > 0, ended_at=utcnow(), wall_s=stats.wall_s,
                 engine_calls=stats.engine_calls, engine_busy_s=stats.engine_busy_s)
         notes = plan.notes + _quarantine_note(plan, tally) + suite.after_run(config, con, run_id)
+        writer.close()  # everything is stored: the report only reads, with the writer's memory given back
         tables = suite.report(con, run_id)
     finally:
         writer.close()

@@ -91,6 +91,18 @@ def test_a_new_writer_knows_what_an_earlier_process_stored(tmp_path: Path) -> No
     assert dict(rows)[_hash(15)] == "old" and dict(rows)[_hash(25)] == "new"
 
 
+def test_a_closed_writer_lets_go_of_its_known_hashes_and_reads_them_again_when_used(tmp_path: Path) -> None:
+    con = connect(tmp_path / "s.duckdb")
+    writer = StoreWriter(con)
+    writer.add_many("generations", [_generation(_hash(i), "old") for i in range(5)])
+    assert len(writer.known) == 5
+    writer.close()
+    assert writer._known is None  # the report that follows a run does not hold them
+    writer.add_many("generations", [_generation(_hash(i), "new") for i in range(3, 8)])
+    writer.close()
+    assert sorted(_stored(con)) == sorted([(_hash(i), "old") for i in range(5)] + [(_hash(i), "new") for i in (5, 6, 7)])
+
+
 def test_direct_inserts_of_generations_skip_hashes_the_table_holds(tmp_path: Path) -> None:
     con = connect(tmp_path / "s.duckdb")
     writer = StoreWriter(con)

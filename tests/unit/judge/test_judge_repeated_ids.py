@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from uxlocal.errors import InputError
-from uxlocal.suites.judge.inputs import Columns, iter_loaded
+from uxlocal.suites.judge.inputs import Columns, DistinctIds, iter_loaded
 from uxlocal.suites.judge import seen_ids
 from uxlocal.suites.judge.seen_ids import SeenIds, digests
 
@@ -113,3 +113,56 @@ def test_digests_differ_for_ids_that_differ() -> None:
     assert d.shape == (5, 2) and d.dtype == np.uint64
     assert len({tuple(row) for row in d.tolist()}) == 5
     assert (digests(["a"]) == d[:1]).all()
+
+
+def _read_with(path: Path, distinct: DistinctIds, chunk_rows: int = 3,
+               skip: bool = True) -> tuple[list[tuple[str, int]], list[tuple[int, str, str]]]:
+    items, quarantine = [], []
+    for chunk in iter_loaded(str(path), Columns(), skip_bad_rows=skip, chunk_rows=chunk_rows, distinct=distinct):
+        items += [(i.item_id, i.source_line) for i in chunk.items]
+        quarantine += [(q.line, q.reason, q.raw) for q in chunk.quarantine]
+    return items, quarantine
+
+
+def _counting_seen_ids(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many SeenIds each read builds (a list to append to)."""
+    built: list[int] = []
+    real_init = SeenIds.__init__
+
+    def init(self: SeenIds) -> None:
+        built.append(1)
+        real_init(self)
+
+    monkeypatch.setattr(SeenIds, "__init__", init)
+    return built
+
+
+def test_a_second_read_of_an_unchanged_file_with_distinct_ids_skips_the_check_across_chunks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = [_row(f"id{n}") for n in range(10)] + ["{bad", _row("id3x")]
+    path = _write(tmp_path / "d.jsonl", lines)
+    built, distinct = _counting_seen_ids(monkeypatch), DistinctIds()
+    first = _read_with(path, distinct)
+    assert distinct.stamp is not None and len(built) == 1
+    assert _read_with(path, distinct) == first  # same items and quarantine
+    assert first[0] == _reference(lines)[0] and [q[0] for q in first[1]] == [11]
+    assert len(built) == 1  # the second read held no SeenIds
+    unread = DistinctIds()
+    partial = iter_loaded(str(path), Columns(), skip_bad_rows=True, chunk_rows=3, distinct=unread)
+    next(partial)
+    partial.close()
+    assert unread.stamp is None  # a read that stops early records nothing
+
+
+def test_a_changed_file_or_repeats_across_chunks_keep_the_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    built = _counting_seen_ids(monkeypatch)
+    path = _write(tmp_path / "d.jsonl", [_row(f"id{n}") for n in range(10)])
+    distinct = DistinctIds()
+    _read_with(path, distinct)
+    lines = [_row(f"id{n}") for n in range(10)] + [_row("id1")]  # now repeats an earlier chunk's id
+    _write(path, lines)
+    assert _read_with(path, distinct) == _reference(lines)  # the size changed: checked again, and caught
+    assert len(built) == 2 and distinct.stamp is None  # and a read that found a repeat records nothing
+    assert _read_with(path, distinct) == _reference(lines) and len(built) == 3
+    with pytest.raises(InputError, match="already used at line 2"):  # without --skip-bad-rows: still an error
+        _read_with(path, distinct, skip=False)

@@ -26,7 +26,7 @@ from uxlocal.models import ResolvedModel
 from uxlocal.suites.judge import adapter as judge_adapter
 from uxlocal.suites.judge import episodes
 from uxlocal.suites.judge.config import JudgeConfig
-from uxlocal.suites.judge.inputs import HumanParser, JudgeItem, input_sha256, iter_loaded
+from uxlocal.suites.judge.inputs import DistinctIds, HumanParser, JudgeItem, input_sha256, iter_loaded
 from uxlocal.suites.judge.prompts import template_sha256
 from uxlocal.suites.judge.rubrics import TIE_LABEL, Rubric, load_rubric
 
@@ -87,14 +87,14 @@ def _item_rows(item: JudgeItem, turn: int | None, kind: str) -> dict[str, Any]:
             "source_line": item.source_line}
 
 
-def _chunks(config: JudgeConfig, rubric: Rubric, asker: episodes.Asker, roles: list[str],
-            limit: int | None, keep: set[str] | None = None) -> Iterator[PlanChunk]:
+def _chunks(config: JudgeConfig, rubric: Rubric, asker: episodes.Asker, roles: list[str], limit: int | None,
+            keep: set[str] | None = None, distinct: DistinctIds | None = None) -> Iterator[PlanChunk]:
     """The plan of the first ``limit`` items (all when None) among ``keep`` (all when None), one
-    input chunk at a time."""
+    input chunk at a time (``distinct``: what earlier reads found of the ids, see ``DistinctIds``)."""
     pairwise = rubric.kind == "pairwise"
     left = limit
     for loaded in iter_loaded(config.input, config.columns(), pairwise=pairwise, human=human_parser(rubric),
-                              skip_bad_rows=config.skip_bad_rows):
+                              skip_bad_rows=config.skip_bad_rows, distinct=distinct):
         chunk = PlanChunk(items=[], episodes=[], quarantine=[
             {"task": "judge", "source_file": q.file, "source_line": q.line, "reason": q.reason, "raw": q.raw}
             for q in loaded.quarantine])
@@ -174,7 +174,8 @@ class JudgeSuite(Suite):
         keep = None
         if config.heldout_of:
             keep = set(judge_adapter.heldout_ids(config.heldout_of, input_sha256(config.input)))
-        plan = SuitePlan(episodes=[], stream=lambda: _chunks(config, rubric, asker, roles, run.limit, keep))
+        distinct = DistinctIds()  # the run's second read of an unchanged file skips the check across chunks
+        plan = SuitePlan(episodes=[], stream=lambda: _chunks(config, rubric, asker, roles, run.limit, keep, distinct))
         next(plan.chunks(), None)
         if keep is not None:  # the adapter recorded its held-out ids from this very input (its hash is checked)
             plan.notes.append(f"{len(keep)} held-out rows of the adapter {config.heldout_of}")

@@ -15,14 +15,13 @@ duckdb 2.0.1, see tests/unit/test_store_offline.py):
 Its memory is capped too (``memory_limit``, set before the lock): DuckDB's default, 80 % of the
 machine, let a million-verdict judge run keep about 4 KB of cached blocks per conversation.
 ``UXLOCAL_DUCKDB_MEMORY`` (a DuckDB size such as ``2GB``; default ``default_memory``, 32 MB plus
-32 MB per DuckDB thread, more for a store larger than 160 MB: ``STORE_SHARE``) changes the cap and ``UXLOCAL_DUCKDB_THREADS``
-DuckDB's thread count (default: one per two cores, at most two: ``default_threads``). Large
-sorts, joins and aggregates spill to a temporary folder beside the store; what cannot spill (a join
-on one key value, the judge report's ``ORDER BY`` of a million wide rows, the generations table's
-key index, the AUROC view's window over every verdict, the report's GROUP BY of every cluster) was
-taken out of the judge's views, report and store, which run under 64 MB with one thread on a
-million verdicts
-(docs/performance.md, the harness ceiling).
+32 MB per DuckDB thread, more for a store larger than 160 MB: ``STORE_SHARE``) changes the cap
+and ``UXLOCAL_DUCKDB_THREADS`` DuckDB's thread count (default: one per two cores, at most two:
+``default_threads``). Large sorts, joins and aggregates spill to a temporary folder beside the
+store; what cannot spill (a join on one key value, the judge report's ``ORDER BY`` of a million
+wide rows, the generations table's key index, the AUROC view's window over every verdict, the
+report's GROUP BY of every cluster) was taken out of the judge's views, report and store, which
+run under 64 MB with one thread on a million verdicts (docs/performance.md, the harness ceiling).
 
 ``enable_external_access`` stays on: it would also forbid local files (``COPY ... TO
 'x.parquet'``, which is how people export, and the ``ATTACH`` that ``uxlocal merge`` uses).

@@ -140,7 +140,7 @@ def test_open_duckdb_caps_memory_by_default_and_takes_the_environment(
     monkeypatch.delenv("UXLOCAL_DUCKDB_THREADS", raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     with open_duckdb(tmp_path / "a.duckdb") as con:
-        assert _setting(con, "memory_limit") == "61.0 MiB"  # 64 MB: 32 + 32 for its one thread
+        assert _setting(con, "memory_limit") == "91.5 MiB"  # 96 MB: 64 + 32 for its one thread
         with pytest.raises(duckdb.Error):  # locked like the rest: SQL cannot lift the cap
             con.execute("SET memory_limit = '8GB'")
     monkeypatch.setenv("UXLOCAL_DUCKDB_MEMORY", "2GB")
@@ -157,11 +157,11 @@ def test_open_duckdb_gives_one_thread_per_two_cores_up_to_two_and_32mb_each(
     monkeypatch.delenv("UXLOCAL_DUCKDB_THREADS", raising=False)
     monkeypatch.delenv("UXLOCAL_DUCKDB_MEMORY", raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
-    assert resource_config() == {"threads": threads, "memory_limit": f"{32 + 32 * threads}MB"}  # 32 MB a thread
+    assert resource_config() == {"threads": threads, "memory_limit": f"{64 + 32 * threads}MB"}  # 32 MB a thread
     with open_duckdb(tmp_path / "t.duckdb") as con:
         assert _setting(con, "threads") == str(threads)
     monkeypatch.setenv("UXLOCAL_DUCKDB_THREADS", "3")
-    assert resource_config() == {"threads": 3, "memory_limit": "128MB"}  # the environment wins, the cap follows
+    assert resource_config() == {"threads": 3, "memory_limit": "160MB"}  # the environment wins, the cap follows
     monkeypatch.setenv("UXLOCAL_DUCKDB_MEMORY", "100MB")
     assert resource_config() == {"threads": 3, "memory_limit": "100MB"}  # unless a cap is asked for too
 
@@ -185,12 +185,18 @@ def test_open_duckdb_gives_a_large_store_a_cap_in_proportion(tmp_path: Path, mon
         with open_duckdb(path) as con:
             con.execute("CREATE TABLE t AS SELECT range AS i FROM range(10)")
     monkeypatch.setattr(offline, "_store_caps", {})
-    assert resource_config(small)["memory_limit"] == "64MB"  # a small store: the default for one thread
+    assert resource_config(small)["memory_limit"] == "96MB"  # a small store: the default for one thread
     real_stat = Path.stat
     monkeypatch.setattr(Path, "stat", lambda self, **kw: SimpleNamespace(st_size=3_000_000_000, st_mode=0o100644))
     assert resource_config(big)["memory_limit"] == "1800MB"  # 0.6 of a 3 GB store
     monkeypatch.setattr(Path, "stat", real_stat)
     assert resource_config(big)["memory_limit"] == "1800MB"  # fixed for the process: reopening must match
+    monkeypatch.setattr(offline, "_store_caps", {})
+    monkeypatch.setenv("UXLOCAL_DUCKDB_THREADS", "2")
+    monkeypatch.setattr(Path, "stat", lambda self, **kw: SimpleNamespace(st_size=200_000_000, st_mode=0o100644))
+    assert resource_config(big)["memory_limit"] == "128MB"  # 0.6 of 200 MB is less than two threads' default
+    monkeypatch.setattr(Path, "stat", real_stat)
+    monkeypatch.setattr(offline, "_store_caps", {str(big.resolve()): "1800MB"})  # as first opened above
     monkeypatch.setenv("UXLOCAL_DUCKDB_MEMORY", "700MB")
     assert resource_config(big)["memory_limit"] == "700MB"  # the environment wins
     monkeypatch.setenv("UXLOCAL_DUCKDB_MEMORY", "96MB")

@@ -14,7 +14,7 @@ duckdb 2.0.1, see tests/unit/test_store_offline.py):
 
 Its memory is capped too (``memory_limit``, set before the lock): DuckDB's default, 80 % of the
 machine, let a million-verdict judge run keep about 4 KB of cached blocks per conversation.
-``UXLOCAL_DUCKDB_MEMORY`` (a DuckDB size such as ``2GB``; default ``default_memory``, 32 MB plus
+``UXLOCAL_DUCKDB_MEMORY`` (a DuckDB size such as ``2GB``; default ``default_memory_mb``, 64 MB plus
 32 MB per DuckDB thread, more for a store larger than 160 MB: ``STORE_SHARE``) changes the cap
 and ``UXLOCAL_DUCKDB_THREADS`` DuckDB's thread count (default: one per two cores, at most two:
 ``default_threads``). Large sorts, joins and aggregates spill to a temporary folder beside the
@@ -67,7 +67,7 @@ _UPDATE_EXTENSIONS = re.compile(r"\s*update\s+extensions\b", re.IGNORECASE)
 MEMORY_BASE_MB = 64
 MEMORY_PER_THREAD_MB = 32
 """DuckDB's memory cap unless ``UXLOCAL_DUCKDB_MEMORY`` says otherwise: the base plus this much per
-DuckDB thread (``default_memory``: 96 MB with one thread, 128 MB with two), since each thread's
+DuckDB thread (``default_memory_mb``: 96 MB with one thread, 128 MB with two), since each thread's
 operators hold their own share of the cap. A million-verdict judge run writes at full speed and
 reports under it (measured in the harness ceiling, docs/performance.md): nothing DuckDB must hold
 grows with the job since the generations table lost its key index (migration 003), the AUROC view
@@ -77,9 +77,9 @@ is cached table blocks and larger checkpoints. The judge alone runs under 64 MB 
 queries need more than 80 MB even on a small store (their unions of grouped views), hence the base."""
 
 
-def default_memory(threads: int) -> str:
-    """The cap for ``threads`` DuckDB threads when nothing else is asked (``MEMORY_PER_THREAD_MB``)."""
-    return f"{MEMORY_BASE_MB + MEMORY_PER_THREAD_MB * threads}MB"
+def default_memory_mb(threads: int) -> int:
+    """The cap (MB) for ``threads`` DuckDB threads when nothing else is asked (``MEMORY_PER_THREAD_MB``)."""
+    return MEMORY_BASE_MB + MEMORY_PER_THREAD_MB * threads
 
 
 MEMORY_ENV = "UXLOCAL_DUCKDB_MEMORY"
@@ -116,16 +116,13 @@ _store_caps: dict[str, str] = {}
 connection to an open file with a different configuration, and the file grows meanwhile."""
 
 
-LARGE_STORE_MB = 160
-"""Stores larger than this (MB on disk) get ``STORE_SHARE`` of their size as the default cap, when
-that is more than the threads' default."""
+LARGE_STORE_MB = int(default_memory_mb(1) / STORE_SHARE)
+"""Stores larger than this (MB on disk, 160) get ``STORE_SHARE`` of their size as the default cap,
+when that is more than the threads' default."""
 
 
 def _store_cap(path: Path, threads: int) -> str:
-    size_mb = path.stat().st_size / 1e6
-    default = default_memory(threads)
-    share = int(size_mb * STORE_SHARE)
-    return f"{share}MB" if size_mb > LARGE_STORE_MB and share > int(default.removesuffix("MB")) else default
+    return f"{max(int(path.stat().st_size / 1e6 * STORE_SHARE), default_memory_mb(threads))}MB"
 
 
 def resource_config(path: str | Path | None = None) -> dict[str, str | int]:
@@ -136,7 +133,7 @@ def resource_config(path: str | Path | None = None) -> dict[str, str | int]:
         raise InputError(None, None, f"{THREADS_ENV}={asked_threads!r} is not a positive whole number")
     threads = int(asked_threads) if asked_threads else default_threads()
     asked = os.environ.get(MEMORY_ENV, "").strip()  # a cap the person set is kept, even the default's size
-    memory = asked or default_memory(threads)
+    memory = asked or f"{default_memory_mb(threads)}MB"
     if not asked and path is not None and str(path) != ":memory:" and Path(path).is_file():
         memory = _store_caps.setdefault(str(Path(path).resolve()), _store_cap(Path(path), threads))
     return {"memory_limit": memory, "threads": threads}

@@ -125,6 +125,14 @@ def _store_cap(path: Path, threads: int) -> str:
     return f"{max(int(path.stat().st_size / 1e6 * STORE_SHARE), default_memory_mb(threads))}MB"
 
 
+AUTO_CHECKPOINT_WAL = "1GiB"
+"""DuckDB checkpoints by itself once the write-ahead log holds this much (its default is 16 MB).
+``StoreWriter`` checkpoints at row-group boundaries instead (``CHECKPOINT_ROWS``); this is the
+backstop for writes outside it and for rows so large that a row group's log passes 1 GiB. At 16 MB
+each checkpoint rewrote the row group still filling: a million-verdict judge run spent 2-5 s in
+each of a dozen of them, its memory spiking ~100 MB meanwhile, and its store came out ~20 % larger."""
+
+
 def resource_config(path: str | Path | None = None) -> dict[str, str | int]:
     """DuckDB's memory cap and thread count from the environment, else from the store's size
     (see the module docstring and ``STORE_SHARE``)."""
@@ -142,7 +150,8 @@ def resource_config(path: str | Path | None = None) -> dict[str, str | int]:
 def open_duckdb(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open a DuckDB database with ``OFFLINE_CONFIG`` and ``resource_config``; every connection
     uxlocal makes comes from here."""
-    config = {**resource_config(path), **OFFLINE_CONFIG}  # the lock last: OFFLINE_CONFIG ends with it
+    config = {**resource_config(path), "checkpoint_threshold": AUTO_CHECKPOINT_WAL,
+              **OFFLINE_CONFIG}  # the lock last: OFFLINE_CONFIG ends with it
     try:
         return duckdb.connect(str(path), read_only=read_only, config=config)
     except (duckdb.InvalidInputException, duckdb.ParserException) as exc:

@@ -175,15 +175,21 @@ def _listed_label_statistics(rows: list[dict[str, Any]], none_seen: set[str]) ->
         "auroc": lambda idx: auroc(idx) if binary else None, "ece": lambda idx: ece(idx) if binary else None}
 
 
+@pytest.mark.parametrize("batch", [None, 37])
 @pytest.mark.parametrize(("labels", "rare"), [(["good", "bad"], False), (["good", "bad"], True),
                                               (["warm", "neutral", "cold"], False)])
-def test_label_columns_give_the_intervals_of_python_lists(labels: list[str], rare: bool) -> None:
+def test_label_columns_give_the_intervals_of_python_lists(labels: list[str], rare: bool, batch: int | None,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """The report's lean path (Arrow read, int32 codes, numpy takes, arrays into scikit-learn) prints
-    exactly the point values and bootstrap intervals of the list-based computation, same seed."""
+    exactly the point values and bootstrap intervals of the list-based computation, same seed; also
+    when the rows arrive in many Arrow batches, each with its own dictionary of labels."""
     import pyarrow as pa
 
+    from uxlocal.suites.judge import report
     from uxlocal.suites.judge.report import _on_index
 
+    if batch:
+        monkeypatch.setattr(report, "ARROW_BATCH", batch)
     rows = _label_verdicts(len(labels) + rare, labels, 300, rare=rare)
     con = duckdb.connect()
     table = pa.Table.from_pylist(rows, schema=pa.schema(

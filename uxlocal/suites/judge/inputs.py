@@ -342,7 +342,8 @@ def iter_loaded(source: str, cols: Columns, *, pairwise: bool = False, human: Hu
     stem = Path(name.removeprefix("duckdb:")).stem
     chunk_rows = chunk_rows or CHUNK_ROWS
     stamp = DistinctIds.stamp_of(source) if distinct is not None else None
-    reading = _ChunkIds(name, cols, skip_bad_rows, across=stamp is None or distinct is None or distinct.stamp != stamp)
+    known_distinct = distinct is not None and stamp is not None and distinct.stamp == stamp
+    reading = _ChunkIds(name, cols, skip_bad_rows, across=not known_distinct)
     chunk, count = Loaded(), 0
     for line, raw, row in rows:
         try:

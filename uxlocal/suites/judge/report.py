@@ -380,7 +380,8 @@ def judge_tables(con: Any, run_id: str, *, n_boot: int = 1000, seed: int = 0) ->
     tables = [_counts_table(con, run_id), _throughput_table(con, run_id)]
     # the tables that are SQL alone are read before the agreement tables, whose bootstrap loads
     # scikit-learn and the verdict columns: DuckDB's memory for a view over a million verdicts
-    # then comes on top of less (a million verdicts, 64 MB cap: these views peaked at 435 MB after it, 327 before)
+    # then comes on top of less (a million verdicts, 64 MB cap: these views peaked at 435 MB
+    # after it, 327 before)
     sql_only = [_confusion_table(con, run_id), _reliability_table(con, run_id), _position_table(con, run_id),
                 _interjudge_table(con, run_id)]
     tables += [_agreement_table(con, run_id, kind, n_boot, seed) for kind in kinds] + sql_only

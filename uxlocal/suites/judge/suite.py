@@ -175,7 +175,8 @@ class JudgeSuite(Suite):
         if config.heldout_of:
             keep = set(judge_adapter.heldout_ids(config.heldout_of, input_sha256(config.input)))
         distinct = DistinctIds()  # the run's second read of an unchanged file skips the check across chunks
-        plan = SuitePlan(episodes=[], stream=lambda: _chunks(config, rubric, asker, roles, run.limit, keep, distinct))
+        plan = SuitePlan(episodes=[],
+                         stream=lambda: _chunks(config, rubric, asker, roles, run.limit, keep, distinct))
         next(plan.chunks(), None)
         if keep is not None:  # the adapter recorded its held-out ids from this very input (its hash is checked)
             plan.notes.append(f"{len(keep)} held-out rows of the adapter {config.heldout_of}")

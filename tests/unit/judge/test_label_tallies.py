@@ -1,12 +1,22 @@
-"""Label statistics of a folded draw equal those of the draw itself, bit for bit."""
+"""Label statistics of a folded draw equal scikit-learn's (``uxlocal.stats``) on the draw itself."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from uxlocal import stats
 from uxlocal.suites.judge.label_tallies import LabelTallies
+
+
+def _same(mine: float | None, reference: float | None) -> None:
+    """Both undefined, or equal to the last bits of a double (the sums run in another order)."""
+    assert (mine is None) == (reference is None), (mine, reference)
+    if reference is not None:
+        assert mine == pytest.approx(reference, rel=1e-12, abs=1e-15)
 
 
 @pytest.mark.parametrize(("classes", "distinct_scores"), [(2, 7), (2, 5_000), (3, 7), (5, 50)])
@@ -23,10 +33,42 @@ def test_folded_draws_give_the_statistics_of_the_unfolded_draws(classes: int, di
     for idx in draws:
         h, j = human[idx], judge[idx]
         assert tallies.accuracy(idx) == stats.accuracy(h, j)
-        assert tallies.kappa(idx) == stats.cohen_kappa(h, j)
-        assert tallies.macro_f1(idx) == stats.macro_f1(h, j)
-        assert tallies.auroc(idx) == stats.auroc(h == 1, score[idx])
+        _same(tallies.kappa(idx), stats.cohen_kappa(h, j))
+        _same(tallies.macro_f1(idx), stats.macro_f1(h, j))
+        _same(tallies.auroc(idx), stats.auroc(h == 1, score[idx]))
         assert tallies.ece(idx) == stats.ece(confidence[idx], (h == j).tolist())
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_small_and_lopsided_draws_match_scikit_learn(seed: int) -> None:
+    """Few verdicts, classes missing from one side, a single class, all tied scores: the edge cases."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 12))
+    classes = int(rng.integers(1, 4))
+    human = rng.integers(0, classes, n).astype(np.int32)
+    judge = (rng.integers(0, classes + 1, n) if seed % 3 else human).astype(np.int32)
+    score = rng.integers(0, 1 + seed % 4, n) / 4.0
+    tallies = LabelTallies(human, judge, score, positive=0)
+    idx = rng.integers(0, n, n)
+    h, j = human[idx], judge[idx]
+    _same(tallies.kappa(idx), stats.cohen_kappa(h, j))
+    _same(tallies.macro_f1(idx), stats.macro_f1(h, j))
+    _same(tallies.auroc(idx), stats.auroc(h == 0, score[idx]))
+
+
+def test_the_tallies_do_not_import_scikit_learn() -> None:
+    """The judge report's resamples run without scikit-learn (its import alone is ~84 MB of memory)."""
+    code = ("import sys, numpy as np\n"
+            "from uxlocal.suites.judge.label_tallies import LabelTallies\n"
+            "t = LabelTallies(np.array([0, 1, 1, 0]), np.array([0, 1, 0, 0]), np.array([.1, .9, .4, .3]), 1,"
+            " np.array([.6, .7, .8, .9]))\n"
+            "idx = np.arange(4)\n"
+            "print(t.kappa(idx), t.macro_f1(idx), t.auroc(idx), t.ece(idx), 'sklearn' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    kappa, f1, auroc, ece, imported = done.stdout.split()
+    assert imported == "False"
+    assert float(kappa) == pytest.approx(0.5) and float(auroc) == 1.0
+    assert float(f1) == pytest.approx(0.7333333333333334) and 0 <= float(ece) <= 1
 
 
 def test_one_class_drawn_has_no_auroc_and_no_scores_no_auroc() -> None:

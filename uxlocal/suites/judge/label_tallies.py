@@ -2,11 +2,13 @@
 
 Accuracy, kappa and macro-F1 depend only on how many drawn verdicts fall in each (human, judge)
 label cell, and AUROC only on how many fall on each (score, human is positive) pair (ECE takes
-one-byte bins and hits per verdict instead of computing them per draw). A draw of a
-million verdicts is therefore counted once into those cells (one ``bincount``) and scikit-learn
-gets the cells with their counts as sample weights: the counts are whole numbers, so every sum it
-forms is exact and the result is the one of the unfolded draw, without the per-draw copies of a
-million labels and scores (and AUROC's sort of them) that set the judge report's peak memory.
+one-byte bins and hits per verdict instead of computing them per draw). A draw of a million
+verdicts is therefore counted once into those cells (one ``bincount``) and each statistic is a few
+lines of arithmetic on the counts: the textbook formulas on a confusion matrix and on the ROC's
+steps, held to scikit-learn's results on the unfolded draws by the tests (``uxlocal.stats``, the
+reference, stays on scikit-learn). Not calling scikit-learn here keeps its import (~84 MB of
+memory, more than anything else in a judge report) and its per-call input checks out of the
+report's thousand resamples.
 """
 
 from __future__ import annotations
@@ -58,14 +60,32 @@ class LabelTallies:
         return int(c.counts[c.human == c.judge].sum()) / total if total else None
 
     def kappa(self, idx: np.ndarray) -> float | None:
-        """Cohen's kappa of the draw."""
-        c = self.cells(idx)
-        return stats.cohen_kappa(c.human, c.judge, counts=c.counts)
+        """Cohen's kappa of the draw (``stats.cohen_kappa``): None under two verdicts or when chance
+        agreement is total."""
+        matrix = self.confusion(idx)
+        n = int(matrix.sum())
+        if n < 2:
+            return None
+        observed = np.trace(matrix) / n
+        chance = float(matrix.sum(axis=1) @ matrix.sum(axis=0)) / (n * n)
+        return None if chance == 1 else float((observed - chance) / (1 - chance))
 
     def macro_f1(self, idx: np.ndarray) -> float | None:
-        """Macro-F1 of the draw over the classes it holds."""
+        """Macro-F1 of the draw over the classes it holds (``stats.macro_f1``): each class's
+        2·TP / (2·TP + FP + FN), averaged unweighted."""
+        matrix = self.confusion(idx)
+        if not matrix.size:
+            return None
+        hits = np.diag(matrix)
+        return float(np.mean(2 * hits / (matrix.sum(axis=0) + matrix.sum(axis=1))))
+
+    def confusion(self, idx: np.ndarray) -> np.ndarray:
+        """The draw's confusion matrix (human rows, judge columns) over the classes it holds."""
         c = self.cells(idx)
-        return stats.macro_f1(c.human, c.judge, counts=c.counts)
+        classes, codes = np.unique(np.concatenate([c.human, c.judge]), return_inverse=True)
+        matrix = np.zeros((len(classes), len(classes)), dtype=np.int64)
+        np.add.at(matrix, (codes[:len(c.human)], codes[len(c.human):]), c.counts)
+        return matrix
 
     def ece(self, idx: np.ndarray) -> float | None:
         """Expected calibration error of the draw (None without confidences)."""
@@ -77,8 +97,15 @@ class LabelTallies:
         """AUROC of the scores for the positive label (None without scores or one class drawn)."""
         if self.scores is None:
             return None
-        filled, counts = _count(self.score_cell[idx], 2 * len(self.scores))
-        return stats.auroc(filled % 2 == 1, self.scores[filled // 2], counts=counts)
+        steps = np.bincount(self.score_cell[idx], minlength=2 * len(self.scores)).reshape(-1, 2)
+        negatives, positives = steps[:, 0], steps[:, 1]  # per distinct score, in ascending order
+        n_neg, n_pos = int(negatives.sum()), int(positives.sum())
+        if not n_neg or not n_pos:
+            return None
+        # each positive beats the negatives below its score and ties (one half) those at it:
+        # twice the area is a whole number, so the one division is the only rounding
+        below = np.cumsum(negatives) - negatives
+        return int(positives @ (2 * below + negatives)) / (2 * n_neg * n_pos)
 
 
 def _count(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:

@@ -16,6 +16,7 @@ import numpy as np
 from uxlocal import stats
 from uxlocal.store.db import query
 from uxlocal.reportkit.model import ReportTable
+from uxlocal.suites.judge.column_fill import ColumnFill
 from uxlocal.suites.judge.label_tallies import LabelTallies
 
 Statistic = Callable[[np.ndarray], float | None]
@@ -52,48 +53,6 @@ class VerdictColumns:
             column[:] = [row[key] for row in rows]
             arrays[key] = column
         return cls(arrays, len(rows))
-
-    @classmethod
-    def of_arrow(cls, columns: dict[str, Any], n: int, *, order: np.ndarray | None = None,
-                 codes: tuple[str, ...] = (), shared: tuple[str, ...] = ()) -> "VerdictColumns":
-        """Columns of Arrow columns (name -> array), rows taken in ``order`` (all, as stored, without
-        it): numbers without nulls as float/int arrays, text with one Python object per distinct value
-        (dictionary-encoded), the rest as Python values; the ``codes`` columns as integers numbered
-        by first appearance (``stats.bootstrap`` then draws what it draws for the values themselves);
-        the ``shared`` columns coded together as ``code`` does, without a Python value per row.
-
-        ``columns`` is emptied as it is read: each source column is let go once it is converted,
-        so the source and its sorted copy are never both alive in full.
-        """
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        arrays, text = {}, {}
-        for name in list(columns):
-            column = columns.pop(name)
-            column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-            if order is not None:
-                column = column.take(order)
-            if name in shared:
-                text[name] = column
-            elif name in codes:
-                arrays[name] = pc.dictionary_encode(column).indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            elif column.null_count == 0 and (pa.types.is_floating(column.type) or pa.types.is_integer(column.type)):
-                arrays[name] = column.to_numpy()
-            elif pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-                encoded = pc.dictionary_encode(column)
-                values = np.empty(len(encoded.dictionary) + 1, dtype=object)
-                values[:-1] = encoded.dictionary.to_pylist()  # the last slot stays None: the nulls
-                arrays[name] = values[encoded.indices.fill_null(len(encoded.dictionary)).to_numpy()]
-            else:
-                arrays[name] = np.empty(len(column), dtype=object)
-                arrays[name][:] = column.to_pylist()
-            del column
-            pa.default_memory_pool().release_unused()  # freed chunks were not reused for whole columns
-        verdicts = cls(arrays, n)
-        if shared:
-            verdicts._code_arrow(shared, pa.concat_arrays([text.pop(name) for name in shared]))
-        return verdicts
 
     def _code_arrow(self, keys: tuple[str, ...], values: Any) -> dict[Any, int]:
         """Code ``keys`` from ``values``, an Arrow array of their values one column after the other:
@@ -203,6 +162,10 @@ STAT_COLUMNS = {"label": ("label", "human_label", "score", "confidence", "positi
                 "pairwise": ("label", "human_label", "flip")}
 """What the statistics of each rubric kind read of a verdict row (``agreement_statistics``)."""
 
+RUBRIC_COLUMNS = ("positive", "scale")
+"""Columns that come from the rubric, the same in every row of a (criterion, judge): ``verdict_columns``
+reads their first value once (the statistics read only that) instead of a value per verdict."""
+
 GROUP_COLUMNS = ("grp", "coalesce(grp, source_id) AS cluster")
 """What the table note and the bootstrap's clusters read of a verdict row, of every kind."""
 
@@ -215,7 +178,8 @@ inside DuckDB's capped memory."""
 def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str) -> VerdictColumns:
     """``verdict_rows`` as columns (the kind's ``STAT_COLUMNS`` and ``GROUP_COLUMNS``; ``cluster``
     as integer codes; for label rubrics ``human_label`` and ``label`` as shared int32 codes, see
-    ``VerdictColumns.code``), for a report of any size.
+    ``VerdictColumns.code``), for a report of any size: the rows stream from DuckDB in Arrow
+    batches into numpy arrays (``ColumnFill``).
 
     The rows are put in item-id order here, not by DuckDB: its sort of a million verdict rows
     did not fit a 128 MB cap, while the ids alone sort in Arrow in a fraction of a second (both
@@ -225,39 +189,44 @@ def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str)
     import pyarrow.compute as pc
 
     params = [run_id, criterion, role]
+    constant = [name for name in STAT_COLUMNS[kind] if name in RUBRIC_COLUMNS]
     # distinct hashes are distinct clusters; a hash collision only means the cluster column is read
     # (a GROUP BY of a million cluster strings did not fit a 64 MB cap, their hashes do)
-    grouped, distinct = con.execute(
-        "SELECT coalesce(bool_or(grp IS NOT NULL), false), count(DISTINCT hash(cluster)) = count(*) FROM ("
-        f"{_verdicts_sql(kind, ', '.join(GROUP_COLUMNS), ordered=False)})", params).fetchall()[0]
+    n, grouped, distinct, *firsts = con.execute(
+        "SELECT count(*), coalesce(bool_or(grp IS NOT NULL), false), count(DISTINCT hash(cluster)) = count(*)"
+        + "".join(f", first({name})" for name in constant) + " FROM ("
+        f"{_verdicts_sql(kind, ', '.join(GROUP_COLUMNS + tuple(constant)), ordered=False)})", params).fetchall()[0]
     # only what varies is read: no groups -> no grp column; one verdict per cluster -> no cluster
     # column (the codes by first appearance are then 0..n-1 in item order, what arange gives)
-    names = STAT_COLUMNS[kind] + GROUP_COLUMNS[:1] * grouped + GROUP_COLUMNS[1:] * (not distinct) + ("item_id",)
-    reader = con.sql(_verdicts_sql(kind, ", ".join(names), ordered=False), params=params).to_arrow_reader(ARROW_BATCH)
-    columns = _owned_columns(reader)
-    order = pc.sort_indices(columns.pop("item_id"))
-    verdicts = VerdictColumns.of_arrow(columns, len(order), order=order, codes=("cluster",),
-                                       shared=("human_label", "label") if kind == "label" else ())
+    names = (tuple(name for name in STAT_COLUMNS[kind] if name not in constant) + GROUP_COLUMNS[:1] * grouped
+             + GROUP_COLUMNS[1:] * (not distinct) + ("item_id",))
+    fill = ColumnFill(n, shared=("human_label", "label") if kind == "label" else (), codes=("cluster",))
+    ids = []
+    for batch in con.sql(_verdicts_sql(kind, ", ".join(names), ordered=False), params=params).to_arrow_reader(
+            ARROW_BATCH):
+        ids.append(pa.concat_arrays([batch.column("item_id")]))  # a copy: the batch goes now
+        fill.add(batch.drop_columns(["item_id"]))
+        del batch
+    order = pc.sort_indices(pa.chunked_array(ids, pa.string())).to_numpy()
+    del ids
+    arrays, coded = fill.finish(order)
+    verdicts = VerdictColumns(arrays, n)
+    verdicts.coded.update(coded)
+    for name, value in zip(constant, firsts):
+        verdicts.arrays[name] = _repeated(value, n)
     if not grouped:
-        verdicts.arrays["grp"] = np.broadcast_to(np.array([None], dtype=object), (len(order),))
+        verdicts.arrays["grp"] = _repeated(None, n)
     if distinct:
-        verdicts.arrays["cluster"] = np.arange(len(order))
-    del order
-    pa.default_memory_pool().release_unused()  # the Arrow copies are gone; give their pages back
+        verdicts.arrays["cluster"] = np.arange(n)
+    pa.default_memory_pool().release_unused()  # the Arrow batches are gone; give their pages back
     return verdicts
 
 
-def _owned_columns(reader: Any) -> dict[str, Any]:
-    """The reader's batches as columns (name -> Arrow ChunkedArray) copied into Arrow's memory, each
-    batch let go once copied: DuckDB frees a batch only with its last column, so its columns could
-    not be freed one by one (``of_arrow``) and a million rows stood in memory twice."""
-    import pyarrow as pa
-
-    chunks: dict[str, list[Any]] = {name: [] for name in reader.schema.names}
-    for batch in reader:
-        for name, column in zip(batch.schema.names, batch.columns):
-            chunks[name].append(pa.concat_arrays([column]))  # a copy, even of one array
-    return {name: pa.chunked_array(chunks.pop(name), reader.schema.field(name).type) for name in list(chunks)}
+def _repeated(value: Any, n: int) -> np.ndarray:
+    """``n`` times ``value`` as a read-only object array of one element (no memory per row)."""
+    one = np.empty(1, dtype=object)
+    one[0] = value
+    return np.broadcast_to(one, (n,))
 
 
 def agreement_statistics(kind: str, rows: Verdicts) -> dict[str, Statistic]:

@@ -206,6 +206,10 @@ def test_label_columns_give_the_intervals_of_python_lists(labels: list[str], rar
         return stats.bootstrap_many({name: _on_index(functions[name]) for name in LABEL_STATS}, len(by_item),
                                     clusters=columns.column("cluster"), n_resamples=60, seed=5)
     got, expected = intervals(lean), intervals(listed)
+    if len(set(columns.values("cluster"))) == len(by_item):  # one verdict per cluster: no codes are held
+        assert columns.clusters() is None
+        assert got == stats.bootstrap_many({name: _on_index(lean[name]) for name in LABEL_STATS}, len(by_item),
+                                           clusters=None, n_resamples=60, seed=5)
     for name in LABEL_STATS:  # the counts' formulas and scikit-learn sum in other orders: equal to ~1e-15
         for part in ("point", "low", "high"):
             mine, reference = getattr(got[name], part), getattr(expected[name], part)

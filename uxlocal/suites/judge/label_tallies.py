@@ -41,8 +41,9 @@ class LabelTallies:
             self.scores, inverse = np.unique(score, return_inverse=True)
             self.score_cell = _narrow(inverse.reshape(-1) * 2 + (human == positive), 2 * len(self.scores))
         self.confidence = None if confidence is None else np.asarray(confidence, dtype=float)
-        if self.confidence is not None:  # ECE's bins and hits, one byte a verdict
-            self.bins, self.correct = stats.ece_bins(self.confidence), human == judge
+        if self.confidence is not None:  # ECE's bin of each verdict, and that bin twice plus its hit: a byte each
+            self.bins = stats.ece_bins(self.confidence)
+            self.bin_hit = (self.bins * 2 + (human == judge)).astype(np.int8 if stats.ECE_BINS < 64 else np.int64)
 
     def cells(self, idx: np.ndarray) -> Cells:
         """The draw's (human, judge) cells (counted once per draw: the statistics share them)."""
@@ -88,10 +89,22 @@ class LabelTallies:
         return matrix
 
     def ece(self, idx: np.ndarray) -> float | None:
-        """Expected calibration error of the draw (None without confidences)."""
-        if self.confidence is None:
+        """Expected calibration error of the draw (``stats.ece``; None without confidences): each bin's
+        verdicts, hits and summed confidence counted a block of the draw at a time, so no copy of a
+        million drawn confidences is made."""
+        if self.confidence is None or not len(idx):
             return None
-        return stats.ece(self.confidence[idx], self.correct[idx], bin_index=self.bins[idx])
+        bins = stats.ECE_BINS
+        counted, confidence = np.zeros(2 * bins, dtype=np.int64), np.zeros(bins)
+        for start in range(0, len(idx), BLOCK):
+            part = idx[start:start + BLOCK]
+            counted += np.bincount(self.bin_hit[part], minlength=2 * bins)
+            confidence += np.bincount(self.bins[part], weights=self.confidence[part], minlength=bins)
+        misses, hits = counted[0::2], counted[1::2]
+        size = misses + hits
+        filled = np.flatnonzero(size)
+        gaps = np.abs(hits[filled] / size[filled] - confidence[filled] / size[filled])
+        return float(np.sum(size[filled] / len(idx) * gaps))
 
     def auroc(self, idx: np.ndarray) -> float | None:
         """AUROC of the scores for the positive label (None without scores or one class drawn)."""
@@ -106,6 +119,10 @@ class LabelTallies:
         # twice the area is a whole number, so the one division is the only rounding
         below = np.cumsum(negatives) - negatives
         return int(positives @ (2 * below + negatives)) / (2 * n_neg * n_pos)
+
+
+BLOCK = 65_536
+"""Drawn verdicts per block in ``ece``: its per-block copies stay well under a megabyte."""
 
 
 def _count(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:

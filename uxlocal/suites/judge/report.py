@@ -43,6 +43,8 @@ class VerdictColumns:
         self.n = n
         self.coded: dict[tuple[str, ...], dict[Any, int]] = {}
         """The codes of the columns already coded together (``code``)."""
+        self.singletons = False
+        """Every row is its own cluster: ``cluster`` is 0..n-1, built only when asked (``clusters``)."""
 
     @classmethod
     def of_rows(cls, rows: list[dict[str, Any]]) -> "VerdictColumns":
@@ -76,7 +78,14 @@ class VerdictColumns:
 
     def column(self, key: str) -> np.ndarray:
         """The array of ``key``; an empty one when there are no rows (row dicts then name no keys)."""
+        if key == "cluster" and self.singletons:
+            return np.arange(self.n)
         return self.arrays[key] if self.n or key in self.arrays else np.empty(0, dtype=object)
+
+    def clusters(self) -> np.ndarray | None:
+        """What the bootstrap resamples: the cluster codes, or None when every row is its own cluster
+        (the same draws as codes 0..n-1, without their 8 MB a million rows)."""
+        return None if self.singletons else self.column("cluster")
 
     def values(self, key: str) -> list[Any]:
         """Every row's value of ``key`` as Python values, in row order."""
@@ -207,7 +216,7 @@ def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str)
         ids.append(pa.concat_arrays([batch.column("item_id")]))  # a copy: the batch goes now
         fill.add(batch.drop_columns(["item_id"]))
         del batch
-    order = pc.sort_indices(pa.chunked_array(ids, pa.string())).to_numpy()
+    order = np.asarray(pc.sort_indices(pa.chunked_array(ids, pa.string()))).astype(np.int32 if n < 2**31 else np.int64)
     del ids
     arrays, coded = fill.finish(order)
     verdicts = VerdictColumns(arrays, n)
@@ -216,8 +225,7 @@ def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str)
         verdicts.arrays[name] = _repeated(value, n)
     if not grouped:
         verdicts.arrays["grp"] = _repeated(None, n)
-    if distinct:
-        verdicts.arrays["cluster"] = np.arange(n)
+    verdicts.singletons = bool(distinct)
     pa.default_memory_pool().release_unused()  # the Arrow batches are gone; give their pages back
     return verdicts
 
@@ -286,7 +294,7 @@ def _agreement_table(con: Any, run_id: str, kind: str, n_boot: int, seed: int) -
         functions = agreement_statistics(kind, rows)
         # one plan and one set of resamples for every statistic (the same draws as one call each)
         intervals = stats.bootstrap_many({name: _on_index(functions[name]) for name in names}, len(rows),
-                                         clusters=rows.column("cluster"), n_resamples=n_boot, seed=seed)
+                                         clusters=rows.clusters(), n_resamples=n_boot, seed=seed)
         for name in names:
             iv = intervals[name]
             ci = f"[{iv.low:.3f}, {iv.high:.3f}]" if iv.low is not None and iv.high is not None else None

@@ -12,7 +12,9 @@ the libraries do not offer is here and documented: ``ece`` (equal-width bins), `
 (pairwise accuracy with ties), ``pair_counts`` and ``kendall_tau_b_within`` (pairs inside
 groups, pooled: PALATE's within-session statistics) and ``bootstrap``/``bootstrap_many``
 (seeded percentile intervals resampling items or whole clusters, optionally per stratum). The
-suites' bootstraps (UXBench, UFS, PALATE) all run on ``bootstrap_many``.
+suites' bootstraps (UXBench, UFS, PALATE) all run on ``bootstrap_many``. The judge report's
+label bootstrap folds each draw into counts and computes kappa, macro-F1, AUROC and ECE from them
+(``suites/judge/label_tallies.py``); its tests hold those to the functions here.
 """
 
 from __future__ import annotations

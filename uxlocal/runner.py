@@ -62,7 +62,7 @@ def run_suite(run: RunConfig, *, pool: ModelPool | None = None, models: dict[str
                                  "suite_config": config.identity_dump(),
                                  "prompt_hashes": {**suite.prompt_hashes(config), **adapter_hashes(models)}})
     run_id = run.run_id(nonce=str(time.time_ns()) if run.fresh else "")
-    con = connect(run.db_path, memory_base_mb=suite.store_memory_base_mb)
+    con = connect(run.db_path)
     writer = StoreWriter(con)
     try:
         plan = suite.plan(config, run)

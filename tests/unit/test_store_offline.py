@@ -184,23 +184,20 @@ def test_open_duckdb_gives_a_large_store_a_cap_in_proportion(tmp_path: Path, mon
     for path in (small, big):
         with open_duckdb(path) as con:
             con.execute("CREATE TABLE t AS SELECT range AS i FROM range(10)")
-    monkeypatch.setattr(offline, "_store_shares", {})
+    monkeypatch.setattr(offline, "_store_caps", {})
     assert resource_config(small)["memory_limit"] == "96MB"  # a small store: the default for one thread
-    assert resource_config(small, memory_base_mb=32)["memory_limit"] == "64MB"  # a suite that needs less
     real_stat = Path.stat
     monkeypatch.setattr(Path, "stat", lambda self, **kw: SimpleNamespace(st_size=3_000_000_000, st_mode=0o100644))
     assert resource_config(big)["memory_limit"] == "1800MB"  # 0.6 of a 3 GB store
     monkeypatch.setattr(Path, "stat", real_stat)
     assert resource_config(big)["memory_limit"] == "1800MB"  # fixed for the process: reopening must match
-    assert resource_config(big, memory_base_mb=32)["memory_limit"] == "1800MB"  # the share wins over any base
-    monkeypatch.setattr(offline, "_store_shares", {})
+    monkeypatch.setattr(offline, "_store_caps", {})
     monkeypatch.setenv("UXLOCAL_DUCKDB_THREADS", "2")
     monkeypatch.setattr(Path, "stat", lambda self, **kw: SimpleNamespace(st_size=200_000_000, st_mode=0o100644))
     assert resource_config(big)["memory_limit"] == "128MB"  # 0.6 of 200 MB is less than two threads' default
     monkeypatch.setattr(Path, "stat", real_stat)
-    monkeypatch.setattr(offline, "_store_shares", {str(big.resolve()): 1800})  # as first opened above
+    monkeypatch.setattr(offline, "_store_caps", {str(big.resolve()): "1800MB"})  # as first opened above
     monkeypatch.setenv("UXLOCAL_DUCKDB_MEMORY", "700MB")
     assert resource_config(big)["memory_limit"] == "700MB"  # the environment wins
     monkeypatch.setenv("UXLOCAL_DUCKDB_MEMORY", "96MB")
     assert resource_config(big)["memory_limit"] == "96MB"  # also when it names the default's size
-    assert resource_config(big, memory_base_mb=32)["memory_limit"] == "96MB"  # and whatever the suite asks

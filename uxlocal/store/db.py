@@ -20,7 +20,7 @@ import duckdb
 from uxlocal import paths
 from uxlocal.plugins import suite_view_files
 from uxlocal.errors import InputError, UxlocalError
-from uxlocal.store.offline import MEMORY_BASE_MB, open_duckdb, refuse_extension_statements
+from uxlocal.store.offline import open_duckdb, refuse_extension_statements
 
 MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 
@@ -78,23 +78,21 @@ def load_views(con: duckdb.DuckDBPyConnection, *, temporary: bool = False,
             raise UxlocalError(f"{file}: view definition failed: {exc}") from exc
 
 
-def connect(db_path: str | Path, *, read_only: bool = False,
-            memory_base_mb: int = MEMORY_BASE_MB) -> duckdb.DuckDBPyConnection:
-    """Open (and for writers, create and migrate) a store; ``memory_base_mb``: the base of DuckDB's
-    default cap (``offline.default_memory_mb``), lower for a suite that needs less."""
+def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (and for writers, create and migrate) a store."""
     path = Path(db_path)
     if read_only:
         if not path.is_file():
             raise InputError(path, None, "no such store", "run a suite with --db first")
         try:
-            con = open_duckdb(path, read_only=True, memory_base_mb=memory_base_mb)
+            con = open_duckdb(path, read_only=True)
         except duckdb.Error as exc:
             raise UxlocalError(f"{path}: cannot open the store read-only: {exc}") from exc
         load_views(con, temporary=True)
         return con
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        con = open_duckdb(path, memory_base_mb=memory_base_mb)
+        con = open_duckdb(path)
     except duckdb.Error as exc:
         raise UxlocalError(f"{path}: cannot open the store: {exc}") from exc
     migrate(con)

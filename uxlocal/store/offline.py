@@ -72,16 +72,14 @@ operators hold their own share of the cap. A million-verdict judge run writes at
 reports under it (measured in the harness ceiling, docs/performance.md): nothing DuckDB must hold
 grows with the job since the generations table lost its key index (migration 003), the AUROC view
 its window over every verdict and the report its GROUP BY of every cluster; what a larger cap buys
-is cached table blocks and larger checkpoints. The judge runs under 64 MB with one thread and so
-asks for less (``Suite.store_memory_base_mb``, passed to ``connect`` as ``memory_base_mb``), but UXBench's breakdown view
-and the UFS plots' queries need more than 80 MB even on a small store (their unions of grouped
-views), hence the base."""
+is cached table blocks and larger checkpoints. The judge alone runs under 64 MB with one thread
+(a million-verdict run then peaked ~30 MB lower), but UXBench's breakdown view and the UFS plots'
+queries need more than 80 MB even on a small store (their unions of grouped views), hence the base."""
 
 
-def default_memory_mb(threads: int, base_mb: int = MEMORY_BASE_MB) -> int:
-    """The cap (MB) for ``threads`` DuckDB threads when nothing else is asked (``MEMORY_PER_THREAD_MB``;
-    ``base_mb``: a suite's ``store_memory_base_mb``)."""
-    return base_mb + MEMORY_PER_THREAD_MB * threads
+def default_memory_mb(threads: int) -> int:
+    """The cap (MB) for ``threads`` DuckDB threads when nothing else is asked (``MEMORY_PER_THREAD_MB``)."""
+    return MEMORY_BASE_MB + MEMORY_PER_THREAD_MB * threads
 
 
 MEMORY_ENV = "UXLOCAL_DUCKDB_MEMORY"
@@ -113,14 +111,18 @@ that outgrows its cap stops with DuckDB's out-of-memory error (the CLI says what
 (it resumes) and the cap, taken from the now larger store, is larger."""
 
 
-_store_shares: dict[str, int] = {}
-"""``STORE_SHARE`` of each store's size (MB) at its first opening in this process: DuckDB refuses a
-second connection to an open file with a different configuration, and the file grows meanwhile."""
+_store_caps: dict[str, str] = {}
+"""The cap each store got at its first opening in this process: DuckDB refuses a second
+connection to an open file with a different configuration, and the file grows meanwhile."""
 
 
 LARGE_STORE_MB = int(default_memory_mb(1) / STORE_SHARE)
 """Stores larger than this (MB on disk, 160) get ``STORE_SHARE`` of their size as the default cap,
 when that is more than the threads' default."""
+
+
+def _store_cap(path: Path, threads: int) -> str:
+    return f"{max(int(path.stat().st_size / 1e6 * STORE_SHARE), default_memory_mb(threads))}MB"
 
 
 AUTO_CHECKPOINT_WAL = "1GiB"
@@ -131,27 +133,24 @@ each checkpoint rewrote the row group still filling: a million-verdict judge run
 each of a dozen of them, its memory spiking ~100 MB meanwhile, and its store came out ~20 % larger."""
 
 
-def resource_config(path: str | Path | None = None, *,
-                    memory_base_mb: int = MEMORY_BASE_MB) -> dict[str, str | int]:
+def resource_config(path: str | Path | None = None) -> dict[str, str | int]:
     """DuckDB's memory cap and thread count from the environment, else from the store's size
-    (see the module docstring and ``STORE_SHARE``) and ``memory_base_mb`` (``default_memory_mb``)."""
+    (see the module docstring and ``STORE_SHARE``)."""
     asked_threads = os.environ.get(THREADS_ENV, "").strip()
     if asked_threads and (not asked_threads.isdigit() or int(asked_threads) < 1):
         raise InputError(None, None, f"{THREADS_ENV}={asked_threads!r} is not a positive whole number")
     threads = int(asked_threads) if asked_threads else default_threads()
     asked = os.environ.get(MEMORY_ENV, "").strip()  # a cap the person set is kept, even the default's size
-    memory = asked or f"{default_memory_mb(threads, memory_base_mb)}MB"
+    memory = asked or f"{default_memory_mb(threads)}MB"
     if not asked and path is not None and str(path) != ":memory:" and Path(path).is_file():
-        share = _store_shares.setdefault(str(Path(path).resolve()), int(Path(path).stat().st_size / 1e6 * STORE_SHARE))
-        memory = f"{max(share, default_memory_mb(threads, memory_base_mb))}MB"
+        memory = _store_caps.setdefault(str(Path(path).resolve()), _store_cap(Path(path), threads))
     return {"memory_limit": memory, "threads": threads}
 
 
-def open_duckdb(path: str | Path, *, read_only: bool = False,
-                memory_base_mb: int = MEMORY_BASE_MB) -> duckdb.DuckDBPyConnection:
+def open_duckdb(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open a DuckDB database with ``OFFLINE_CONFIG`` and ``resource_config``; every connection
     uxlocal makes comes from here."""
-    config = {**resource_config(path, memory_base_mb=memory_base_mb), "checkpoint_threshold": AUTO_CHECKPOINT_WAL,
+    config = {**resource_config(path), "checkpoint_threshold": AUTO_CHECKPOINT_WAL,
               **OFFLINE_CONFIG}  # the lock last: OFFLINE_CONFIG ends with it
     try:
         return duckdb.connect(str(path), read_only=read_only, config=config)

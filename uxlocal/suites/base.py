@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.plugins import suite_entry_points
 from uxlocal.episode import EpisodeSpec
-from uxlocal.store.offline import MEMORY_BASE_MB
 
 if TYPE_CHECKING:
     from uxlocal.models import ResolvedModel
@@ -100,10 +99,6 @@ class Suite:
     optional_roles: ClassVar[tuple[str, ...]] = ()
     example: ClassVar[str] = ""
     """Options for the ``--help`` example after ``uxlocal run <name>`` (default: one ``--model`` per role)."""
-    store_memory_base_mb: ClassVar[int] = MEMORY_BASE_MB
-    """DuckDB memory (MB) the suite's writes and report queries need before the per-thread share: a
-    suite measured to need less than the store's default base runs under that smaller cap (the runner
-    passes it to ``store.db.connect``; a cap the person set, or a large store's share, is kept)."""
     report_section: ClassVar[str] = ""
     """Module that registers the suite's report section and figures (``register_section``,
     ``register_figure`` from ``uxlocal.reportkit.registry``) on import; the report imports it, a

@@ -149,23 +149,3 @@ def test_judge_each_assistant_turn_unit_judges_turn_prefixes(tmp_path: Path, run
     assert sorted(r[0] for r in _rows(tmp_path / "judge.duckdb", "SELECT item_id FROM judge_verdicts")) == ["x@t1", "x@t3"]
     assert "final" not in engine.requests[0].prompt and "final" in engine.requests[1].prompt
 
-
-def test_a_judge_run_writes_and_reports_under_the_judges_smaller_duckdb_cap(
-        tmp_path: Path, run_judge: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The judge asks for 32 MB of base instead of the store's 64 (``store_memory_base_mb``)."""
-    from uxlocal.suites.judge.suite import JUDGE_MEMORY_BASE_MB, JudgeSuite
-
-    monkeypatch.delenv("UXLOCAL_DUCKDB_MEMORY", raising=False)
-    monkeypatch.setenv("UXLOCAL_DUCKDB_THREADS", "1")
-    seen: list[str] = []
-    report = JudgeSuite.report
-
-    def watched(self: JudgeSuite, con: Any, run_id: str) -> Any:
-        seen.append(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
-        return report(self, con, run_id)
-
-    monkeypatch.setattr(JudgeSuite, "report", watched)
-    run_judge({"input": str(_label_input(tmp_path)), "rubric": "ux-liked", "human_col": "human"})
-    with duckdb.connect(config={"memory_limit": f"{JUDGE_MEMORY_BASE_MB + 32}MB"}) as con:
-        expected = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
-    assert JUDGE_MEMORY_BASE_MB == 32 and seen == [expected]

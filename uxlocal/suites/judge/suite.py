@@ -116,13 +116,6 @@ def _chunks(config: JudgeConfig, rubric: Rubric, asker: episodes.Asker, roles: l
                 return
 
 
-JUDGE_MEMORY_BASE_MB = 32
-"""The judge's DuckDB base (64 MB with one thread instead of the store's 96): its writes, views and
-report over a million verdicts run under it, and the smaller cache of table blocks took ~30 MB off
-a 100k run's peak and ~55 MB off a million-verdict run's (its checkpoints' spikes; the harness
-ceiling, docs/performance.md)."""
-
-
 class JudgeSuite(Suite):
     """Judge scoring of the user's own conversations, with agreement against human labels."""
 
@@ -132,7 +125,6 @@ class JudgeSuite(Suite):
     roles = ("judge",)
     example = "--input data.jsonl --rubric ux-liked --model judge=embedded"
     report_section = "uxlocal.suites.judge.section"
-    store_memory_base_mb = JUDGE_MEMORY_BASE_MB
 
     def role_specs(self, config: SuiteConfig, specs: dict[str, str]) -> dict[str, str]:
         """``--judges a,b`` binds judge=a, judge2=b; explicit ``--model`` bindings win."""

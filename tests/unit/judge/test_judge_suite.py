@@ -148,4 +148,3 @@ def test_judge_each_assistant_turn_unit_judges_turn_prefixes(tmp_path: Path, run
                            "rubric": str(rubric)}, lambda p: "yes")
     assert sorted(r[0] for r in _rows(tmp_path / "judge.duckdb", "SELECT item_id FROM judge_verdicts")) == ["x@t1", "x@t3"]
     assert "final" not in engine.requests[0].prompt and "final" in engine.requests[1].prompt
-

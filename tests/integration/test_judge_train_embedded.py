@@ -1,7 +1,8 @@
 """A learned judge on the embedded model through vLLM (issue 30): ``uxlocal judge train`` on the bundled
 feedback sample (a short training), then ``uxlocal judge --judge-adapter --heldout-of`` in a fresh
 store prints the held-out numbers ``judge train`` printed: the same prompts through the same
-engine path (vLLM with LoRA; our CPU kernels or the split of mixed batches on a CPU build).
+engine path (vLLM with LoRA; our CPU kernels or the split of mixed batches on a CPU build); the
+probability statistics to 1e-3 (two engine runs differ in the last digits of their probabilities).
 
 Short training on a 72-row slice of the sample on purpose (a few minutes on 2 cores): the figures of
 the full training are the benchmark's (benchmarks/judge_train.py), not this test's.
@@ -68,5 +69,12 @@ def test_uxlocal_judge_repeats_judge_trains_heldout_numbers_on_vllm(trained: Pat
         run_id = con.execute("SELECT run_id FROM runs").fetchone()[0]
         rows = verdict_rows(con, run_id, "label", "overall", "judge")
     stats = jt.agreement("label", rows)
-    assert stats == {k: meta[arm][k] for k in stats}
+    # the labels' statistics repeat exactly; those of the probabilities (AUROC, ECE) to 1e-3: two vLLM
+    # runs of the same prompts give probabilities ~1e-4 apart when threads or batches differ (ECE
+    # moved by 4e-5 between `judge train`'s held-out run and this one)
+    recorded = {k: meta[arm][k] for k in stats}
+    labels_only = ("accuracy", "kappa", "macro_f1")
+    assert {k: stats[k] for k in labels_only} == {k: recorded[k] for k in labels_only}
+    assert stats["auroc"] == pytest.approx(recorded["auroc"], abs=1e-3)
+    assert stats["ece"] == pytest.approx(recorded["ece"], abs=1e-3)
     assert meta["split"]["heldout_rows"] == PER_TOPIC and meta["frozen_prefix"] is True

@@ -69,12 +69,12 @@ def test_uxlocal_judge_repeats_judge_trains_heldout_numbers_on_vllm(trained: Pat
         run_id = con.execute("SELECT run_id FROM runs").fetchone()[0]
         rows = verdict_rows(con, run_id, "label", "overall", "judge")
     stats = jt.agreement("label", rows)
-    # the labels' statistics repeat exactly; those of the probabilities (AUROC, ECE) to 1e-3: two vLLM
-    # runs of the same prompts give probabilities ~1e-4 apart when threads or batches differ (ECE
-    # moved by 4e-5 between `judge train`'s held-out run and this one)
+    # the labels' statistics repeat exactly; those of the probabilities (AUROC, ECE) to 5e-3: two vLLM
+    # runs of the same prompts give probabilities slightly apart when threads or batches differ (over
+    # 17 held-out rows ECE moved by 4e-5 and by 1e-3 between `judge train`'s held-out run and this one)
     recorded = {k: meta[arm][k] for k in stats}
     labels_only = ("accuracy", "kappa", "macro_f1")
     assert {k: stats[k] for k in labels_only} == {k: recorded[k] for k in labels_only}
-    assert stats["auroc"] == pytest.approx(recorded["auroc"], abs=1e-3)
-    assert stats["ece"] == pytest.approx(recorded["ece"], abs=1e-3)
+    assert stats["auroc"] == pytest.approx(recorded["auroc"], abs=5e-3)
+    assert stats["ece"] == pytest.approx(recorded["ece"], abs=5e-3)
     assert meta["split"]["heldout_rows"] == PER_TOPIC and meta["frozen_prefix"] is True

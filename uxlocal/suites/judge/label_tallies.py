@@ -41,9 +41,9 @@ class LabelTallies:
             self.scores, inverse = np.unique(score, return_inverse=True)
             self.score_cell = _narrow(inverse.reshape(-1) * 2 + (human == positive), 2 * len(self.scores))
         self.confidence = None if confidence is None else np.asarray(confidence, dtype=float)
-        if self.confidence is not None:  # ECE's bin of each verdict, and that bin twice plus its hit: a byte each
-            self.bins = stats.ece_bins(self.confidence)
-            self.bin_hit = (self.bins * 2 + (human == judge)).astype(np.int8 if stats.ECE_BINS < 64 else np.int64)
+        if self.confidence is not None:  # ECE's bin of each verdict twice plus its hit: one byte a verdict
+            bins = stats.ece_bins(self.confidence)
+            self.bin_hit = (bins * 2 + (human == judge)).astype(np.int8 if stats.ECE_BINS < 64 else np.int64)
 
     def cells(self, idx: np.ndarray) -> Cells:
         """The draw's (human, judge) cells (counted once per draw: the statistics share them)."""
@@ -98,8 +98,9 @@ class LabelTallies:
         counted, confidence = np.zeros(2 * bins, dtype=np.int64), np.zeros(bins)
         for start in range(0, len(idx), BLOCK):
             part = idx[start:start + BLOCK]
-            counted += np.bincount(self.bin_hit[part], minlength=2 * bins)
-            confidence += np.bincount(self.bins[part], weights=self.confidence[part], minlength=bins)
+            codes = self.bin_hit[part]
+            counted += np.bincount(codes, minlength=2 * bins)
+            confidence += np.bincount(codes >> 1, weights=self.confidence[part], minlength=bins)
         misses, hits = counted[0::2], counted[1::2]
         size = misses + hits
         filled = np.flatnonzero(size)

@@ -140,10 +140,8 @@ class Asker:
 def _row(ctx: EpisodeContext, role: str, name: str, *, label: str | None, score: float | None, valid: bool,
          probs: dict[str, float] | None, value: dict[str, Any], result: GenResult | None,
          rationale: str | None = None) -> None:
-    ctx.row("verdicts", {"item_id": ctx.spec.item_id, "name": name, "judge_role": role,
-                         "judge_model": ctx.models.get(role), "label": label, "score": score, "valid": valid,
-                         "label_probs": probs, "value": value, "rationale": rationale,
-                         "request_hash": result.request_hash if result else None})
+    ctx.verdict(name, result=result, judge_role=role, label=label, score=score, valid=valid, value=value,
+                rationale=rationale, label_probs=probs)
 
 
 def _rationale(result: GenResult) -> str | None:

@@ -18,8 +18,8 @@ from typing import Any
 import duckdb
 
 from uxlocal import paths
-from uxlocal.plugins import suite_migration_folders, suite_view_files
 from uxlocal.errors import InputError, UxlocalError
+from uxlocal.plugins import suite_migration_folders, suite_view_files
 from uxlocal.store.offline import open_duckdb, refuse_extension_statements
 
 MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")

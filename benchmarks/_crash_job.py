@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks._common import REPO, module_command
-
 from uxlocal.config import RunConfig
 from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
 from uxlocal.engine.pool import ModelPool

@@ -14,7 +14,6 @@ import argparse
 import time
 
 from benchmarks._common import cli_parser, report, wait_quiet
-
 from uxlocal.engine.pool import ModelPool
 from uxlocal.engine.resolve import resolve
 

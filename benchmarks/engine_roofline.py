@@ -55,7 +55,6 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import REPO, cli_parser, module_command, wait_process_idle, wait_quiet
-
 from uxlocal import cpu_tuning
 
 DEFAULT_ARMS = "before,uxlocal,tcmalloc,iomp,bind,compile"
@@ -119,9 +118,9 @@ def serve_worker(spec: dict[str, Any]) -> None:
     Commands: ``{"op": "decode", "batch": B, "seed": S}``, ``{"op": "prefill", "length": N, "seed": S}``,
     ``{"op": "quit"}``; each answer is one ``RESULT_MARK`` line with ``tok_s``.
     """
+    from uxlocal.engine.resolve import resolve
     from uxlocal.engine.stack_room import call_with_stack_room
     from uxlocal.engine.vllm import VllmEngine
-    from uxlocal.engine.resolve import resolve
 
     model = resolve(spec["model"])
     model = model.model_copy(update={"engine_args": {**model.engine_args, **spec["engine_args"]}})

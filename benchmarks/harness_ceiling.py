@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import hashlib
 import io
 import json
 import os
@@ -46,7 +45,6 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import REPO, cli_parser, module_command, report
-
 from uxlocal.engine.base import PreparedRequest
 from uxlocal.engine.fake import FakeEngine, Scripted
 from uxlocal.grammar import Choice
@@ -93,7 +91,8 @@ def write_conversations(path: Path, n: int) -> None:
 
 def write_tokenizer(folder: Path) -> Path:
     """A tokenizer folder without weights (byte-level BPE trained on the synthetic conversations,
-    ChatML template), as an openai-http preset's ``path``; the fake server reads the same file."""
+    ChatML template), as an openai-http preset's ``path``; the fake server reads the same file.
+    """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     folder.mkdir(parents=True, exist_ok=True)

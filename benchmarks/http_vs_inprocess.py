@@ -22,13 +22,12 @@ import time
 from typing import Any
 
 from benchmarks._common import cli_parser, report, timed, wait_quiet
-
 from uxlocal.engine.base import GenRequest, Sampling
 from uxlocal.engine.local_server import LocalServer
 from uxlocal.engine.pool import ModelPool
-from uxlocal.grammar import Choice
 from uxlocal.engine.resolve import resolve
 from uxlocal.episode import EpisodeContext, EpisodeSpec
+from uxlocal.grammar import Choice
 from uxlocal.rollout import RunStats, Scheduler
 
 TOPICS = ["a broken bike chain", "planning a picnic", "learning Spanish", "a noisy neighbour", "saving money",

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import cli_parser, report, wait_quiet
-
 from uxlocal.config import RunConfig
 from uxlocal.engine.pool import ModelPool
 from uxlocal.engine.resolve import resolve
@@ -70,7 +69,8 @@ def rubric_toml(k: int) -> str:
 
 class CacheCounter:
     """Wraps the vLLM engine's ``step`` (our engine steps it itself) to sum the prompt and cached
-    token counts of every finished request, as vLLM reports them."""
+    token counts of every finished request, as vLLM reports them.
+    """
 
     def __init__(self, llm: Any) -> None:
         self.llm = llm

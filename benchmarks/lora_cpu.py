@@ -36,9 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import cli_parser, report, timed, wait_quiet
-
-from uxlocal.models import ResolvedModel
 from uxlocal.engine.resolve import resolve
+from uxlocal.models import ResolvedModel
 
 
 def random_adapters(base: ResolvedModel, count: int, folder: Path, rank: int = 8) -> dict[str, str]:
@@ -103,12 +102,11 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> None:
     """Run the benchmark and print its block (``--json``: also the raw numbers)."""
-
+    from uxlocal_kernels import lora_ops, plugin
     from vllm.lora.request import LoRARequest
 
     from uxlocal.engine.render import make_renderer
     from uxlocal.engine.vllm import VllmEngine
-    from uxlocal_kernels import lora_ops, plugin
 
     base = resolve(args.model)
     ids = prompts(base, args.requests)

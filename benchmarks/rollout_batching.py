@@ -15,7 +15,6 @@ import argparse
 from typing import Any
 
 from benchmarks._common import cli_parser, report, timed, wait_quiet
-
 from uxlocal.engine.base import GenRequest, Sampling
 from uxlocal.engine.pool import ModelPool
 from uxlocal.engine.resolve import resolve

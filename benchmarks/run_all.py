@@ -28,8 +28,18 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from benchmarks import (cache_rerun, constrained_overhead, crash_resume, http_vs_inprocess, judge_throughput,
-                        lora_cpu, rollout_batching, store_ingest, streaming_overhead, uxbench_judge)
+from benchmarks import (
+    cache_rerun,
+    constrained_overhead,
+    crash_resume,
+    http_vs_inprocess,
+    judge_throughput,
+    lora_cpu,
+    rollout_batching,
+    store_ingest,
+    streaming_overhead,
+    uxbench_judge,
+)
 from benchmarks._common import REPO, cli_parser, module_command
 
 SCRIPTS: dict[str, ModuleType] = {module.__name__.rsplit(".", 1)[1]: module for module in (

@@ -27,7 +27,6 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks._common import cli_parser, report, wait_quiet
-
 from uxlocal.engine.base import GenRequest, PreparedRequest, Sampling
 from uxlocal.engine.resolve import resolve
 

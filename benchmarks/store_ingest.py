@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 from benchmarks._common import cli_parser, report, wait_quiet
-
 from uxlocal.store.db import connect
 from uxlocal.store.writer import StoreWriter
 

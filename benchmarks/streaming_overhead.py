@@ -33,11 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import cli_parser, report, wait_quiet
-
 from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, Sampling, request_hash
 from uxlocal.engine.pool import ModelPool
-from uxlocal.grammar import Choice
 from uxlocal.engine.resolve import resolve
+from uxlocal.grammar import Choice
 from uxlocal.rollout import Scheduler
 from uxlocal.store.db import connect
 from uxlocal.store.writer import StoreWriter

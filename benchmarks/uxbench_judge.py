@@ -19,12 +19,11 @@ import re
 from typing import Any
 
 from benchmarks._common import cli_parser, report, timed, wait_quiet
-
 from uxlocal.engine.base import GenRequest, Sampling
 from uxlocal.engine.pool import ModelPool
-from uxlocal.grammar import Choice
 from uxlocal.engine.resolve import resolve
 from uxlocal.episode import EpisodeContext, EpisodeSpec
+from uxlocal.grammar import Choice
 from uxlocal.rollout import Scheduler
 from uxlocal.suites.uxbench.data import SAMPLE_DIR, JudgeItem, load_judge
 from uxlocal.suites.uxbench.prompts import judge_messages, labels_for

@@ -26,7 +26,14 @@ from typing import Any
 import torch
 
 from .lora_ops import (
-    Plan, add_product, check_slice_width, clip_plan, plan_rows, plan_segments, shrink_dtype, stacked_a,
+    Plan,
+    add_product,
+    check_slice_width,
+    clip_plan,
+    plan_rows,
+    plan_segments,
+    shrink_dtype,
+    stacked_a,
 )
 
 

@@ -113,7 +113,8 @@ class Plan:
     @functools.cached_property
     def computed(self) -> Rows:
         """The rows whose products a multi-slot op computes: every row in place when at least half
-        have an adapter (base rows cost a little arithmetic but no gather), else the adapter rows."""
+        have an adapter (base rows cost a little arithmetic but no gather), else the adapter rows.
+        """
         return slice(0, self.extent) if 2 * len(self.rows) >= self.extent else self.rows
 
     @functools.cached_property
@@ -341,7 +342,8 @@ whole input to fp32 first costs about three times the GEMM itself."""
 
 def shrink_dtype(inputs: torch.Tensor, rows: int, wide: torch.dtype) -> torch.dtype:
     """The GEMM dtype of a shrink over ``rows`` rows of ``inputs``: ``wide`` (the result's dtype,
-    usually fp32), or a 16-bit input's own dtype above ``LARGE_SHRINK`` elements."""
+    usually fp32), or a 16-bit input's own dtype above ``LARGE_SHRINK`` elements.
+    """
     native = inputs.dtype not in (wide, torch.float32) and rows * inputs.shape[1] > LARGE_SHRINK
     return inputs.dtype if native else wide
 

@@ -159,7 +159,8 @@ def lora_linear(
     lora_indices_tensor: torch.Tensor,
 ) -> None:
     """What ``lora_linear.lora_linear`` computes, slice by slice as vLLM's wrapper does: an fp32
-    shrink buffer per slice, then an added expand into that slice's columns."""
+    shrink buffer per slice, then an added expand into that slice's columns.
+    """
     offset = 0
     for a, b, width in zip(lora_a_stacked, lora_b_stacked, output_slices, strict=True):
         buffer = torch.zeros(x.shape[0], a.shape[-2], dtype=torch.float32)

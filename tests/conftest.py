@@ -20,7 +20,8 @@ TAU2_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau2"
 @pytest.fixture
 def network_guard(monkeypatch: pytest.MonkeyPatch) -> Any:
     """From here to the end of the test, connecting anywhere but loopback raises and is recorded
-    in ``network_guard.attempts`` (tests/netguard.py)."""
+    in ``network_guard.attempts`` (tests/netguard.py).
+    """
     from netguard import guard_network
 
     return guard_network(monkeypatch)
@@ -69,7 +70,8 @@ def vllm_pool(embedded_model: Any) -> Any:
 def palate_simulator(embedded_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """``train(user_id) -> (UserData, TrainResult)``: a bundled PALATE user's LoRA simulator on the
     embedded model, trained once per session (steps 8, batch 4, lr 2e-3; ~55 s on 2 cores) and
-    shared by every test that needs it."""
+    shared by every test that needs it.
+    """
     from uxlocal.suites.palate.training import TrainSettings, train_simulator
     from uxlocal.suites.palate.users import load_users
 

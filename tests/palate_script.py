@@ -50,7 +50,8 @@ def respond(prepared: PreparedRequest) -> str:
 
 def simulator_prompts(user: Any, lora: str | None, renderer: Any, *, n: int, max_tokens: int) -> list[PreparedRequest]:
     """``n`` LoRA-simulator requests over the user's held-out sessions (after the greeting, then
-    one exchange later), asking adapter ``lora`` (None = the base model)."""
+    one exchange later), asking adapter ``lora`` (None = the base model).
+    """
     from uxlocal.engine.base import GenRequest, Sampling
     from uxlocal.suites.palate.render import lora_sim_messages, session_history, session_view
 

@@ -19,6 +19,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from palate_script import respond
+
 from uxlocal.config import RunConfig
 from uxlocal.engine.base import PreparedRequest
 from uxlocal.engine.fake import FakeEngine
@@ -27,8 +29,6 @@ from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.runner import run_suite
 from uxlocal.store.db import connect
 from uxlocal.tau2.layout import SAMPLE_DATA, SAMPLE_DOMAIN
-
-from palate_script import respond
 
 FAMILIES = ("premature_disclosure", "groundedness", "goal_deviation", "missed_information")
 

@@ -10,8 +10,8 @@ _env.apply_defaults()
 from uxlocal.config import RunConfig, SuiteConfig  # noqa: E402
 from uxlocal.engine.base import Engine, GenRequest, GenResult, Sampling  # noqa: E402
 from uxlocal.engine.fake import FakeEngine  # noqa: E402
-from uxlocal.grammar import Choice, JsonSchema, Regex  # noqa: E402
 from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome  # noqa: E402
+from uxlocal.grammar import Choice, JsonSchema, Regex  # noqa: E402
 from uxlocal.rollout import Scheduler  # noqa: E402
 from uxlocal.runner import run_suite  # noqa: E402
 

@@ -27,8 +27,8 @@ import os
 import string
 import time
 import tomllib
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError

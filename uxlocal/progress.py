@@ -63,8 +63,14 @@ class Progress:
 
     def _start_bar(self, screen: TextIO) -> None:
         from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn,
-                                   TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as Bar
 
         # draw on the real terminal and leave sys.stdout/sys.stderr alone, so library prints keep
         # going to the log file while libraries are quieted (uxlocal.quiet)

@@ -41,7 +41,8 @@ def _clean(value: Any) -> float | None:
 
 def _values(values: Sequence[Any] | np.ndarray) -> list[Any] | np.ndarray:
     """What scikit-learn is given: an array as it is (a list of a million values costs ~8 bytes
-    each plus the objects), any other sequence as a list."""
+    each plus the objects), any other sequence as a list.
+    """
     return values if isinstance(values, np.ndarray) else list(values)
 
 
@@ -83,7 +84,8 @@ def quadratic_weighted_kappa(truth: Sequence[int], pred: Sequence[int], scale: S
 def macro_f1(truth: Sequence[Hashable] | np.ndarray, pred: Sequence[Hashable] | np.ndarray,
              counts: np.ndarray | None = None) -> float | None:
     """Unweighted mean of per-class F1 over every class seen in ``truth`` or ``pred`` (``counts``:
-    as in ``cohen_kappa``)."""
+    as in ``cohen_kappa``).
+    """
     from sklearn.metrics import f1_score
 
     if not len(truth):
@@ -98,7 +100,8 @@ def macro_f1(truth: Sequence[Hashable] | np.ndarray, pred: Sequence[Hashable] | 
 def auroc(positive: Sequence[bool] | np.ndarray, score: Sequence[float] | np.ndarray,
           counts: np.ndarray | None = None) -> float | None:
     """Area under the ROC curve of ``score`` for the positive class (ties count one half;
-    ``counts``: as in ``cohen_kappa``)."""
+    ``counts``: as in ``cohen_kappa``).
+    """
     from sklearn.metrics import roc_auc_score
 
     array = isinstance(positive, np.ndarray)
@@ -390,7 +393,8 @@ def _plan(n: int, clusters: Sequence[Hashable] | None, strata: Sequence[Hashable
 
 def _all_distinct(clusters: Sequence[Hashable], n: int) -> bool:
     """Whether every item is its own cluster: the plan is then the items', in the same order,
-    without a block per item (a million one-verdict conversations took ~250 MB of blocks)."""
+    without a block per item (a million one-verdict conversations took ~250 MB of blocks).
+    """
     if isinstance(clusters, np.ndarray) and clusters.dtype.kind in "iu":  # codes: no set of a million numbers
         return _increasing(clusters) or np.unique(clusters).size == n
     return len(set(clusters)) == n
@@ -404,7 +408,8 @@ def _increasing(values: np.ndarray) -> bool:
 def _singletons(blocks: list[np.ndarray]) -> "np.ndarray | list[np.ndarray]":
     """A stratum whose clusters are single items, as those items: ``_draw`` then takes the same
     picks with one numpy index instead of a Python loop over clusters (a judge report's bootstrap
-    over 100k conversations, one verdict each, spent most of its time there)."""
+    over 100k conversations, one verdict each, spent most of its time there).
+    """
     if all(len(block) == 1 for block in blocks):
         return np.concatenate(blocks) if blocks else np.arange(0)
     return blocks
@@ -412,7 +417,8 @@ def _singletons(blocks: list[np.ndarray]) -> "np.ndarray | list[np.ndarray]":
 
 def _draw(plan: Plan, rng: np.random.Generator) -> Draw:
     """One resample of every stratum; each drawn unit gets a fresh number (positions are their own
-    units, and the draw says so with no array, unless some stratum draws clusters)."""
+    units, and the draw says so with no array, unless some stratum draws clusters).
+    """
     indices, units, next_unit = [], [], 0
     clustered = any(isinstance(stratum, list) for stratum in plan)
     for stratum in plan:

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from benchmarks import _crash_job as crash_job
-
 from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, Sampling, request_hash
 from uxlocal.engine.pool import ModelPool
 from uxlocal.engine.vllm import admission_cost

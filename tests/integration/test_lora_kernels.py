@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from palate_script import simulator_prompts
 
 from uxlocal.engine.base import PreparedRequest
 from uxlocal.suites.palate.adapters import adapter_name, attach_adapters
 from uxlocal.suites.palate.training import load_base
 from uxlocal.suites.palate.users import UserData
-
-from palate_script import simulator_prompts
 
 pytestmark = pytest.mark.integration
 USERS = ("u1", "u2")
@@ -71,8 +70,8 @@ def merged_engine(embedded_model: Any, trained: dict[str, tuple[UserData, Path]]
     from peft import PeftModel
 
     from uxlocal.engine.render import make_renderer
-    from uxlocal.engine.vllm import VllmEngine
     from uxlocal.engine.resolve import resolve
+    from uxlocal.engine.vllm import VllmEngine
 
     folder = tmp_path_factory.mktemp("merged-u1")
     base, _renderer, _device = load_base(embedded_model)
@@ -102,8 +101,9 @@ def _mixed(base: list[Any], first: list[Any], second: list[Any]) -> list[Any]:
 
 
 def test_the_kernels_are_active_so_mixed_batches_run_as_one_call(lora_engine: Any) -> None:
-    from uxlocal.engine.vllm import lora_kernels_active
     from uxlocal_kernels.plugin import installed
+
+    from uxlocal.engine.vllm import lora_kernels_active
 
     assert lora_kernels_active() and installed()
     assert lora_engine.split_mixed_lora is False

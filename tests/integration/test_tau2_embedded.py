@@ -180,7 +180,8 @@ def test_banking_episodes_search_the_kb_and_share_one_db_end_to_end(
 ) -> None:
     """banking_knowledge on a real engine (issue 16): retrieval calls in the store, each task's user
     tools, one DB, a reward each. The 135M agent never searches on its own, so the run holds its
-    first move after each user message to ``KB_search`` (``--agent-first-tool``)."""
+    first move after each user message to ``KB_search`` (``--agent-first-tool``).
+    """
     from uxlocal.tau2 import load_domain, load_tasks
 
     config = {"tau2_data": str(data_dir), "domain": "banking_knowledge", "max_steps": 6,

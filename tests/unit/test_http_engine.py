@@ -1,5 +1,6 @@
 """The openai-http backend against a fake OpenAI-compatible server: constraints, label probabilities,
-retries (5xx yes, 4xx no), timeouts, least-loaded dispatch, and a killed server then a resumed run."""
+retries (5xx yes, 4xx no), timeouts, least-loaded dispatch, and a killed server then a resumed run.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks._openai_fake import FakeOpenAI
 from click.testing import CliRunner
 
+from benchmarks._openai_fake import FakeOpenAI
 from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, Sampling
 from uxlocal.engine.http import EndpointError, HttpEngine, HttpOptions, MessagesRenderer
 from uxlocal.engine.labelprobs import TokenTable, settle_in_proportion, start_walk
+from uxlocal.engine.resolve import resolve
 from uxlocal.errors import InputError, UxlocalError
 from uxlocal.grammar import Choice, JsonSchema, Regex
-from uxlocal.engine.resolve import resolve
 
 FAST = HttpOptions(max_retries=2, backoff_s=0.01, backoff_max_s=0.05, connect_timeout_s=1.0, timeout_s=5.0)
 
@@ -389,7 +390,8 @@ def _p_first(ids: list[int]) -> float:
 
 def _label_server(server: FakeOpenAI, *, refuse: int | None = None) -> None:
     """Answers chat and list-of-prompts completions with the same P(a) per prompt; ``refuse``: a
-    prompt id the server rejects (400), alone or inside a list, as vLLM rejects the whole list."""
+    prompt id the server rejects (400), alone or inside a list, as vLLM rejects the whole list.
+    """
     import math
 
     def position(p: float) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """Issue 32, the openai-http arm: token ids computed in the engine a group at a time, and the engine
-taking the scheduler's window, change how fast a run goes, never what it stores."""
+taking the scheduler's window, change how fast a run goes, never what it stores.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from typing import Any
 
 import duckdb
 import pytest
+
 from benchmarks._openai_fake import FakeOpenAI
 from benchmarks.harness_ceiling import write_conversations, write_tokenizer
-
 from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest
 from uxlocal.engine.http import HttpEngine, HttpOptions, MessagesRenderer, _LoopThread
 from uxlocal.engine.render import TemplateRenderer
@@ -86,7 +87,8 @@ def test_http_window_bounds_requests_in_flight_and_keeps_the_order() -> None:
 
 def _varied_labels(fake: FakeOpenAI) -> None:
     """Answer token-id prompt lists with a first-label probability that depends on each prompt's ids,
-    so a result handed to the wrong request changes the stored verdicts."""
+    so a result handed to the wrong request changes the stored verdicts.
+    """
 
     def answer(path: str, body: dict[str, Any]) -> tuple[int, Any] | None:
         prompts = body.get("prompt")

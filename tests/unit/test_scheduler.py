@@ -8,8 +8,8 @@ import pytest
 from uxlocal.engine.base import GenRequest, Sampling
 from uxlocal.engine.fake import FakeEngine, ScriptExhausted
 from uxlocal.engine.pool import ModelPool
-from uxlocal.grammar import Choice
 from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
+from uxlocal.grammar import Choice
 from uxlocal.rollout import Scheduler
 from uxlocal.store.db import connect
 from uxlocal.store.writer import StoreWriter

@@ -1,12 +1,13 @@
 """DuckDB without the network (issue 18): every connection is offline and locked, ``uxlocal query``
-refuses INSTALL/LOAD in well under a second without opening a socket, and local files still work."""
+refuses INSTALL/LOAD in well under a second without opening a socket, and local files still work.
+"""
 
 from __future__ import annotations
 
 import re
 import time
-from types import SimpleNamespace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import duckdb
@@ -14,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from uxlocal.cli import cli
-from uxlocal.store.db import connect
 from uxlocal.errors import InputError
+from uxlocal.store.db import connect
 from uxlocal.store.offline import NO_EXTENSIONS_DIR, OFFLINE_CONFIG, open_duckdb, resource_config
 
 PACKAGE = Path(__file__).resolve().parents[2] / "uxlocal"

@@ -1,5 +1,6 @@
 """``uxlocal run SUITE`` (one subcommand per registered suite, options from its config class) and
-``uxlocal demo``."""
+``uxlocal demo``.
+"""
 
 from __future__ import annotations
 

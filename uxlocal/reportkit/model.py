@@ -12,7 +12,8 @@ from typing import Any
 @dataclass
 class ReportTable:
     """A titled table: what a suite's ``report`` returns and every output (terminal, HTML,
-    Markdown, viewer) prints, cells formatted by ``tables.format_cell``."""
+    Markdown, viewer) prints, cells formatted by ``tables.format_cell``.
+    """
 
     title: str
     columns: list[str]

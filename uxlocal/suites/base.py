@@ -16,8 +16,8 @@ from importlib.metadata import EntryPoint
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from uxlocal.config import RunConfig, SuiteConfig
-from uxlocal.plugins import suite_entry_points
 from uxlocal.episode import EpisodeSpec
+from uxlocal.plugins import suite_entry_points
 
 if TYPE_CHECKING:
     from uxlocal.models import ResolvedModel
@@ -160,7 +160,8 @@ def suites() -> dict[str, type[Suite]]:
 
 def suite_class(name: str) -> type[Suite] | None:
     """The named suite's class, loading only its own entry point (importing every suite costs
-    ~0.3 s, one about half of that); or None."""
+    ~0.3 s, one about half of that); or None.
+    """
     if name not in _SUITES:
         for ep in suite_entry_points():
             if ep.name == name:

@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .registry import Domain, DomainDB
 from .messages import Message, Requestor, ToolCall, trajectory_tool_calls
+from .registry import Domain, DomainDB
 from .tasks import EnvAssertion, InitialState, Task
 from .toolkit import ToolError, ToolKind, Toolkit, ToolSpec, describe_validation_error, render_content
 
@@ -63,7 +63,8 @@ class ReplayMismatch:
 
 class Environment:
     """Tools and DBs of one episode: ``Environment.for_task(domain, task)``, or ``Environment(domain)``
-    for a task-free one (the domain's full toolkits on fresh copies of its DBs)."""
+    for a task-free one (the domain's full toolkits on fresh copies of its DBs).
+    """
 
     def __init__(self, domain: Domain, task: Task | None = None) -> None:
         self.domain = domain
@@ -287,7 +288,8 @@ class Environment:
         """The seat's tool by name. As in tau2, a user tool the task does not offer still runs
         (only the prompt leaves it out), and so does a tool the domain lists in ``unlisted_tools``
         (banking's discoverable tools called by name); a seat without such a tool is told so in
-        tau2's words."""
+        tau2's words.
+        """
         if requestor not in ("assistant", "user"):
             raise ToolError(f"unknown requestor {requestor!r}; use 'assistant' or 'user'")
         toolkit, db = self._toolkit(requestor), self._db(requestor)

@@ -6,9 +6,9 @@ from typing import Any
 
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import GenRequest, Sampling
+from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome, Program
 from uxlocal.grammar import Choice
 from uxlocal.reportkit.model import ReportTable
-from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome, Program
 from uxlocal.store.db import query
 from uxlocal.suites.base import Suite, SuitePlan
 

@@ -9,6 +9,7 @@ from typing import Any
 import duckdb
 import pytest
 
+from tests.unit.judge.conftest import chat, label_judge, number, write_jsonl
 from uxlocal.config import RunConfig
 from uxlocal.engine.fake import FakeEngine
 from uxlocal.engine.pool import ModelPool
@@ -18,8 +19,6 @@ from uxlocal.runner import RunResult, run_suite
 from uxlocal.suites.judge import adapter as ja
 from uxlocal.suites.judge.inputs import input_sha256
 from uxlocal.suites.judge.suite import JudgeSuite
-
-from tests.unit.judge.conftest import chat, label_judge, number, write_jsonl
 
 
 def _input(tmp_path: Path, n: int = 6) -> Path:

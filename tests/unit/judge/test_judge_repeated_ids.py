@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from uxlocal.errors import InputError
-from uxlocal.suites.judge.inputs import Columns, DistinctIds, iter_loaded
 from uxlocal.suites.judge import seen_ids
+from uxlocal.suites.judge.inputs import Columns, DistinctIds, iter_loaded
 from uxlocal.suites.judge.seen_ids import SeenIds, digests
 
 from .conftest import chat

@@ -89,8 +89,8 @@ def test_judge_stores_invalid_verdict_with_reason_and_never_guesses(tmp_path: Pa
 
 
 def test_judge_runs_several_judges_and_names_each(tmp_path: Path, run_judge: Any) -> None:
-    from uxlocal.engine.pool import ModelPool
     from uxlocal.config import RunConfig
+    from uxlocal.engine.pool import ModelPool
     from uxlocal.runner import run_suite
     from uxlocal.suites.judge.suite import JudgeSuite
 

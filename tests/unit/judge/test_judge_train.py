@@ -1,5 +1,6 @@
 """Learning a judge: examples in `uxlocal judge`'s prompt layout, loss on label tokens only, the
-group split, input checks before training, and a tiny training run (issue 30)."""
+group split, input checks before training, and a tiny training run (issue 30).
+"""
 
 from __future__ import annotations
 
@@ -154,7 +155,8 @@ def test_train_judge_lowers_loss_writes_metadata_and_repeats_by_seed(tmp_path: P
 
 def _thumbs(tmp_path: Path) -> str:
     """A label rubric without an abstain label: a random tiny model would otherwise abstain on every row,
-    and abstentions are left out of the agreement statistics."""
+    and abstentions are left out of the agreement statistics.
+    """
     rubric = tmp_path / "thumbs.toml"
     rubric.write_text('name = "thumbs"\nkind = "label"\nquestion = "Would the user like the last reply?"\n'
                       'positive = "liked"\n[[labels]]\nname = "liked"\n[[labels]]\nname = "disliked"\n',

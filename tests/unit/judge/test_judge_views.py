@@ -10,10 +10,16 @@ import duckdb
 import numpy as np
 import pytest
 
+from uxlocal import stats
 from uxlocal.engine.base import PreparedRequest
 from uxlocal.store.db import load_views
-from uxlocal import stats
-from uxlocal.suites.judge.report import LABEL_STATS, PAIR_STATS, SCORE_STATS, agreement_statistics, verdict_columns
+from uxlocal.suites.judge.report import (
+    LABEL_STATS,
+    PAIR_STATS,
+    SCORE_STATS,
+    agreement_statistics,
+    verdict_columns,
+)
 
 from .conftest import chat, number, write_jsonl
 
@@ -47,7 +53,8 @@ def _compare(db: Path, view: str, kind: str, names: tuple[str, ...]) -> dict[str
 def _columns_equal_rows(con: Any, points: dict[str, Any], kind: str, names: tuple[str, ...],
                         rows: list[dict[str, Any]]) -> None:
     """The report's columns (``verdict_columns``) give exactly the numbers the row dicts give,
-    on every resample and in the bootstrap intervals the report prints."""
+    on every resample and in the bootstrap intervals the report prints.
+    """
     columns = verdict_columns(con, points["run_id"], kind, points["criterion"], points["judge_role"])
     assert len(columns) == len(rows) > 0
     by_rows, by_columns = agreement_statistics(kind, rows), agreement_statistics(kind, columns)
@@ -135,7 +142,8 @@ def test_confusion_and_reliability_views_count_every_scored_verdict(tmp_path: Pa
 
 def _label_verdicts(seed: int, labels: list[str], n: int, *, rare: bool) -> list[dict[str, Any]]:
     """Random label verdicts in random item order: scores with ties when binary (none otherwise, as
-    stored); with ``rare``, two human positives only, so some resamples hold one human class."""
+    stored); with ``rare``, two human positives only, so some resamples hold one human class.
+    """
     rng = random.Random(seed)
     binary = len(labels) == 2
     rows = []
@@ -152,7 +160,8 @@ def _label_verdicts(seed: int, labels: list[str], n: int, *, rare: bool) -> list
 
 def _listed_label_statistics(rows: list[dict[str, Any]], none_seen: set[str]) -> dict[str, Any]:
     """The label statistics as the report computed them on Python lists: labels coded by first
-    appearance (human labels first), every resample's values taken as lists."""
+    appearance (human labels first), every resample's values taken as lists.
+    """
     codes: dict[Any, int] = {}
     human = [codes.setdefault(r["human_label"], len(codes)) for r in rows]
     label = [codes.setdefault(r["label"], len(codes)) for r in rows]
@@ -183,7 +192,8 @@ def test_label_columns_give_the_intervals_of_python_lists(labels: list[str], rar
     """The report's lean path (Arrow read, int32 codes, numpy takes, statistics from counts) prints
     the point values and bootstrap intervals of the list-based computation with scikit-learn, same
     seed (to the last bits of a double); also
-    when the rows arrive in many Arrow batches, each with its own dictionary of labels."""
+    when the rows arrive in many Arrow batches, each with its own dictionary of labels.
+    """
     import pyarrow as pa
 
     from uxlocal.suites.judge import report

@@ -11,7 +11,6 @@ import torch
 from _lora_cases import Case, assert_close, cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from uxlocal_kernels import lora_ops as fast
 from uxlocal_kernels import reference as ref
 from uxlocal_kernels.lora_linear import add_lora_linear, lora_linear

@@ -9,7 +9,6 @@ import pytest
 import torch
 from _lora_cases import Case, assert_close, cases
 from hypothesis import given, settings
-
 from uxlocal_kernels import lora_ops as fast
 from uxlocal_kernels import reference as ref
 

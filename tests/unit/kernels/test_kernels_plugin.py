@@ -6,7 +6,6 @@ import logging
 from importlib.metadata import entry_points
 
 import pytest
-
 from uxlocal_kernels import plugin
 from uxlocal_kernels.lora_linear import add_lora_linear
 from uxlocal_kernels.lora_ops import OPS

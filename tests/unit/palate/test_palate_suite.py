@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from palate_script import respond
+from prefix_layout import assert_conversation_then_question
 
 from uxlocal.config import RunConfig
 from uxlocal.engine.base import PreparedRequest
@@ -18,10 +20,6 @@ from uxlocal.suites.base import get_suite
 from uxlocal.suites.palate.agreement import ScoredTurn, pairwise_agreement
 from uxlocal.suites.palate.options import PalateConfig, parse_candidates
 from uxlocal.suites.palate.report import report_tables
-
-from palate_script import respond
-from prefix_layout import assert_conversation_then_question
-
 
 CONFIG = {
     "candidates": "A=fake,B=fake",

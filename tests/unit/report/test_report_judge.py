@@ -14,8 +14,8 @@ from uxlocal.engine.base import PreparedRequest
 from uxlocal.engine.fake import FakeEngine
 from uxlocal.engine.pool import ModelPool
 from uxlocal.report import build_report, render_html
-from uxlocal.store.db import connect
 from uxlocal.runner import run_suite
+from uxlocal.store.db import connect
 
 
 def _number(prompt: str) -> int:

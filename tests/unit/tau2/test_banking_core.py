@@ -24,18 +24,18 @@ from uxlocal.errors import InputError
 from uxlocal.runner import run_suite
 from uxlocal.store.db import connect
 from uxlocal.tau2 import Domain, Environment, Message, Task, ToolCall, load_domain, load_tasks
-from uxlocal.tau2.domains.banking_knowledge.discoverable import DISCOVERABLE_AGENT
+from uxlocal.tau2.domains.banking_knowledge.agent_tools import read_log_allowlist
 from uxlocal.tau2.domains.banking_knowledge.db import BankingDB
-from uxlocal.tau2.registry import DomainSpec, expand_domains
+from uxlocal.tau2.domains.banking_knowledge.discoverable import DISCOVERABLE_AGENT
 from uxlocal.tau2.episode.options import Tau2Options, user_tool_schemas
 from uxlocal.tau2.episode.prompts import fill
 from uxlocal.tau2.episode.user_proxy import guidelines
+from uxlocal.tau2.registry import DomainSpec, expand_domains
 from uxlocal.tau2.replay import replay_task, scripted_trajectory, total_line
 from uxlocal.tau2.reward import action_matches, score_episode
 from uxlocal.tau2.tasks import Action
 from uxlocal.tau2.termination import USER_STOP
-from uxlocal.tau2.toolkit import ToolError, Toolkit, ToolSpec, arg
-from uxlocal.tau2.domains.banking_knowledge.agent_tools import read_log_allowlist
+from uxlocal.tau2.toolkit import Toolkit, ToolSpec, arg
 
 BANKING = "banking_knowledge"
 DISCOVERABLE_CALLS = ("unlock_discoverable_agent_tool", "call_discoverable_agent_tool")

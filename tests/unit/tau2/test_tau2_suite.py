@@ -18,10 +18,10 @@ from uxlocal.engine.pool import ModelPool
 from uxlocal.runner import run_suite
 from uxlocal.store.db import connect
 from uxlocal.suites.base import get_suite
-from uxlocal.tau2 import Environment, Message, ToolCall, load_tasks, read_results
-from uxlocal.tau2.episode import TurnFormatError, parse_turn, turn_schema
-from uxlocal.tau2 import data as tau2_data
 from uxlocal.suites.tau2.suite import Tau2Config, Tau2Suite
+from uxlocal.tau2 import Environment, Message, ToolCall, load_tasks, read_results
+from uxlocal.tau2 import data as tau2_data
+from uxlocal.tau2.episode import TurnFormatError, parse_turn, turn_schema
 from uxlocal.tau2.episode.views import seat_view
 
 

@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from test_tau2_episode import call, run_tau2, say  # same folder: pytest puts it on sys.path
 
 from uxlocal.cli import cli
 from uxlocal.tau2 import Domain, Environment, Task, load_domain, load_tasks
+from uxlocal.tau2.domains.telecom.device import can_send_mms, internet_speed, mobile_data_works
 from uxlocal.tau2.domains.telecom.phone_db import TelecomUserDB
 from uxlocal.tau2.replay import replay_domain, scripted_trajectory, unsynced_gold_holds
-from uxlocal.tau2.domains.telecom.device import can_send_mms, internet_speed, mobile_data_works
-
-from test_tau2_episode import call, run_tau2, say  # same folder: pytest puts it on sys.path
 
 TRANSFER_TASKS = {
     "[service_issue]break_apn_settings|lock_sim_card_pin[PERSONA:None]",

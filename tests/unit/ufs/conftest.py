@@ -85,6 +85,7 @@ def make_convo() -> Callable[..., list[Message]]:
 def _ingest_trials(store: duckdb.DuckDBPyConnection, task: Task, convos: list[list[Message]], folder: Path,
                    *, proxy: str = "proxy-q") -> str:
     """Ingest one retail task's trajectories (trial k = ``convos[k]``, reward 1) as a tau2 results file."""
+    from uxlocal.suites.userproxy.ufs.ingest import ingest_tau2
     from uxlocal.tau2 import (
         EnvironmentInfo,
         Results,
@@ -94,7 +95,6 @@ def _ingest_trials(store: duckdb.DuckDBPyConnection, task: Task, convos: list[li
         UserInfo,
         write_results,
     )
-    from uxlocal.suites.userproxy.ufs.ingest import ingest_tau2
 
     sims = [Simulation(task_id=task.id, trial=t, termination_reason="user_stop", reward_info=RewardInfo(reward=1.0),
                        messages=messages) for t, messages in enumerate(convos)]

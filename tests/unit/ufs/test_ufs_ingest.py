@@ -14,6 +14,8 @@ from click.testing import CliRunner
 from uxlocal.cli import cli
 from uxlocal.errors import InputError
 from uxlocal.store.db import connect
+from uxlocal.suites.userproxy.ufs.episodes import load_trajectories, run_store_prechecks
+from uxlocal.suites.userproxy.ufs.ingest import ingest_tau2, ingest_taubench_v1, rebuild_results
 from uxlocal.tau2 import (
     AgentInfo,
     Environment,
@@ -28,8 +30,6 @@ from uxlocal.tau2 import (
     read_results,
     write_results,
 )
-from uxlocal.suites.userproxy.ufs.episodes import load_trajectories, run_store_prechecks
-from uxlocal.suites.userproxy.ufs.ingest import ingest_tau2, ingest_taubench_v1, rebuild_results
 
 Convo = Callable[..., list[Message]]
 

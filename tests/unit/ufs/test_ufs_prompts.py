@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from uxlocal.engine.base import GenResult, Sampling
-from uxlocal.tau2 import Message, Task
 from uxlocal.suites.userproxy.ufs import prompts as ufs_prompts
 from uxlocal.suites.userproxy.ufs.criteria import Blueprint, Criterion
 from uxlocal.suites.userproxy.ufs.prompts import (
@@ -26,6 +25,7 @@ from uxlocal.suites.userproxy.ufs.prompts import (
     writer_messages,
 )
 from uxlocal.suites.userproxy.ufs.render import USER_MARK, render_trajectory, user_turns
+from uxlocal.tau2 import Message, Task
 
 CRITERION = Criterion(
     criterion_id="c2",

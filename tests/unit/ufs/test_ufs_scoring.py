@@ -7,7 +7,6 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from uxlocal.tau2 import Message
 from uxlocal.suites.userproxy.ufs.scoring import (
     CriterionVerdict,
     EpisodeRecord,
@@ -21,6 +20,7 @@ from uxlocal.suites.userproxy.ufs.scoring import (
     success_violations,
     violation_counts,
 )
+from uxlocal.tau2 import Message
 
 
 def v(

@@ -15,19 +15,18 @@ from uxlocal.config import RunConfig
 from uxlocal.engine.fake import FakeEngine
 from uxlocal.engine.pool import ModelPool
 from uxlocal.errors import InputError
-from uxlocal.store.db import connect
 from uxlocal.suites.userproxy.criteria_run import CriteriaConfig, CriteriaSuite, load_samples
-from uxlocal.tau2 import Message, Task
 from uxlocal.suites.userproxy.ufs.criteria import MAX_CRITERIA, Blueprint, screen
 from uxlocal.suites.userproxy.ufs.sets import domain_blueprints
 from uxlocal.suites.userproxy.ufs.store import load_criteria
-from uxlocal.tau2.layout import SAMPLE_DATA
 from uxlocal.suites.userproxy.ufs.template_writer import (
     freeze_template_set,
     sentences,
     template_criteria,
     template_task_criteria,
 )
+from uxlocal.tau2 import Message, Task
+from uxlocal.tau2.layout import SAMPLE_DATA
 
 BP = Blueprint(
     domain="retail",

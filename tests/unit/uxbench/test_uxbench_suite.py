@@ -256,13 +256,13 @@ def test_judge_prompts_share_the_conversation_prefix_when_one_item_gets_k_replie
     # issue 17: UXBench asks one question per judge call, and the question (instruction and
     # checklist) is the same for every item, so it stays first; what differs between judge calls on
     # one conversation is the reply, which comes after the whole conversation
+    from prefix_layout import assert_conversation_then_question
+
     from uxlocal.episode import EpisodeSpec
     from uxlocal.rollout import Scheduler
     from uxlocal.suites.uxbench.data import load_eval
     from uxlocal.suites.uxbench.prompts import render_transcript
     from uxlocal.suites.uxbench.suite import UXBenchConfig, eval_program
-
-    from prefix_layout import assert_conversation_then_question
 
     item = next(i for i in load_eval(SAMPLE_DIR).items if len(i.history) >= 2)
     replies = iter(["first candidate reply, short", "second candidate reply, longer and different"])

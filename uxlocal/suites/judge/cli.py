@@ -13,8 +13,16 @@ from typing import Any
 
 import click
 
-from uxlocal.clikit import (CONTEXT, RUNNER_KEY, config_options, print_rows, run_options,
-                            run_suite_from_command, split_run_options, store_option)
+from uxlocal.clikit import (
+    CONTEXT,
+    RUNNER_KEY,
+    config_options,
+    print_rows,
+    run_options,
+    run_suite_from_command,
+    split_run_options,
+    store_option,
+)
 from uxlocal.errors import InputError
 from uxlocal.suites.judge.config import JUDGE_SETTINGS, JudgeConfig, judge_settings
 from uxlocal.train.lora import StepReport
@@ -139,7 +147,6 @@ def judge_train(input_: str, base: str, out: str, heldout: float, seed: int, ste
       uxlocal judge train feedback.jsonl --rubric ux-liked --human-col thumb --group-col topic --out my-judge
       uxlocal judge train ratings.csv --rubric helpfulness --human-col score --base qwen7b --out qwen-judge
     """
-
     from uxlocal.engine.resolve import resolve
     from uxlocal.suites.judge import train as jt
     from uxlocal.suites.judge.rubrics import load_rubric

@@ -26,11 +26,11 @@ from collections.abc import Callable
 from typing import Any
 
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
-from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.episode import EpisodeContext, Outcome, Program
+from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.suites.judge.inputs import JudgeItem
 from uxlocal.suites.judge.prompts import Layout, judge_messages
-from uxlocal.suites.judge.rubrics import TIE_LABEL, Criterion, Rubric
+from uxlocal.suites.judge.rubrics import Criterion, Rubric
 
 LABEL_TOKENS = 32
 """Completion budget of a label verdict: room for the longest label's token path (zh labels and

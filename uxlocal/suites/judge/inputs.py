@@ -385,7 +385,8 @@ class _RepeatedId(RowProblem):
 
 class _ChunkIds:
     """The repeated-id check of ``iter_loaded``: exact within the current chunk (a dict of its ids),
-    by digest against the earlier chunks (``SeenIds``) when the chunk is settled."""
+    by digest against the earlier chunks (``SeenIds``) when the chunk is settled.
+    """
 
     def __init__(self, name: str, cols: Columns, skip_bad_rows: bool, *, across: bool = True) -> None:
         self.name, self.column, self.skip_bad_rows = name, cols.id, skip_bad_rows

@@ -62,7 +62,8 @@ class LabelTallies:
 
     def kappa(self, idx: np.ndarray) -> float | None:
         """Cohen's kappa of the draw (``stats.cohen_kappa``): None under two verdicts or when chance
-        agreement is total."""
+        agreement is total.
+        """
         matrix = self.confusion(idx)
         n = int(matrix.sum())
         if n < 2:
@@ -73,7 +74,8 @@ class LabelTallies:
 
     def macro_f1(self, idx: np.ndarray) -> float | None:
         """Macro-F1 of the draw over the classes it holds (``stats.macro_f1``): each class's
-        2·TP / (2·TP + FP + FN), averaged unweighted."""
+        2·TP / (2·TP + FP + FN), averaged unweighted.
+        """
         matrix = self.confusion(idx)
         if not matrix.size:
             return None
@@ -91,7 +93,8 @@ class LabelTallies:
     def ece(self, idx: np.ndarray) -> float | None:
         """Expected calibration error of the draw (``stats.ece``; None without confidences): each bin's
         verdicts, hits and summed confidence counted a block of the draw at a time, so no copy of a
-        million drawn confidences is made."""
+        million drawn confidences is made.
+        """
         if self.confidence is None or not len(idx):
             return None
         bins = stats.ECE_BINS

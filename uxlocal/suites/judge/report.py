@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from uxlocal import stats
-from uxlocal.store.db import query
 from uxlocal.reportkit.model import ReportTable
+from uxlocal.store.db import query
 from uxlocal.suites.judge.column_fill import ColumnFill
 from uxlocal.suites.judge.label_tallies import LabelTallies
 
@@ -58,7 +58,8 @@ class VerdictColumns:
 
     def _code_arrow(self, keys: tuple[str, ...], values: Any) -> dict[Any, int]:
         """Code ``keys`` from ``values``, an Arrow array of their values one column after the other:
-        Arrow numbers the distinct values (null one of them) by first appearance, as ``code`` does."""
+        Arrow numbers the distinct values (null one of them) by first appearance, as ``code`` does.
+        """
         import pyarrow.compute as pc
 
         encoded = pc.dictionary_encode(values, null_encoding="encode")
@@ -84,7 +85,8 @@ class VerdictColumns:
 
     def clusters(self) -> np.ndarray | None:
         """What the bootstrap resamples: the cluster codes, or None when every row is its own cluster
-        (the same draws as codes 0..n-1, without their 8 MB a million rows)."""
+        (the same draws as codes 0..n-1, without their 8 MB a million rows).
+        """
         return None if self.singletons else self.column("cluster")
 
     def values(self, key: str) -> list[Any]:

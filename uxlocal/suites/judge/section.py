@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from uxlocal.reportkit.rows import NoData, in_list, rows_of
 from uxlocal.reportkit.model import Figure, TableGroup
 from uxlocal.reportkit.plots import (
     ReliabilityBin,
@@ -32,12 +31,13 @@ from uxlocal.reportkit.plots import (
     scatter_svg,
 )
 from uxlocal.reportkit.registry import register_figure, register_section
-
+from uxlocal.reportkit.rows import NoData, in_list, rows_of
 
 
 def tables(con: Any, run_ids: Sequence[str]) -> list[TableGroup]:
     """The "learned vs prompted judge" comparison (when ``judge train``'s two held-out runs are
-    both shown), then each run's own tables, as the terminal prints them."""
+    both shown), then each run's own tables, as the terminal prints them.
+    """
     from uxlocal.suites.judge.compare import learned_vs_prompted
     from uxlocal.suites.judge.suite import JudgeSuite
 

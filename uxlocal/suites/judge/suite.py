@@ -16,13 +16,13 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from uxlocal.config import RunConfig, SuiteConfig
-from uxlocal.errors import InputError
-from uxlocal.episode import EpisodeSpec
-from uxlocal.reportkit.model import ReportTable
 from uxlocal import paths
-from uxlocal.suites.base import DemoSpec, PlanChunk, Suite, SuitePlan
+from uxlocal.config import RunConfig, SuiteConfig
+from uxlocal.episode import EpisodeSpec
+from uxlocal.errors import InputError
 from uxlocal.models import ResolvedModel
+from uxlocal.reportkit.model import ReportTable
+from uxlocal.suites.base import DemoSpec, PlanChunk, Suite, SuitePlan
 from uxlocal.suites.judge import adapter as judge_adapter
 from uxlocal.suites.judge import episodes
 from uxlocal.suites.judge.config import JudgeConfig
@@ -90,7 +90,8 @@ def _item_rows(item: JudgeItem, turn: int | None, kind: str) -> dict[str, Any]:
 def _chunks(config: JudgeConfig, rubric: Rubric, asker: episodes.Asker, roles: list[str], limit: int | None,
             keep: set[str] | None = None, distinct: DistinctIds | None = None) -> Iterator[PlanChunk]:
     """The plan of the first ``limit`` items (all when None) among ``keep`` (all when None), one
-    input chunk at a time (``distinct``: what earlier reads found of the ids, see ``DistinctIds``)."""
+    input chunk at a time (``distinct``: what earlier reads found of the ids, see ``DistinctIds``).
+    """
     pairwise = rubric.kind == "pairwise"
     left = limit
     for loaded in iter_loaded(config.input, config.columns(), pairwise=pairwise, human=human_parser(rubric),

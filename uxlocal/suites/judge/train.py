@@ -41,10 +41,10 @@ from typing import Any
 
 from uxlocal.errors import InputError
 from uxlocal.models import ResolvedModel, folder_fingerprint
-from uxlocal.suites.judge.adapter import META_FILE
 from uxlocal.suites.judge import compare, episodes
+from uxlocal.suites.judge.adapter import META_FILE
+from uxlocal.suites.judge.compare import agreement, difference_intervals, paired
 from uxlocal.suites.judge.config import JUDGE_SETTINGS
-from uxlocal.suites.judge.compare import COMPARISON_COLUMNS, agreement, difference_intervals, paired
 from uxlocal.suites.judge.inputs import Columns, JudgeItem, input_sha256, load_items
 from uxlocal.suites.judge.prompts import Layout, template_sha256
 from uxlocal.suites.judge.rubrics import TIE_LABEL, Rubric
@@ -321,7 +321,8 @@ def _fit(prepared: Prepared, base: ResolvedModel, out: str | Path, settings: lor
          on_step: lora.OnStep | None, on_prefix: PrefixProgress | None = None
          ) -> tuple[str, dict[str, Any], list[float], float]:
     """Train and save; returns the weights hash, the held-out label-token losses, the step losses and the
-    training seconds (the frozen-prefix pass over the training examples and the loop)."""
+    training seconds (the frozen-prefix pass over the training examples and the loop).
+    """
     import gc
 
     model, where = lora.load_base(base.path)

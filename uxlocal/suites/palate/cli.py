@@ -1,5 +1,6 @@
 """``uxlocal palate``: card pool and panel tools, LoRA simulator training, and the agreement and
-realism parts of the PALATE suite run on their own."""
+realism parts of the PALATE suite run on their own.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import click
 
-from uxlocal.clikit import CONTEXT, print_rows, run_suite_from_command, run_options, split_run_options
+from uxlocal.clikit import CONTEXT, print_rows, run_options, run_suite_from_command, split_run_options
 from uxlocal.errors import UxlocalError
 
 

@@ -1,2 +1,3 @@
 """``uxlocal run selftest``: a tiny suite that exercises every role and the store; it registers
-through the ``uxlocal.suites`` entry point like any other suite."""
+through the ``uxlocal.suites`` entry point like any other suite.
+"""

@@ -1,2 +1,3 @@
 """UserProxyBench on the tau2 runtime (``uxlocal.tau2``, episodes from ``uxlocal.tau2.episode``): the user-fidelity
-layer (``ufs/``), ``uxlocal run userproxy`` (``suite.py``) and ``uxlocal ufs criteria`` (``criteria_run.py``)."""
+layer (``ufs/``), ``uxlocal run userproxy`` (``suite.py``) and ``uxlocal ufs criteria`` (``criteria_run.py``).
+"""

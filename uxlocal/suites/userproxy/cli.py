@@ -1,5 +1,6 @@
 """UserProxyBench tools: ``uxlocal ingest`` (outside trajectories) and ``uxlocal ufs`` (criteria sets,
-pre-checks, the cost-fidelity frontier)."""
+pre-checks, the cost-fidelity frontier).
+"""
 
 from __future__ import annotations
 

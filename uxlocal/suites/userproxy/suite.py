@@ -38,9 +38,9 @@ from pydantic import Field
 
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import Sampling
+from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
 from uxlocal.errors import InputError
 from uxlocal.reportkit.model import ReportTable
-from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
 from uxlocal.store.db import connect, query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
 from uxlocal.suites.userproxy.ufs.criteria import Blueprint
@@ -174,7 +174,8 @@ class UserProxySuite(Suite):
 
     def demo(self) -> DemoSpec:
         """Two tasks (tau2's mock, else our sample domain), the embedded model at two user
-        temperatures, template criteria, short budgets."""
+        temperatures, template criteria, short budgets.
+        """
         roles = {AGENT_ROLE: "embedded", JUDGE_ROLE: "embedded",
                  **{f"{PROXY_ROLE_PREFIX}{p}": "embedded" for p in DEMO_PROXIES}}
         data = demo_data()

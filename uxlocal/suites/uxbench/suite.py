@@ -24,10 +24,10 @@ from pydantic import Field
 
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
+from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome, Program
 from uxlocal.errors import InputError
 from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.reportkit.model import ReportTable
-from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome, Program
 from uxlocal.store.db import json_value, query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
 from uxlocal.suites.uxbench import metrics
@@ -375,7 +375,8 @@ class UXBench(Suite):
 
 def bootstrap_settings(con: Any, run_id: str) -> tuple[int, int]:
     """(resamples, seed) of a run's intervals, from its stored config: the tables and the report's
-    leaderboard whiskers both use these, so they print the same interval."""
+    leaderboard whiskers both use these, so they print the same interval.
+    """
     row = con.execute("SELECT config FROM runs WHERE run_id = ?", [run_id]).fetchone()
     config = (json_value(row[0]) if row else None) or {}
     return UXBenchConfig(**config.get("suite_config", {})).bootstrap, int(config.get("seed", 0))

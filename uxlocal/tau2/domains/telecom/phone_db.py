@@ -118,7 +118,8 @@ class PhoneDevice(Record):
 
     def model_dump(self, **kwargs: Any) -> dict[str, Any]:
         """Dump without pydantic's type warnings: a setting a malformed call stored unchecked
-        (``user_tools.store_unchecked``, upstream's bug 3) is dumped as it is, on purpose."""
+        (``user_tools.store_unchecked``, upstream's bug 3) is dumped as it is, on purpose.
+        """
         kwargs.setdefault("warnings", False)
         return super().model_dump(**kwargs)
 

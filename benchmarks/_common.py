@@ -23,7 +23,9 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
-def cli_parser(doc: str | None, add_cli_args: Callable[[argparse.ArgumentParser], None]) -> argparse.ArgumentParser:
+def cli_parser(
+    doc: str | None, add_cli_args: Callable[[argparse.ArgumentParser], None]
+) -> argparse.ArgumentParser:
     """A script's whole parser: the shared options, then the script's own (``add_cli_args``)."""
     p = parser((doc or "").strip().splitlines()[0] if doc else "")
     add_cli_args(p)
@@ -93,7 +95,9 @@ def report(title: str, config: dict[str, Any], rows: list[tuple[str, Any]], json
     print("=" * 64)
     if json_out:
         with open(json_out, "w") as handle:
-            json.dump({"title": title, "config": config, "results": dict(rows)}, handle, indent=2, default=str)
+            json.dump(
+                {"title": title, "config": config, "results": dict(rows)}, handle, indent=2, default=str
+            )
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:

@@ -173,7 +173,9 @@ def snapshot(db: str) -> dict[str, Any]:
                 "episodes": q("SELECT count(*) - count(DISTINCT episode_id) FROM episodes")[0][0],
                 "verdicts": q("SELECT count(*) - count(DISTINCT (episode_id, name)) FROM verdicts")[0][0],
                 "generations": q("SELECT count(*) - count(DISTINCT request_hash) FROM generations")[0][0],
-                "run_generations": q("SELECT count(*) - count(DISTINCT (episode_id, seq)) FROM run_generations")[0][0],
+                "run_generations": q(
+                    "SELECT count(*) - count(DISTINCT (episode_id, seq)) FROM run_generations"
+                )[0][0],
             },
         }
     finally:

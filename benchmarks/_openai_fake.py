@@ -55,10 +55,19 @@ def minimal_instance(schema: dict[str, Any], defs: dict[str, Any] | None = None)
 class FakeOpenAI:
     """Start with ``FakeOpenAI().start()``; ``url`` is the base (``http://127.0.0.1:PORT/v1``)."""
 
-    def __init__(self, served: str = "fake-model", *, port: int = 0, choice_probs: tuple[float, ...] = (0.7, 0.3),
-                 delay_s: float = 0.0, owned_by: str = "vllm", api_key: str | None = None,
-                 leak_key_in_errors: int = 0, record: bool = True,
-                 token_ids: Callable[[str], list[int]] | None = None) -> None:
+    def __init__(
+        self,
+        served: str = "fake-model",
+        *,
+        port: int = 0,
+        choice_probs: tuple[float, ...] = (0.7, 0.3),
+        delay_s: float = 0.0,
+        owned_by: str = "vllm",
+        api_key: str | None = None,
+        leak_key_in_errors: int = 0,
+        record: bool = True,
+        token_ids: Callable[[str], list[int]] | None = None,
+    ) -> None:
         self.served = served
         self.port = port
         self.choice_probs = choice_probs
@@ -129,8 +138,20 @@ class FakeOpenAI:
                 if self._refused():
                     return
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, {"object": "list", "data": [
-                        {"id": fake.served, "object": "model", "owned_by": fake.owned_by, "max_model_len": 2048}]})
+                    self._send(
+                        200,
+                        {
+                            "object": "list",
+                            "data": [
+                                {
+                                    "id": fake.served,
+                                    "object": "model",
+                                    "owned_by": fake.owned_by,
+                                    "max_model_len": 2048,
+                                }
+                            ],
+                        },
+                    )
                 else:
                     self._send(404, {"error": {"message": "no such route"}})
 
@@ -191,7 +212,9 @@ class FakeOpenAI:
         constraint the text is the first label; otherwise one token ``x`` with no alternatives.
         """
         prompt = body.get("prompt")
-        prompts = prompt if isinstance(prompt, list) and prompt and isinstance(prompt[0], (list, str)) else [prompt]
+        prompts = (
+            prompt if isinstance(prompt, list) and prompt and isinstance(prompt[0], (list, str)) else [prompt]
+        )
         labels = (body.get("structured_outputs") or {}).get("choice")
         as_ids = bool(body.get("return_tokens_as_token_ids"))
         choices = [{"index": k, **self._completion_choice(labels, as_ids)} for k in range(len(prompts))]

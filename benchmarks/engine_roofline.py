@@ -160,7 +160,10 @@ def measure_roof(copy_mib: int, gemm_n: int) -> dict[str, float]:
     torch.matmul(a, b)
     gemm_s = min(_time(lambda: torch.matmul(a, b)) for _ in range(3))
     del src, dst
-    return {"bandwidth_gbs": 2 * copy_mib * 2**20 / copy_s / 1e9, "gemm_tflops": 2 * gemm_n**3 / gemm_s / 1e12}
+    return {
+        "bandwidth_gbs": 2 * copy_mib * 2**20 / copy_s / 1e9,
+        "gemm_tflops": 2 * gemm_n**3 / gemm_s / 1e12,
+    }
 
 
 def _time(fn: Any) -> float:
@@ -185,7 +188,9 @@ def model_shape(model_name: str) -> dict[str, float]:
             "weight_bytes": 2 * params, "lm_head_params": embed}
 
 
-def decode_bound(shape: dict[str, float], roof: dict[str, float], batch: int, context: int, tokens: int) -> float:
+def decode_bound(
+    shape: dict[str, float], roof: dict[str, float], batch: int, context: int, tokens: int
+) -> float:
     """tok/s if every step only had to read the weights and the batch's KV cache once at full bandwidth."""
     kv = batch * (context + tokens / 2) * shape["kv_bytes_per_token"]
     return batch * roof["bandwidth_gbs"] * 1e9 / (shape["weight_bytes"] + kv)
@@ -212,9 +217,15 @@ class Arm:
         """Longest wait after a measurement for the worker's threads to stop spinning."""
         self.log = open(log_dir / f"{name}.log", "w")
         worker = {**spec, "engine_args": engine_args, "stack_room": cpu_tuning.uses_stack_room(name)}
-        self.proc = subprocess.Popen(module_command("benchmarks.engine_roofline", "--worker", json.dumps(worker)),
-                                     env=child_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                     text=True, cwd=REPO)
+        self.proc = subprocess.Popen(
+            module_command("benchmarks.engine_roofline", "--worker", json.dumps(worker)),
+            env=child_env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            cwd=REPO,
+        )
         self.ready = self._read()
 
     def _read(self) -> dict[str, Any]:
@@ -311,7 +322,9 @@ def print_report(summary: dict[str, Any], config: dict[str, Any]) -> None:
                 continue
             label = f"{key.split('@')[0]} tok/s @ {key.split('@')[1]}"
             label += " (batch)" if key.startswith("decode") else " (prompt tokens)"
-            print(f"   {label:<30} {_fmt(value['tok_s']):>24}  {value['fraction']:>8.3f}  {value['ratio']:>7.2f}")
+            print(
+                f"   {label:<30} {_fmt(value['tok_s']):>24}  {value['fraction']:>8.3f}  {value['ratio']:>7.2f}"
+            )
     print("-" * 78)
     print(f" best arm on {summary['goal_metric']}: {summary['best_arm']}   fraction of bandwidth bound "
           f"{summary['best_fraction']:.3f}")
@@ -352,15 +365,27 @@ def measure(arms: list[str], spec: dict[str, Any], repeat: int, roof_args: tuple
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
     """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
-    p.add_argument("--arms", default=DEFAULT_ARMS, help=f"comma-separated arms, '+' combines (default: {DEFAULT_ARMS})")
-    p.add_argument("--repeat", type=int, default=3, help="rounds over all arms; figures are medians (default 3)")
+    p.add_argument(
+        "--arms", default=DEFAULT_ARMS, help=f"comma-separated arms, '+' combines (default: {DEFAULT_ARMS})"
+    )
+    p.add_argument(
+        "--repeat", type=int, default=3, help="rounds over all arms; figures are medians (default 3)"
+    )
     p.add_argument("--batches", default="1,8,32,64", help="decode batch sizes (default 1,8,32,64)")
     p.add_argument("--context", type=int, default=96, help="prompt tokens before decoding (default 96)")
-    p.add_argument("--decode-tokens", type=int, default=16, help="timed decode tokens per request (default 16)")
+    p.add_argument(
+        "--decode-tokens", type=int, default=16, help="timed decode tokens per request (default 16)"
+    )
     p.add_argument("--prefill-lengths", default="512,2000", help="prefill prompt lengths (default 512,2000)")
-    p.add_argument("--prefill-prompts", type=int, default=2, help="prompts per prefill measurement (default 2)")
-    p.add_argument("--copy-mib", type=int, default=512, help="copy size for the bandwidth roof (default 512 MiB)")
-    p.add_argument("--gemm-n", type=int, default=4096, help="square bf16 GEMM size for the peak (default 4096)")
+    p.add_argument(
+        "--prefill-prompts", type=int, default=2, help="prompts per prefill measurement (default 2)"
+    )
+    p.add_argument(
+        "--copy-mib", type=int, default=512, help="copy size for the bandwidth roof (default 512 MiB)"
+    )
+    p.add_argument(
+        "--gemm-n", type=int, default=4096, help="square bf16 GEMM size for the peak (default 4096)"
+    )
     p.add_argument("--no-store", action="store_true", help="do not store the summary for `uxlocal doctor`")
 
 
@@ -369,9 +394,14 @@ def main(args: argparse.Namespace) -> None:
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     for arm in arms:
         cpu_tuning.arm_settings(arm)  # unknown names fail before any time is spent
-    spec = {"model": args.model, "batches": [int(b) for b in args.batches.split(",")], "context": args.context,
-            "decode_tokens": args.decode_tokens, "prefill_lengths": [int(n) for n in args.prefill_lengths.split(",")],
-            "prefill_prompts": args.prefill_prompts}
+    spec = {
+        "model": args.model,
+        "batches": [int(b) for b in args.batches.split(",")],
+        "context": args.context,
+        "decode_tokens": args.decode_tokens,
+        "prefill_lengths": [int(n) for n in args.prefill_lengths.split(",")],
+        "prefill_prompts": args.prefill_prompts,
+    }
     loads = [wait_quiet()]
     started = time.perf_counter()
     raw, roofs = measure(arms, spec, args.repeat, (args.copy_mib, args.gemm_n), loads)
@@ -385,8 +415,11 @@ def main(args: argparse.Namespace) -> None:
               "wall (s)": f"{time.perf_counter() - started:.0f}"}
     print_report(summary, config)
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"config": config, "spec": spec, "summary": summary, "raw": raw,
-                                                   "roofs": roofs}, indent=2))
+        Path(args.json_out).write_text(
+            json.dumps(
+                {"config": config, "spec": spec, "summary": summary, "raw": raw, "roofs": roofs}, indent=2
+            )
+        )
     if not args.no_store:
         print(f" stored for `uxlocal doctor`: {cpu_tuning.store_benchmark(summary, config)}")
 

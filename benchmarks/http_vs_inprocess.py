@@ -38,15 +38,21 @@ def episode(ctx: EpisodeContext, k: int, tokens: int, tag: str) -> Any:
     ask = [{"role": "user", "content": f"Give me one tip about {TOPICS[k % len(TOPICS)]} ({tag} {k})."}]
     reply = yield GenRequest("candidate", tuple(ask), Sampling(max_tokens=tokens))
     question = f"Tip: {reply.text}\nIs this tip good or bad?"
-    yield GenRequest("judge", ({"role": "user", "content": question},), Sampling(max_tokens=4), Choice(("good", "bad")))
+    yield GenRequest(
+        "judge", ({"role": "user", "content": question},), Sampling(max_tokens=4), Choice(("good", "bad"))
+    )
 
 
 def episodes(n: int, tokens: int, tag: str) -> list[EpisodeSpec]:
-    return [EpisodeSpec(f"{tag}{k}", (lambda k: lambda ctx: episode(ctx, k, tokens, tag))(k)) for k in range(n)]
+    return [
+        EpisodeSpec(f"{tag}{k}", (lambda k: lambda ctx: episode(ctx, k, tokens, tag))(k)) for k in range(n)
+    ]
 
 
 def probe(ctx: EpisodeContext, k: int, tag: str) -> Any:
-    yield GenRequest("candidate", ({"role": "user", "content": f"Say a number ({tag} {k})."},), Sampling(max_tokens=1))
+    yield GenRequest(
+        "candidate", ({"role": "user", "content": f"Say a number ({tag} {k})."},), Sampling(max_tokens=1)
+    )
 
 
 REVIEWS = ["The soup was cold and the waiter ignored us.", "Lovely staff, fresh bread, great coffee.",
@@ -69,7 +75,9 @@ def judgements(pool: ModelPool) -> list[Any]:
 
 def arm(pool: ModelPool, args: Any, tag: str) -> dict[str, Any]:
     """Throughput run, then one-at-a-time probes; returns the raw numbers."""
-    wall, stats = timed(lambda: Scheduler(pool, max_live=512).run(episodes(args.episodes, args.max_tokens, tag)))
+    wall, stats = timed(
+        lambda: Scheduler(pool, max_live=512).run(episodes(args.episodes, args.max_tokens, tag))
+    )
     latencies = []
     for k in range(args.probes):
         started = time.perf_counter()
@@ -108,18 +116,34 @@ def main(args: argparse.Namespace) -> None:
     tps_a, tps_b = a["completion_tokens"] / a["wall_s"], b["completion_tokens"] / b["wall_s"]
     same_label = sum(x.parsed == y.parsed for x, y in pairs)
     gap = max(abs(x.label_probs[k] - y.label_probs[k]) for x, y in pairs for k in x.label_probs)
-    report("openai-http (local vLLM server) vs in-process vLLM, same workload",
-           {"model": model.name, "episodes (reply + judge)": args.episodes, "max_tokens per reply": args.max_tokens,
-            "one-token probes": args.probes, "server": server.url, "load before timing": f"{load:.2f}"},
-           [("in-process wall (s)", a["wall_s"]), ("http wall (s)", b["wall_s"]),
+    report(
+        "openai-http (local vLLM server) vs in-process vLLM, same workload",
+        {
+            "model": model.name,
+            "episodes (reply + judge)": args.episodes,
+            "max_tokens per reply": args.max_tokens,
+            "one-token probes": args.probes,
+            "server": server.url,
+            "load before timing": f"{load:.2f}",
+        },
+        [
+            ("in-process wall (s)", a["wall_s"]),
+            ("http wall (s)", b["wall_s"]),
             ("in-process completion tokens", a["completion_tokens"]),
             ("http completion tokens", b["completion_tokens"]),
-            ("in-process tok/s", tps_a), ("http tok/s", tps_b),
-            ("in-process requests/s", a["requests"] / a["wall_s"]), ("http requests/s", b["requests"] / b["wall_s"]),
-            ("in-process one-token request (ms)", a["probe_ms"]), ("http one-token request (ms)", b["probe_ms"]),
+            ("in-process tok/s", tps_a),
+            ("http tok/s", tps_b),
+            ("in-process requests/s", a["requests"] / a["wall_s"]),
+            ("http requests/s", b["requests"] / b["wall_s"]),
+            ("in-process one-token request (ms)", a["probe_ms"]),
+            ("http one-token request (ms)", b["probe_ms"]),
             ("overhead per request (ms)", b["probe_ms"] - a["probe_ms"]),
-            (f"same judge label (of {len(pairs)})", same_label), ("largest label-probability gap", gap),
-            ("throughput ratio http/in-process (tok/s)", tps_b / tps_a)], args.json_out)
+            (f"same judge label (of {len(pairs)})", same_label),
+            ("largest label-probability gap", gap),
+            ("throughput ratio http/in-process (tok/s)", tps_b / tps_a),
+        ],
+        args.json_out,
+    )
 
 
 if __name__ == "__main__":

@@ -32,9 +32,36 @@ from uxlocal.engine.resolve import resolve
 from uxlocal.rollout import Scheduler
 from uxlocal.suites.judge.suite import JudgeConfig, JudgeSuite
 
-WORDS = ("order", "delivery", "refund", "account", "password", "invoice", "weekend", "kitchen", "garden",
-         "printer", "battery", "schedule", "meeting", "project", "budget", "travel", "ticket", "hotel", "river",
-         "music", "recipe", "doctor", "insurance", "contract", "library", "station", "camera", "window")
+WORDS = (
+    "order",
+    "delivery",
+    "refund",
+    "account",
+    "password",
+    "invoice",
+    "weekend",
+    "kitchen",
+    "garden",
+    "printer",
+    "battery",
+    "schedule",
+    "meeting",
+    "project",
+    "budget",
+    "travel",
+    "ticket",
+    "hotel",
+    "river",
+    "music",
+    "recipe",
+    "doctor",
+    "insurance",
+    "contract",
+    "library",
+    "station",
+    "camera",
+    "window",
+)
 
 
 def _sentence(rng: random.Random) -> str:
@@ -62,8 +89,12 @@ def rubric_toml(k: int) -> str:
     lines = ['name = "bench"', 'kind = "likert"', 'question = "How good is the last reply?"', "scale = 5",
              "[anchors]", *[f'{p} = "point {p}"' for p in range(1, 6)]]
     for c in range(k):
-        lines += ["[[criteria]]", f'name = "c{c}"', f'question = "Criterion {c}: how well does the assistant\'s '
-                  f'last reply handle aspect number {c} of the user\'s request?"']
+        lines += [
+            "[[criteria]]",
+            f'name = "c{c}"',
+            f"question = \"Criterion {c}: how well does the assistant's "
+            f"last reply handle aspect number {c} of the user's request?\"",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -116,7 +147,9 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--conversations", type=int, default=6, help="N conversations (default 6)")
     p.add_argument("--criteria", type=int, default=8, help="K criteria per conversation (default 8)")
-    p.add_argument("--tokens", type=int, default=1200, help="about this many tokens per conversation (default 1200)")
+    p.add_argument(
+        "--tokens", type=int, default=1200, help="about this many tokens per conversation (default 1200)"
+    )
 
 
 def main(args: argparse.Namespace) -> None:
@@ -131,8 +164,13 @@ def main(args: argparse.Namespace) -> None:
         folder = Path(tmp)
         import json
 
-        (folder / "chats.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "conversation": conversation(i, args.tokens)})
-                                                    + "\n" for i in range(args.conversations)), encoding="utf-8")
+        (folder / "chats.jsonl").write_text(
+            "".join(
+                json.dumps({"id": f"c{i}", "conversation": conversation(i, args.tokens)}) + "\n"
+                for i in range(args.conversations)
+            ),
+            encoding="utf-8",
+        )
         (folder / "bench.toml").write_text(rubric_toml(args.criteria), encoding="utf-8")
         llm.generate(["warm up"], use_tqdm=False)
         load = wait_quiet()
@@ -143,9 +181,13 @@ def main(args: argparse.Namespace) -> None:
               "vLLM prefix caching enabled": caching, "load average at start": round(load, 1)}
     rows: list[tuple[str, Any]] = []
     for name, arm in (("criterion_first", first), ("shared", shared)):
-        rows += [(f"{name}: wall (s)", arm["wall_s"]), (f"{name}: verdicts/s", arm["verdicts_per_s"]),
-                 (f"{name}: prompt tokens/s (incl. cached)", arm["prompt_tok_per_s"]),
-                 (f"{name}: prefix-cache hit rate", arm["hit_rate"]), (f"{name}: failed episodes", arm["failed"])]
+        rows += [
+            (f"{name}: wall (s)", arm["wall_s"]),
+            (f"{name}: verdicts/s", arm["verdicts_per_s"]),
+            (f"{name}: prompt tokens/s (incl. cached)", arm["prompt_tok_per_s"]),
+            (f"{name}: prefix-cache hit rate", arm["hit_rate"]),
+            (f"{name}: failed episodes", arm["failed"]),
+        ]
     rows.append(("shared/criterion_first verdicts/s", shared["verdicts_per_s"] / first["verdicts_per_s"]))
     report("uxlocal judge throughput: prompt layout", config, rows, args.json_out)
     pool.close()

@@ -120,8 +120,13 @@ def main(args: argparse.Namespace) -> None:
         mixed = [None if k % 2 == 0 else requests[(k // 2) % len(requests)] for k in range(args.requests)]
         active_at_start = plugin.status().active
         timed_batch(engine, ids[: len(requests)], requests, 2)  # warm-up: load every adapter into a slot
-        arms = [("base", "ours", [None] * args.requests), ("adapters stock", "stock", only),
-                ("mixed stock", "stock", mixed), ("adapters ours", "ours", only), ("mixed ours", "ours", mixed)]
+        arms = [
+            ("base", "ours", [None] * args.requests),
+            ("adapters stock", "stock", only),
+            ("mixed stock", "stock", mixed),
+            ("adapters ours", "ours", only),
+            ("mixed ours", "ours", mixed),
+        ]
         results: dict[str, tuple[float, int]] = {}
         lora_ops._stacked.clear()
         for _round in range(args.repeats):  # rounds interleave the arms, so a noisy minute hits them all alike

@@ -33,7 +33,9 @@ def dialogue(ctx: EpisodeContext, k: int, exchanges: int, tokens: int, tag: str)
         if turn == exchanges - 1:
             break
         flipped = [{"role": "system", "content": "You are the user. Reply in one short sentence."}]
-        flipped += [{"role": "assistant" if m["role"] == "user" else "user", "content": m["content"]} for m in history]
+        flipped += [
+            {"role": "assistant" if m["role"] == "user" else "user", "content": m["content"]} for m in history
+        ]
         follow = yield GenRequest("user", tuple(flipped), Sampling(temperature=0.7, max_tokens=tokens))
         history.append({"role": "user", "content": follow.text})
 

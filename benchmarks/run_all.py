@@ -59,7 +59,9 @@ def run_once(name: str, extra: list[str], timeout_s: float) -> dict[str, Any]:
                               capture_output=True, text=True, timeout=timeout_s, cwd=REPO)
         wall = time.perf_counter() - started
         if done.returncode != 0 or not out.exists():
-            raise RuntimeError(f"{name} failed (exit {done.returncode}):\n{(done.stderr or done.stdout)[-1500:]}")
+            raise RuntimeError(
+                f"{name} failed (exit {done.returncode}):\n{(done.stderr or done.stdout)[-1500:]}"
+            )
         results = json.loads(out.read_text())["results"]
     return {"results": results, "wall_s": wall, "load": load}
 
@@ -109,10 +111,17 @@ def check_args(names: list[str], extra: dict[str, list[str]]) -> None:
 def add_cli_args(p: argparse.ArgumentParser) -> None:
     """The runner's options (it has no ``--model``: each script takes its own through ``--args``)."""
     p.add_argument("--repeat", type=int, default=3, help="runs per benchmark, in rounds (default 3)")
-    p.add_argument("--only", default=",".join(ORDER[:3]),
-                   help=f"comma-separated benchmarks (default: {','.join(ORDER[:3])}; known: {','.join(ORDER)})")
-    p.add_argument("--args", action="append", default=[], help="extra arguments for one script: name='--flag value'")
-    p.add_argument("--timeout-s", type=float, default=3600.0, help="kill one run after this long (default 3600)")
+    p.add_argument(
+        "--only",
+        default=",".join(ORDER[:3]),
+        help=f"comma-separated benchmarks (default: {','.join(ORDER[:3])}; known: {','.join(ORDER)})",
+    )
+    p.add_argument(
+        "--args", action="append", default=[], help="extra arguments for one script: name='--flag value'"
+    )
+    p.add_argument(
+        "--timeout-s", type=float, default=3600.0, help="kill one run after this long (default 3600)"
+    )
     p.add_argument("--json", dest="json_out", default=None, help="write every run's raw results to this file")
 
 

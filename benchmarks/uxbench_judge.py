@@ -49,15 +49,20 @@ def run_arm(pool: ModelPool, items: list[JudgeItem], constrained: bool, free_max
         if constrained:
             result = yield GenRequest("judge", messages, Sampling(temperature=0.0, max_tokens=8),
                                       Choice(labels_for(item.lang)))
-            verdicts[item.item_id] = None if not result.valid else (1 if result.parsed == labels_for(item.lang)[0]
-                                                                     else -1)
+            verdicts[item.item_id] = (
+                None if not result.valid else (1 if result.parsed == labels_for(item.lang)[0] else -1)
+            )
         else:
             result = yield GenRequest("judge", messages, Sampling(temperature=free_temperature,
                                                                   max_tokens=free_max_tokens))
             verdicts[item.item_id] = lenient_parse(result.text, item.lang)
 
-    specs = [EpisodeSpec(f"{'A' if constrained else 'B'}-{i.item_id}", (lambda it: lambda ctx: program(ctx, it))(i))
-             for i in items]
+    specs = [
+        EpisodeSpec(
+            f"{'A' if constrained else 'B'}-{i.item_id}", (lambda it: lambda ctx: program(ctx, it))(i)
+        )
+        for i in items
+    ]
     stats = Scheduler(pool).run(specs)
     return {"verdicts": verdicts, "stats": stats}
 
@@ -85,7 +90,9 @@ def main(args: argparse.Namespace) -> None:
         llm.reset_prefix_cache()
         time_a, arm_a = timed(lambda: run_arm(pool, items, True, args.free_max_tokens))
         llm.reset_prefix_cache()
-        time_b, arm_b = timed(lambda: run_arm(pool, items, False, args.free_max_tokens, args.free_temperature))
+        time_b, arm_b = timed(
+            lambda: run_arm(pool, items, False, args.free_max_tokens, args.free_temperature)
+        )
     finally:
         pool.close()
     a, b = arm_a["verdicts"], arm_b["verdicts"]

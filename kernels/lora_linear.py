@@ -48,7 +48,9 @@ def lora_linear(
     Rows beyond ``min(T, T')`` are ignored.
     """
     if not (len(lora_a_stacked) == len(lora_b_stacked) == len(output_slices)):
-        raise ValueError(f"lora_linear: {len(lora_a_stacked)} A, {len(lora_b_stacked)} B, {len(output_slices)} slices")
+        raise ValueError(
+            f"lora_linear: {len(lora_a_stacked)} A, {len(lora_b_stacked)} B, {len(output_slices)} slices"
+        )
     for weights, width in zip(lora_b_stacked, output_slices, strict=True):
         check_slice_width(weights, width, "lora_linear", "slice width")
     m = min(plan.extent, x.shape[0], y.shape[0])

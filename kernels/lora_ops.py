@@ -311,7 +311,9 @@ def stacked_b(
         column = 0
         for i, (w, width) in enumerate(zip(weights, widths, strict=True)):
             chosen = slot_matrices(w).index_select(0, plan.slots)[:, :width]
-            out[i * k * rank : (i + 1) * k * rank, column : column + width] = chosen.permute(0, 2, 1).reshape(-1, width)
+            out[i * k * rank : (i + 1) * k * rank, column : column + width] = chosen.permute(0, 2, 1).reshape(
+                -1, width
+            )
             column += width
         return out
 
@@ -348,7 +350,9 @@ def shrink_dtype(inputs: torch.Tensor, rows: int, wide: torch.dtype) -> torch.dt
     return inputs.dtype if native else wide
 
 
-def shrink(inputs: torch.Tensor, weights: torch.Tensor, output: torch.Tensor, plan: Plan, scaling: float) -> None:
+def shrink(
+    inputs: torch.Tensor, weights: torch.Tensor, output: torch.Tensor, plan: Plan, scaling: float
+) -> None:
     """``output[rows, :R] = scaling * inputs[rows] @ A[slot].T`` for each (slot, rows) of ``plan``.
 
     One matmul against the active slots' A stacked (k*R columns, cached between calls, see
@@ -481,7 +485,9 @@ def bgmv_expand(
 ) -> None:
     """Expand with one adapter index per row into the first ``min(O, O')`` output columns."""
     width = _expand_width(lora_b_weights, output_tensor)
-    expand(inputs, lora_b_weights, output_tensor[:, :width], plan_rows(lora_indices_tensor), width, add_inputs)
+    expand(
+        inputs, lora_b_weights, output_tensor[:, :width], plan_rows(lora_indices_tensor), width, add_inputs
+    )
 
 
 def bgmv_expand_slice(

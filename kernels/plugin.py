@@ -94,7 +94,9 @@ def _signature_mismatch() -> str | None:
     """A stock op or wrapper method whose parameters differ from ours (a changed contract), or None."""
     stock = _modules()[0]
     wrapper = _wrapper_class()
-    pairs = [(stock, name, ours) for name, ours in OPS.items()] + [(wrapper, n, f) for n, f in METHODS.items()]
+    pairs = [(stock, name, ours) for name, ours in OPS.items()] + [
+        (wrapper, n, f) for n, f in METHODS.items()
+    ]
     for owner, name, ours in pairs:
         theirs = getattr(owner, name, None)
         if theirs is None:
@@ -176,7 +178,9 @@ def status(load: bool = True) -> KernelStatus:
         return KernelStatus(False, f"entry point {ENTRY_POINT!r} not registered: reinstall uxlocal "
                                    "(pip install -e .; a stale uxlocal.egg-info on sys.path also hides it)")
     if not _allowed_by_env():
-        return KernelStatus(False, f"VLLM_PLUGINS={os.environ['VLLM_PLUGINS']!r} does not list {ENTRY_POINT!r}")
+        return KernelStatus(
+            False, f"VLLM_PLUGINS={os.environ['VLLM_PLUGINS']!r} does not list {ENTRY_POINT!r}"
+        )
     if not load:
         return KernelStatus(True, "will be installed when vLLM starts an engine")
     try:

@@ -16,7 +16,9 @@ def slot_matrices(weights: torch.Tensor) -> torch.Tensor:
     """Stacked adapter weights as ``(slots, rows, cols)``: vLLM stacks them as ``(slots, 1, rows, cols)``."""
     if weights.dim() == 4:
         if weights.shape[1] != 1:
-            raise ValueError(f"stacked LoRA weights must be (slots, 1, rows, cols), got {tuple(weights.shape)}")
+            raise ValueError(
+                f"stacked LoRA weights must be (slots, 1, rows, cols), got {tuple(weights.shape)}"
+            )
         return weights[:, 0]
     if weights.dim() != 3:
         raise ValueError(f"stacked LoRA weights must have 3 or 4 dims, got {tuple(weights.shape)}")
@@ -110,7 +112,9 @@ def sgmv_shrink(
     scaling: float,
 ) -> None:
     """``bgmv_shrink`` with per-segment indices (segments are consecutive token runs)."""
-    bgmv_shrink(inputs, lora_a_weights, output_tensor, token_indices(lora_indices_tensor, seq_len_tensor), scaling)
+    bgmv_shrink(
+        inputs, lora_a_weights, output_tensor, token_indices(lora_indices_tensor, seq_len_tensor), scaling
+    )
 
 
 def sgmv_expand(

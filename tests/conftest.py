@@ -82,7 +82,10 @@ def palate_simulator(embedded_model: Any, tmp_path_factory: pytest.TempPathFacto
         if user_id not in done:
             user = load_users(user_id)[0]
             settings = TrainSettings(steps=8, batch_size=4, lr=2e-3)
-            done[user_id] = (user, train_simulator(user, embedded_model, settings=settings, adapters_dir=folder))
+            done[user_id] = (
+                user,
+                train_simulator(user, embedded_model, settings=settings, adapters_dir=folder),
+            )
         return done[user_id]
 
     return train

@@ -17,6 +17,19 @@ from uxlocal.runner import run_suite  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = [
-    "Choice", "Engine", "EpisodeContext", "EpisodeSpec", "FakeEngine", "GenRequest", "GenResult", "JsonSchema",
-    "Outcome", "Regex", "RunConfig", "Sampling", "Scheduler", "SuiteConfig", "run_suite",
+    "Choice",
+    "Engine",
+    "EpisodeContext",
+    "EpisodeSpec",
+    "FakeEngine",
+    "GenRequest",
+    "GenResult",
+    "JsonSchema",
+    "Outcome",
+    "Regex",
+    "RunConfig",
+    "Sampling",
+    "Scheduler",
+    "SuiteConfig",
+    "run_suite",
 ]

@@ -63,11 +63,24 @@ def field_option(name: str, field: Any, *, envvar: str | None = None, metavar: s
         spelled = decls or (f"{flag}/--no-{name.replace('_', '-')}",)
         return click.option(*spelled, name, default=default, show_default=True, **common)
     if get_origin(annotation) is Literal:
-        return click.option(*(decls or (flag,)), name, type=click.Choice([str(a) for a in get_args(annotation)]),
-                            default=default, show_default=True, **common)
+        return click.option(
+            *(decls or (flag,)),
+            name,
+            type=click.Choice([str(a) for a in get_args(annotation)]),
+            default=default,
+            show_default=True,
+            **common,
+        )
     kind = kind or {int: int, float: float, Path: click.Path(path_type=Path)}.get(annotation, str)
-    return click.option(*(decls or (flag,)), name, type=kind, default=default, show_default=default is not None,
-                        metavar=metavar, **common)
+    return click.option(
+        *(decls or (flag,)),
+        name,
+        type=kind,
+        default=default,
+        show_default=default is not None,
+        metavar=metavar,
+        **common,
+    )
 
 
 def config_options(config_cls: Any, names: tuple[str, ...] | None = None, *, envvar_prefix: str | None = None,
@@ -149,10 +162,12 @@ def print_result(result: Any) -> None:
 
     stats = result.stats
     state = "resumed" if result.resumed else "new"
-    click.echo(f"\nrun {result.run_id} ({state}): {stats.episodes_done} episodes done, "
-               f"{stats.episodes_skipped} already done, {stats.episodes_failed} failed; "
-               f"{stats.requests} requests, {stats.cache_hits} from cache, {stats.engine_calls} engine calls, "
-               f"{stats.wall_s:.1f}s")
+    click.echo(
+        f"\nrun {result.run_id} ({state}): {stats.episodes_done} episodes done, "
+        f"{stats.episodes_skipped} already done, {stats.episodes_failed} failed; "
+        f"{stats.requests} requests, {stats.cache_hits} from cache, {stats.engine_calls} engine calls, "
+        f"{stats.wall_s:.1f}s"
+    )
     for note in result.notes:
         click.echo(f"note: {note}")
     render_tables(result.tables)
@@ -163,7 +178,9 @@ def print_rows(cols: list[str], rows: list[tuple[Any, ...]], fmt: str = "table")
     from uxlocal.reportkit.tables import ReportTable, render_tables
 
     if fmt == "json":
-        click.echo(json.dumps([dict(zip(cols, row)) for row in rows], default=str, ensure_ascii=False, indent=1))
+        click.echo(
+            json.dumps([dict(zip(cols, row)) for row in rows], default=str, ensure_ascii=False, indent=1)
+        )
     elif fmt == "csv":
         import csv
 

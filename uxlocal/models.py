@@ -106,7 +106,9 @@ class ResolvedModel(BaseModel):
 
     def cost_usd(self, prompt_tokens: int, completion_tokens: int) -> float:
         """Price of one generation from the preset's per-million-token prices."""
-        return (prompt_tokens * self.price_input_per_mtok + completion_tokens * self.price_output_per_mtok) / 1e6
+        return (
+            prompt_tokens * self.price_input_per_mtok + completion_tokens * self.price_output_per_mtok
+        ) / 1e6
 
 
 def load_presets() -> dict[str, ModelPreset]:
@@ -420,8 +422,12 @@ def with_adapter(models: dict[str, ResolvedModel], role: str, name: str, folder:
     them must carry the adapter or a request could find it missing.
     """
     target = models[role].identity
-    return {r: m.model_copy(update={"lora": {**m.lora, name: folder}, "lora_ids": {**m.lora_ids, name: identity}})
-            if m.identity == target else m for r, m in models.items()}
+    return {
+        r: m.model_copy(update={"lora": {**m.lora, name: folder}, "lora_ids": {**m.lora_ids, name: identity}})
+        if m.identity == target
+        else m
+        for r, m in models.items()
+    }
 
 
 def adapter_hashes(models: dict[str, ResolvedModel]) -> dict[str, str]:

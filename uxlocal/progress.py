@@ -42,7 +42,9 @@ class Progress:
         self.total = total
         self.description = description
         self.stream = stream
-        self.every_s = float(os.environ.get("UXLOCAL_PROGRESS_EVERY_S", EVERY_S)) if every_s is None else every_s
+        self.every_s = (
+            float(os.environ.get("UXLOCAL_PROGRESS_EVERY_S", EVERY_S)) if every_s is None else every_s
+        )
         self._progress: Any = None
         self._task: Any = None
         self._lines = False

@@ -19,7 +19,9 @@ _CREATE_VIEW = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP(?:ORARY)?\s
 # a header field starts a comment line or follows " | ": "metric: x | grain: y"
 _FIELD = re.compile(r"(?:^|\s\|\s+)([a-z][a-z_]*):\s")
 _CREATE_TABLE = re.compile(r"^\s*CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.I)
-_ADD_COLUMN = re.compile(r"^\s*ALTER\s+TABLE\s+(\w+)\s+ADD\s+COLUMN\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)[^-]*--\s*(.+)$", re.I)
+_ADD_COLUMN = re.compile(
+    r"^\s*ALTER\s+TABLE\s+(\w+)\s+ADD\s+COLUMN\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)[^-]*--\s*(.+)$", re.I
+)
 _COLUMN_NOTE = re.compile(r"^\s+(\w+)\s+[A-Za-z][^-]*--\s*(.+)$")
 
 
@@ -36,7 +38,11 @@ def view_files(root: Path) -> list[Path]:
     """Every SQL file that defines metric views: the shared folder first, then each suite's."""
     shared = sorted((root / "db" / "views").glob("*.sql"))
     common = [p for p in shared if p.name == "common.sql"]
-    return common + [p for p in shared if p not in common] + sorted((root / "uxlocal" / "suites").glob("**/views.sql"))
+    return (
+        common
+        + [p for p in shared if p not in common]
+        + sorted((root / "uxlocal" / "suites").glob("**/views.sql"))
+    )
 
 
 def parse_header(lines: list[str]) -> dict[str, str]:
@@ -70,7 +76,9 @@ def parse_views(path: Path) -> list[ViewDoc]:
         if match:
             fields = parse_header(block)
             if "metric" not in fields:
-                raise ValueError(f"{path}:{number}: view {match.group(1)} has no '-- metric: ... | grain: ...' header")
+                raise ValueError(
+                    f"{path}:{number}: view {match.group(1)} has no '-- metric: ... | grain: ...' header"
+                )
             views.append(ViewDoc(match.group(1), path, number, fields))
         block = []
     return views
@@ -84,7 +92,9 @@ def views_markdown(root: Path) -> str:
         if not views:
             continue
         rel = path.relative_to(root).as_posix()
-        out.append(f"### {_file_title(path)}\n\n`{rel}`: {len(views)} view{'s' if len(views) != 1 else ''}.\n")
+        out.append(
+            f"### {_file_title(path)}\n\n`{rel}`: {len(views)} view{'s' if len(views) != 1 else ''}.\n"
+        )
         for view in views:
             out.append(f"#### `{view.name}`\n")
             for key, value in view.fields.items():

@@ -68,7 +68,12 @@ def test_chinese_labels_get_whole_path_probabilities(vllm_pool: ModelPool) -> No
     got: list[Any] = []
 
     def program(ctx: EpisodeContext) -> Any:
-        ask = ({"role": "user", "content": "这条回复让用户满意吗？回复：好的，已经帮你改好了。只回答 好 或 差。"},)
+        ask = (
+            {
+                "role": "user",
+                "content": "这条回复让用户满意吗？回复：好的，已经帮你改好了。只回答 好 或 差。",
+            },
+        )
         got.append((yield GenRequest("judge", ask, Sampling(max_tokens=8), Choice(("好", "差")))))
 
     Scheduler(vllm_pool).run([EpisodeSpec("zh", program)])
@@ -84,7 +89,9 @@ def test_prompt_longer_than_window_ends_as_context_window(vllm_pool: ModelPool) 
 
     def program(ctx: EpisodeContext) -> Any:
         long_text = "word " * 4000
-        got.append((yield GenRequest("candidate", ({"role": "user", "content": long_text},), Sampling(max_tokens=8))))
+        got.append(
+            (yield GenRequest("candidate", ({"role": "user", "content": long_text},), Sampling(max_tokens=8)))
+        )
 
     stats = Scheduler(vllm_pool).run([EpisodeSpec("long", program)])
     assert stats.episodes_done == 1
@@ -144,9 +151,15 @@ def test_hf_backend_parses_choice_and_json(embedded_model: Any, grammar: str) ->
 
     def program(ctx: EpisodeContext) -> Any:
         ask = ({"role": "user", "content": "Rate: 'great coffee'. good or bad?"},)
-        got.extend((yield [GenRequest("judge", ask, Sampling(max_tokens=4), Choice(("good", "bad"))),
-                           GenRequest("judge", ask, Sampling(max_tokens=4), Choice(("好", "差"))),
-                           GenRequest("judge", ask, Sampling(max_tokens=40), JsonSchema.from_model(Verdict))]))
+        got.extend(
+            (
+                yield [
+                    GenRequest("judge", ask, Sampling(max_tokens=4), Choice(("good", "bad"))),
+                    GenRequest("judge", ask, Sampling(max_tokens=4), Choice(("好", "差"))),
+                    GenRequest("judge", ask, Sampling(max_tokens=40), JsonSchema.from_model(Verdict)),
+                ]
+            )
+        )
 
     Scheduler(pool).run([EpisodeSpec("hf", program)])
     pool.close()
@@ -162,8 +175,14 @@ def test_vllm_outlines_grammar_backend_parses(embedded_model: Any) -> None:
 
     def program(ctx: EpisodeContext) -> Any:
         ask = ({"role": "user", "content": "Is 'fresh bread' good or bad? Reply in JSON."},)
-        got.extend((yield [GenRequest("judge", ask, Sampling(max_tokens=4), Choice(("good", "bad"))),
-                           GenRequest("judge", ask, Sampling(max_tokens=48), JsonSchema.from_model(Verdict))]))
+        got.extend(
+            (
+                yield [
+                    GenRequest("judge", ask, Sampling(max_tokens=4), Choice(("good", "bad"))),
+                    GenRequest("judge", ask, Sampling(max_tokens=48), JsonSchema.from_model(Verdict)),
+                ]
+            )
+        )
 
     Scheduler(pool).run([EpisodeSpec("o", program)])
     pool.close()
@@ -171,6 +190,8 @@ def test_vllm_outlines_grammar_backend_parses(embedded_model: Any) -> None:
     # outlines_core does not enforce integer bounds (shared/notes/cpu-stack.md); our validator
     # catches what the grammar lets through, so an out-of-range score is invalid, never kept
     json_result = got[1]
-    assert json_result.valid or json_result.finish_reason == "length" or "schema:" in (json_result.error or "")
+    assert (
+        json_result.valid or json_result.finish_reason == "length" or "schema:" in (json_result.error or "")
+    )
     json.loads(json_result.text) if json_result.finish_reason == "stop" else None
 

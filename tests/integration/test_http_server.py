@@ -59,7 +59,9 @@ def http_pool(server: Any) -> Any:
 def _judge_requests() -> list[GenRequest]:
     asks = [GenRequest("judge", ({"role": "user", "content": f"Review: {r}\nIs this review good or bad?"},),
                        Sampling(max_tokens=4), Choice(("good", "bad"))) for r in REVIEWS]
-    asks.append(GenRequest("judge", ({"role": "user", "content": ZH},), Sampling(max_tokens=8), Choice(("好", "差"))))
+    asks.append(
+        GenRequest("judge", ({"role": "user", "content": ZH},), Sampling(max_tokens=8), Choice(("好", "差")))
+    )
     return asks
 
 
@@ -73,14 +75,20 @@ def _run(pool: ModelPool, asks: list[GenRequest]) -> list[GenResult]:
     return got
 
 
-def test_http_choice_labels_and_probabilities_agree_with_inprocess(http_pool: ModelPool, vllm_pool: ModelPool) -> None:
+def test_http_choice_labels_and_probabilities_agree_with_inprocess(
+    http_pool: ModelPool, vllm_pool: ModelPool
+) -> None:
     asks = _judge_requests()
     remote, local = _run(http_pool, asks), _run(vllm_pool, asks)
     for ask, r, l in zip(asks, remote, local):
         assert r.valid and l.valid, (r, l)
         assert set(r.label_probs) == set(l.label_probs) and abs(sum(r.label_probs.values()) - 1) < 1e-6
         for label, p in l.label_probs.items():
-            assert abs(r.label_probs[label] - p) < 0.05, (ask.messages[0]["content"], r.label_probs, l.label_probs)
+            assert abs(r.label_probs[label] - p) < 0.05, (
+                ask.messages[0]["content"],
+                r.label_probs,
+                l.label_probs,
+            )
         if max(l.label_probs.values()) > 0.55:  # a label on the fence may flip with numerical noise
             assert r.parsed == l.parsed
     zh = remote[-1]
@@ -91,7 +99,9 @@ def test_http_json_schema_outputs_parse(http_pool: ModelPool) -> None:
     asks = [GenRequest("judge", ({"role": "user", "content": f"Review: {r}\nRate it as JSON."},),
                        Sampling(max_tokens=48), JsonSchema.from_model(Verdict)) for r in REVIEWS[:4]]
     results = _run(http_pool, asks)
-    assert all(r.valid and r.finish_reason == "stop" and 1 <= r.parsed["score"] <= 5 for r in results), results
+    assert all(r.valid and r.finish_reason == "stop" and 1 <= r.parsed["score"] <= 5 for r in results), (
+        results
+    )
     assert all(r.prompt_tokens > 10 and r.completion_tokens > 3 for r in results)
 
 

@@ -60,9 +60,22 @@ def trained(embedded_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Pa
 def test_uxlocal_judge_repeats_judge_trains_heldout_numbers_on_vllm(trained: Path, tmp_path: Path, arm: str,
                                                                     extra: list[str]) -> None:
     adapter = trained / "adapter"
-    judged = CliRunner().invoke(cli, ["judge", str(trained / "feedback.jsonl"), *COLUMNS, "-m", "judge=embedded",
-                                      "--heldout-of", str(adapter), *extra, *([str(adapter)] if extra else []),
-                                      "--db", str(tmp_path / "fresh.duckdb")])
+    judged = CliRunner().invoke(
+        cli,
+        [
+            "judge",
+            str(trained / "feedback.jsonl"),
+            *COLUMNS,
+            "-m",
+            "judge=embedded",
+            "--heldout-of",
+            str(adapter),
+            *extra,
+            *([str(adapter)] if extra else []),
+            "--db",
+            str(tmp_path / "fresh.duckdb"),
+        ],
+    )
     assert judged.exit_code == 0, judged.output
     meta = json.loads((adapter / jt.META_FILE).read_text(encoding="utf-8"))
     with duckdb.connect(str(tmp_path / "fresh.duckdb"), read_only=True) as con:

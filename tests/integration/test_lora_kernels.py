@@ -90,7 +90,9 @@ def _prompts(user: UserData, lora: str | None, renderer: Any, n: int = 8) -> lis
     return simulator_prompts(user, lora, renderer, n=n, max_tokens=12)
 
 
-def _batches(engine: Any, trained: dict[str, tuple[UserData, Path]]) -> tuple[list[Any], list[Any], list[Any]]:
+def _batches(
+    engine: Any, trained: dict[str, tuple[UserData, Path]]
+) -> tuple[list[Any], list[Any], list[Any]]:
     """The same prompts (u1's sessions) as base, u1 and u2 requests."""
     user = trained["u1"][0]
     return tuple(_prompts(user, lora, engine.renderer) for lora in (None, *map(adapter_name, USERS)))  # type: ignore[return-value]

@@ -73,8 +73,12 @@ def test_http_choice_json_and_text_results_parse_with_label_probs(server: FakeOp
 
 def test_http_maps_constraints_to_vllm_structured_outputs(server: FakeOpenAI) -> None:
     engine = _engine(server)
-    _generate(engine, _ask("a", Choice(("yes", "no")), max_tokens=50), _ask("b", JsonSchema({"type": "object"})),
-              _ask("c", Regex(r"\d+"), temperature=0.5, seed=None))
+    _generate(
+        engine,
+        _ask("a", Choice(("yes", "no")), max_tokens=50),
+        _ask("b", JsonSchema({"type": "object"})),
+        _ask("c", Regex(r"\d+"), temperature=0.5, seed=None),
+    )
     by_text = {body["messages"][0]["content"]: body for body in server.chats}
     assert by_text["a"]["structured_outputs"] == {"choice": ["yes", "no"]}
     assert by_text["a"]["max_tokens"] == 4 and by_text["a"]["logprobs"] is True  # label bytes + end token
@@ -131,13 +135,22 @@ def test_http_never_retries_4xx_and_returns_an_invalid_result(server: FakeOpenAI
 
 def test_http_retries_a_4xx_only_when_the_preset_opts_in(server: FakeOpenAI) -> None:
     server.fail_next(2, 429)
-    (result,) = _generate(_engine(server, options=FAST.model_copy(update={"retry_statuses": [429]})), _ask("hi"))
+    (result,) = _generate(
+        _engine(server, options=FAST.model_copy(update={"retry_statuses": [429]})), _ask("hi")
+    )
     assert result.valid and len(server.chats) == 3
 
 
 def test_http_context_overflow_is_context_window_without_retry(server: FakeOpenAI) -> None:
-    server.hook = lambda path, body: (400, {"error": {"message": "This model's maximum context length is 2048 "
-                                                                 "tokens. However, your prompt contains 4000"}})
+    server.hook = lambda path, body: (
+        400,
+        {
+            "error": {
+                "message": "This model's maximum context length is 2048 "
+                "tokens. However, your prompt contains 4000"
+            }
+        },
+    )
     (result,) = _generate(_engine(server), _ask("long"))
     assert result.finish_reason == "context_window" and not result.valid and len(server.chats) == 1
 
@@ -270,7 +283,8 @@ def test_settle_in_proportion_follows_existing_mass() -> None:
 def _preset(folder: Path, server: FakeOpenAI) -> None:
     (folder / "srv.toml").write_text(
         f'name = "srv"\nbackend = "openai-http"\nendpoints = ["{server.url}"]\nserved_model = "fake-model"\n'
-        'engine_args = { max_retries = 1, backoff_s = 0.01, backoff_max_s = 0.02, connect_timeout_s = 1.0 }\n')
+        "engine_args = { max_retries = 1, backoff_s = 0.01, backoff_max_s = 0.02, connect_timeout_s = 1.0 }\n"
+    )
 
 
 def test_killed_server_stops_the_run_with_a_clear_error_and_the_run_resumes(
@@ -295,7 +309,9 @@ def test_killed_server_stops_the_run_with_a_clear_error_and_the_run_resumes(
 
     server.hook = die_after_ten
     first = CliRunner().invoke(cli, args)
-    assert first.exit_code == 1 and "failed 2 times" in first.output and "run the same command" in first.output
+    assert (
+        first.exit_code == 1 and "failed 2 times" in first.output and "run the same command" in first.output
+    )
     import duckdb
 
     con = duckdb.connect(str(db), read_only=True)
@@ -339,7 +355,9 @@ class _TinyTokenizer(MessagesRenderer):
         return [b"a", b"b", b"c", b"ab", b""]
 
 
-def test_http_exact_walk_uses_token_ids_and_asks_completions_off_the_generated_path(server: FakeOpenAI) -> None:
+def test_http_exact_walk_uses_token_ids_and_asks_completions_off_the_generated_path(
+    server: FakeOpenAI,
+) -> None:
     import math
 
     def answer(path: str, body: dict[str, Any]) -> tuple[int, Any]:
@@ -349,8 +367,14 @@ def test_http_exact_walk_uses_token_ids_and_asks_completions_off_the_generated_p
             return 200, {"choices": [{"text": "c", "logprobs": {"top_logprobs": [tops]}}]}
         assert body["return_tokens_as_token_ids"] is True
         alts = [{"token": f"token_id:{i}", "logprob": math.log(p)} for i, p in ((3, 0.5), (0, 0.3), (1, 0.2))]
-        content = [{"token": "token_id:3", "logprob": math.log(0.5), "top_logprobs": alts},
-                   {"token": "token_id:4", "logprob": 0.0, "top_logprobs": [{"token": "token_id:4", "logprob": 0.0}]}]
+        content = [
+            {"token": "token_id:3", "logprob": math.log(0.5), "top_logprobs": alts},
+            {
+                "token": "token_id:4",
+                "logprob": 0.0,
+                "top_logprobs": [{"token": "token_id:4", "logprob": 0.0}],
+            },
+        ]
         return 200, {"choices": [{"message": {"content": "ab"}, "finish_reason": "stop",
                                   "logprobs": {"content": content}}], "usage": {}}
 
@@ -374,7 +398,11 @@ def test_models_list_shows_an_http_preset_as_ready(server: FakeOpenAI, tmp_path:
     line = next(row for row in result.output.splitlines() if "srv" in row and "openai-http" in row)
     assert "yes" in line
     model = resolve("srv")
-    assert model.endpoints == (server.url,) and model.served_model == "fake-model" and model.max_model_len == 4096
+    assert (
+        model.endpoints == (server.url,)
+        and model.served_model == "fake-model"
+        and model.max_model_len == 4096
+    )
 
 
 class _IdsByText(_TinyTokenizer):
@@ -421,7 +449,9 @@ def _label_requests(n: int) -> list[GenRequest]:
     return [_ask("q" * (k + 1), Choice(("a", "b"))) for k in range(n)]
 
 
-def test_http_batches_label_requests_into_completions_with_the_chat_path_probabilities(server: FakeOpenAI) -> None:
+def test_http_batches_label_requests_into_completions_with_the_chat_path_probabilities(
+    server: FakeOpenAI,
+) -> None:
     _label_server(server)
     model = resolve(f"{server.url}#fake-model")
     batched = _generate(HttpEngine(model, _IdsByText(), FAST.model_copy(update={"batch_prompts": 3})),
@@ -467,5 +497,7 @@ def test_fake_server_answers_a_list_of_prompts_with_one_choice_each() -> None:
     assert [c["index"] for c in body["choices"]] == [0, 1]
     logprobs = body["choices"][1]["logprobs"]
     assert logprobs["tokens"] == ["token_id:97", "token_id:98"]
-    assert logprobs["top_logprobs"][0] == pytest.approx({"token_id:97": -0.35667494, "token_id:99": -1.2039728})
+    assert logprobs["top_logprobs"][0] == pytest.approx(
+        {"token_id:97": -0.35667494, "token_id:99": -1.2039728}
+    )
     assert len(fake.completions({"prompt": [5, 6]})["choices"]) == 1  # one token-id prompt

@@ -48,8 +48,13 @@ def _run(tmp_path: Path, db: Path, kill_after: int) -> subprocess.CompletedProce
     script = tmp_path / "job.py"
     script.write_text(SCRIPT)
     env = {**os.environ, "UXLOCAL_FLUSH_EVERY_S": "0"}
-    return subprocess.run([sys.executable, str(script), str(db), str(kill_after)], capture_output=True, text=True,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, str(script), str(db), str(kill_after)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 def _snapshot(db: Path) -> dict[str, object]:

@@ -67,7 +67,11 @@ def test_macro_f1_averages_per_class_f1() -> None:
 def test_auroc_counts_ties_as_one_half() -> None:
     positive = [True, True, False, False, True]
     score = [0.9, 0.4, 0.4, 0.1, 0.6]
-    pairs = [(p, n) for p in [s for s, y in zip(score, positive) if y] for n in [s for s, y in zip(score, positive) if not y]]
+    pairs = [
+        (p, n)
+        for p in [s for s, y in zip(score, positive) if y]
+        for n in [s for s, y in zip(score, positive) if not y]
+    ]
     expected = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p, n in pairs) / len(pairs)
     assert stats.auroc(positive, score) == pytest.approx(expected)
     assert stats.auroc([True, True], [0.1, 0.2]) is None
@@ -145,7 +149,14 @@ def test_pair_counts_match_a_pair_loop_within_groups(seed: int) -> None:
     y = [None if rng.random() < 0.15 else float(v) for v in rng.integers(1, 5, size=15)]
     groups = [f"g{v}" for v in rng.integers(0, 1 + seed, size=15)]
     counts = stats.pair_counts(x, y, groups)
-    fields = (counts.concordant, counts.discordant, counts.x_tied, counts.y_tied, counts.both_tied, counts.missing)
+    fields = (
+        counts.concordant,
+        counts.discordant,
+        counts.x_tied,
+        counts.y_tied,
+        counts.both_tied,
+        counts.missing,
+    )
     assert fields == _pairs_reference(x, y, groups)
 
 
@@ -186,8 +197,12 @@ def test_bootstrap_many_numbers_each_drawn_cluster_copy_apart() -> None:
 
 def test_bootstrap_many_statistics_share_their_resamples() -> None:
     values = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
-    result = stats.bootstrap_many({"sum": lambda d: float(values[d.index].sum()),
-                                   "mean": lambda d: float(values[d.index].mean())}, 5, n_resamples=200, seed=4)
+    result = stats.bootstrap_many(
+        {"sum": lambda d: float(values[d.index].sum()), "mean": lambda d: float(values[d.index].mean())},
+        5,
+        n_resamples=200,
+        seed=4,
+    )
     assert result["sum"].low == pytest.approx(5 * result["mean"].low)  # type: ignore[operator]
     assert result["sum"].high == pytest.approx(5 * result["mean"].high)  # type: ignore[operator]
 

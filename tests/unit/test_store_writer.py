@@ -52,8 +52,9 @@ def test_flush_is_atomic_across_tables(con: duckdb.DuckDBPyConnection) -> None:
     assert con.execute("SELECT count(*) FROM turns").fetchone() == (0,)
 
 
-def test_the_writer_checkpoints_once_a_table_has_a_row_group_of_new_rows(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_writer_checkpoints_once_a_table_has_a_row_group_of_new_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Committed rows stay in the write-ahead log (DuckDB's own threshold is 1 GiB) until one table
     has had ``CHECKPOINT_ROWS`` new rows; the writer's checkpoint then moves them into the file.
     """

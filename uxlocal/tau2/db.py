@@ -312,7 +312,8 @@ class Database:
     def dump(self) -> dict[str, Any]:
         """Return the whole DB as plain data (slow; for tests, debugging and exports)."""
         out: dict[str, Any] = {
-            name: {k: r.model_dump(warnings=False) for k, r in table.items()} for name, table in self._tables.items()
+            name: {k: r.model_dump(warnings=False) for k, r in table.items()}
+            for name, table in self._tables.items()
         }
         out.update({name: _dump_value(getattr(self, name)) for name in self._snapshot.plain})
         return out

@@ -106,7 +106,9 @@ def load_tool_words(folder: Path | None) -> ToolWords | None:
     """Read a domain's tools files from ``folder`` (``None`` or no files: ``None``, our own words)."""
     if folder is None:
         return None
-    seats = {seat: _read_seat(folder / file) for seat, file in SEAT_FILES.items() if (folder / file).is_file()}
+    seats = {
+        seat: _read_seat(folder / file) for seat, file in SEAT_FILES.items() if (folder / file).is_file()
+    }
     return ToolWords(seats) if seats else None
 
 

@@ -180,7 +180,9 @@ class FrozenPrefix:
 
 
 @contextlib.contextmanager
-def decoder_window(model: Any, start: int, stop: int | None = None, *, final_norm: bool = True) -> Iterator[None]:
+def decoder_window(
+    model: Any, start: int, stop: int | None = None, *, final_norm: bool = True
+) -> Iterator[None]:
     """Let the model's forward run only decoder layers ``[start:stop]`` (and, optionally, no final norm).
 
     With ``start > 0`` the forward takes ``inputs_embeds``: the hidden states entering layer ``start``.

@@ -61,14 +61,22 @@ def _columns_equal_rows(con: Any, points: dict[str, Any], kind: str, names: tupl
     clusters = [r["grp"] if r["grp"] is not None else r["source_id"] for r in rows]
     first_seen: dict[Any, int] = {}
     assert columns.values("cluster") == [first_seen.setdefault(c, len(first_seen)) for c in clusters]
-    assert (stats.bootstrap(by_columns[names[0]], len(rows), clusters=columns.column("cluster"), n_resamples=50)
-            == stats.bootstrap(by_rows[names[0]], len(rows), clusters=clusters, n_resamples=50))
+    assert stats.bootstrap(
+        by_columns[names[0]], len(rows), clusters=columns.column("cluster"), n_resamples=50
+    ) == stats.bootstrap(by_rows[names[0]], len(rows), clusters=clusters, n_resamples=50)
     draws = [np.random.default_rng(seed).integers(0, len(rows), len(rows)) for seed in range(5)]
     # the report's path: one bootstrap_many over codes gives each statistic's own bootstrap on the values
-    together = stats.bootstrap_many({name: (lambda draw, f=by_columns[name]: f(draw.index)) for name in names},
-                                    len(rows), clusters=columns.column("cluster"), n_resamples=50, seed=3)
-    assert together == {name: stats.bootstrap(by_rows[name], len(rows), clusters=clusters, n_resamples=50, seed=3)
-                        for name in names}
+    together = stats.bootstrap_many(
+        {name: (lambda draw, f=by_columns[name]: f(draw.index)) for name in names},
+        len(rows),
+        clusters=columns.column("cluster"),
+        n_resamples=50,
+        seed=3,
+    )
+    assert together == {
+        name: stats.bootstrap(by_rows[name], len(rows), clusters=clusters, n_resamples=50, seed=3)
+        for name in names
+    }
     for name in names:
         assert [by_columns[name](d) for d in draws] == [by_rows[name](d) for d in draws], name
         assert (stats.bootstrap(by_columns[name], len(rows), clusters=clusters, n_resamples=50)
@@ -81,34 +89,61 @@ def test_label_views_equal_python_reference_when_binary(tmp_path: Path, run_judg
     def judge(prep: PreparedRequest) -> dict[str, Any]:
         probs = _probs(number(prep.prompt), ["liked", "disliked", "unclear"])
         return {"text": max(probs, key=probs.__getitem__), "label_probs": probs}
-    run_judge({"input": str(write_jsonl(tmp_path / "b.jsonl", rows)), "rubric": "ux-liked", "human_col": "h"}, judge)
+
+    run_judge(
+        {"input": str(write_jsonl(tmp_path / "b.jsonl", rows)), "rubric": "ux-liked", "human_col": "h"}, judge
+    )
     points = _compare(tmp_path / "judge.duckdb", "judge_label_agreement", "label", LABEL_STATS)
     assert 0 < points["n"] < N  # abstentions are left out
 
 
 def test_label_views_equal_python_reference_when_three_classes(tmp_path: Path, run_judge: Any) -> None:
     rubric = tmp_path / "three.toml"
-    rubric.write_text('kind = "label"\nquestion = "tone?"\n[[labels]]\nname = "warm"\n[[labels]]\nname = "neutral"\n'
-                      '[[labels]]\nname = "cold"\n', encoding="utf-8")
+    rubric.write_text(
+        'kind = "label"\nquestion = "tone?"\n[[labels]]\nname = "warm"\n[[labels]]\nname = "neutral"\n'
+        '[[labels]]\nname = "cold"\n',
+        encoding="utf-8",
+    )
     labels = ["warm", "neutral", "cold"]
     rows = [{"id": f"c{i:02d}", "conversation": chat(i), "h": labels[(i * 7) % 3]} for i in range(N)]
     def judge(prep: PreparedRequest) -> dict[str, Any]:
         probs = _probs(number(prep.prompt), labels)
         return {"text": max(probs, key=probs.__getitem__), "label_probs": probs}
-    run_judge({"input": str(write_jsonl(tmp_path / "t.jsonl", rows)), "rubric": str(rubric), "human_col": "h"}, judge)
-    points = _compare(tmp_path / "judge.duckdb", "judge_label_agreement", "label", ("accuracy", "kappa", "macro_f1"))
+
+    run_judge(
+        {"input": str(write_jsonl(tmp_path / "t.jsonl", rows)), "rubric": str(rubric), "human_col": "h"},
+        judge,
+    )
+    points = _compare(
+        tmp_path / "judge.duckdb", "judge_label_agreement", "label", ("accuracy", "kappa", "macro_f1")
+    )
     assert points["auroc"] is None and points["ece"] is None  # binary-only statistics
 
 
 def test_score_views_equal_python_reference_with_ties_and_groups(tmp_path: Path, run_judge: Any) -> None:
-    rows = [{"id": f"c{i:02d}", "conversation": chat(i), "h": float((i * 3) % 5 + 1) + (0.5 if i % 7 == 0 else 0),
-             "g": f"g{i % 4}"} for i in range(N)]
+    rows = [
+        {
+            "id": f"c{i:02d}",
+            "conversation": chat(i),
+            "h": float((i * 3) % 5 + 1) + (0.5 if i % 7 == 0 else 0),
+            "g": f"g{i % 4}",
+        }
+        for i in range(N)
+    ]
     def judge(prep: PreparedRequest) -> dict[str, Any]:
         i = number(prep.prompt)
         probs = _probs(i // 2, ["1", "2", "3", "4", "5"])  # pairs of items share a score: ties
         return {"text": max(probs, key=probs.__getitem__), "label_probs": probs}
-    run_judge({"input": str(write_jsonl(tmp_path / "s.jsonl", rows)), "rubric": "helpfulness", "human_col": "h",
-               "group_col": "g"}, judge)
+
+    run_judge(
+        {
+            "input": str(write_jsonl(tmp_path / "s.jsonl", rows)),
+            "rubric": "helpfulness",
+            "human_col": "h",
+            "group_col": "g",
+        },
+        judge,
+    )
     _compare(tmp_path / "judge.duckdb", "judge_score_agreement", "likert", SCORE_STATS)
 
 
@@ -119,13 +154,19 @@ def test_pairwise_views_equal_python_reference(tmp_path: Path, run_judge: Any) -
         i = number(prep.prompt) * 2 + (prep.prompt.index("one") > prep.prompt.index("two"))
         probs = _probs(i, ["A", "B", "tie"])
         return {"text": max(probs, key=probs.__getitem__), "label_probs": probs}
-    run_judge({"input": str(write_jsonl(tmp_path / "p.jsonl", rows)), "rubric": "preference", "human_col": "pref"},
-              judge)
+
+    run_judge(
+        {"input": str(write_jsonl(tmp_path / "p.jsonl", rows)), "rubric": "preference", "human_col": "pref"},
+        judge,
+    )
     _compare(tmp_path / "judge.duckdb", "judge_pairwise_agreement", "pairwise", PAIR_STATS)
 
 
 def test_confusion_and_reliability_views_count_every_scored_verdict(tmp_path: Path, run_judge: Any) -> None:
-    rows = [{"id": f"c{i:02d}", "conversation": chat(i), "h": "liked" if i % 3 else "disliked"} for i in range(N)]
+    rows = [
+        {"id": f"c{i:02d}", "conversation": chat(i), "h": "liked" if i % 3 else "disliked"} for i in range(N)
+    ]
+
     def judge(prep: PreparedRequest) -> dict[str, Any]:
         probs = _probs(number(prep.prompt), ["liked", "disliked"])
         return {"text": max(probs, key=probs.__getitem__), "label_probs": probs}
@@ -218,8 +259,13 @@ def test_label_columns_give_the_intervals_of_python_lists(labels: list[str], rar
     got, expected = intervals(lean), intervals(listed)
     if len(set(columns.values("cluster"))) == len(by_item):  # one verdict per cluster: no codes are held
         assert columns.clusters() is None
-        assert got == stats.bootstrap_many({name: _on_index(lean[name]) for name in LABEL_STATS}, len(by_item),
-                                           clusters=None, n_resamples=60, seed=5)
+        assert got == stats.bootstrap_many(
+            {name: _on_index(lean[name]) for name in LABEL_STATS},
+            len(by_item),
+            clusters=None,
+            n_resamples=60,
+            seed=5,
+        )
     for name in LABEL_STATS:  # the counts' formulas and scikit-learn sum in other orders: equal to ~1e-15
         for part in ("point", "low", "high"):
             mine, reference = getattr(got[name], part), getattr(expected[name], part)

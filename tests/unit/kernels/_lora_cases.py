@@ -75,7 +75,9 @@ def cases(draw: st.DrawFn) -> Case:
     )
 
 
-def assert_close(actual: torch.Tensor, expected: torch.Tensor, rounds_through: torch.dtype | None = None) -> None:
+def assert_close(
+    actual: torch.Tensor, expected: torch.Tensor, rounds_through: torch.dtype | None = None
+) -> None:
     """Equal up to the coarsest rounding involved (bf16 keeps 8 mantissa bits; sums of rank products).
 
     ``rounds_through``: a dtype the computation may round intermediate values to, besides the two

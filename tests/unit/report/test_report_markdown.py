@@ -42,6 +42,8 @@ def test_terminal_tables_print_bracketed_cells_verbatim(capsys: pytest.CaptureFi
     from uxlocal.reportkit.model import ReportTable
     from uxlocal.reportkit.tables import render_tables
 
-    render_tables([ReportTable("T [x]", ["task [id]"], [("[mobile_data_issue]airplane_mode_on",)], "note [dim]")])
+    render_tables(
+        [ReportTable("T [x]", ["task [id]"], [("[mobile_data_issue]airplane_mode_on",)], "note [dim]")]
+    )
     out = capsys.readouterr().out
     assert "[mobile_data_issue]airplane_mode_on" in out and "task [id]" in out and "note [dim]" in out

@@ -109,7 +109,9 @@ def test_train_loop_refuses_examples_without_targets(tiny: Path) -> None:
 
     model, where = lora.load_base(str(tiny))
     with pytest.raises(UxlocalError, match="no example has a labelled token"):
-        lora.train_loop(lora.with_lora(model, SETTINGS), [Example([1, 2], [IGNORE, IGNORE])], SETTINGS, 0, where)
+        lora.train_loop(
+            lora.with_lora(model, SETTINGS), [Example([1, 2], [IGNORE, IGNORE])], SETTINGS, 0, where
+        )
 
 
 def test_completion_logprobs_equal_scoring_each_full_sequence(tiny: Path) -> None:
@@ -125,9 +127,13 @@ def test_completion_logprobs_equal_scoring_each_full_sequence(tiny: Path) -> Non
 def test_top_layers_adapts_only_the_last_layers_and_keeps_old_addresses(tiny: Path) -> None:
     model, _ = lora.load_base(str(tiny))
     wrapped = lora.with_lora(model, lora.TrainSettings(top_layers=1))
-    adapted = {name.split(".layers.")[1].split(".")[0] for name, p in wrapped.named_parameters() if p.requires_grad}
+    adapted = {
+        name.split(".layers.")[1].split(".")[0] for name, p in wrapped.named_parameters() if p.requires_grad
+    }
     assert adapted == {"1"}  # the tiny model has layers 0 and 1
-    assert "top_layers" not in lora.TrainSettings().as_dict()  # PALATE adapters trained before it keep their key
+    assert (
+        "top_layers" not in lora.TrainSettings().as_dict()
+    )  # PALATE adapters trained before it keep their key
     assert lora.TrainSettings(top_layers=2).as_dict()["top_layers"] == 2
 
 
@@ -176,7 +182,9 @@ def test_frozen_prefix_trains_under_gradient_checkpointing(tiny: Path) -> None:
     assert lora_a and all(p.grad is not None for p in lora_a)
 
 
-def test_training_on_a_frozen_prefix_twice_with_one_seed_gives_one_adapter_hash(tiny: Path, tmp_path: Path) -> None:
+def test_training_on_a_frozen_prefix_twice_with_one_seed_gives_one_adapter_hash(
+    tiny: Path, tmp_path: Path
+) -> None:
     settings = lora.TrainSettings(**{**SETTINGS.as_dict(), "target_modules": tuple(SETTINGS.target_modules),
                                      "top_layers": 1})
     hashes = []

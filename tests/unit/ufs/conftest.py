@@ -96,10 +96,21 @@ def _ingest_trials(store: duckdb.DuckDBPyConnection, task: Task, convos: list[li
         write_results,
     )
 
-    sims = [Simulation(task_id=task.id, trial=t, termination_reason="user_stop", reward_info=RewardInfo(reward=1.0),
-                       messages=messages) for t, messages in enumerate(convos)]
-    results = Results(info=RunInfo(user_info=UserInfo(llm=proxy), environment_info=EnvironmentInfo(domain_name="retail")),
-                      tasks=[task], simulations=sims)
+    sims = [
+        Simulation(
+            task_id=task.id,
+            trial=t,
+            termination_reason="user_stop",
+            reward_info=RewardInfo(reward=1.0),
+            messages=messages,
+        )
+        for t, messages in enumerate(convos)
+    ]
+    results = Results(
+        info=RunInfo(user_info=UserInfo(llm=proxy), environment_info=EnvironmentInfo(domain_name="retail")),
+        tasks=[task],
+        simulations=sims,
+    )
     return ingest_tau2(store, write_results(folder / "results.json", results)).run_id
 
 

@@ -252,8 +252,12 @@ def test_ingest_then_grade_then_views_end_to_end(
     store: duckdb.DuckDBPyConnection,
     ingest_trials: Callable[..., str],
 ) -> None:
-    convos = [make_convo(("assistant", "Hi! How can I help you today?"), ("user", f"Hello (attempt {t}) ###STOP###"))
-              for t in range(3)]
+    convos = [
+        make_convo(
+            ("assistant", "Hi! How can I help you today?"), ("user", f"Hello (attempt {t}) ###STOP###")
+        )
+        for t in range(3)
+    ]
     run_id = ingest_trials(store, tasks("retail")["0"], convos, tmp_path)
     bp = Blueprint.from_task(tasks("retail")["0"], domain="retail", contract="Only answer what is asked.")
     criteria = (Criterion.model_validate(_criterion("c1")),)

@@ -133,10 +133,15 @@ def test_grader_request_is_tagged_with_the_verdict_name(bp: Blueprint, trajector
     )
 
 
-def test_an_unconditional_criterion_is_applicable_by_grammar(bp: Blueprint, trajectory: list[Message]) -> None:
+def test_an_unconditional_criterion_is_applicable_by_grammar(
+    bp: Blueprint, trajectory: list[Message]
+) -> None:
     always = CRITERION.model_copy(update={"applies_when": "always"})
     conditional = CRITERION.model_copy(update={"applies_when": "the agent asks for the email"})
-    schema_of = lambda c: grader_request("judge", Sampling(max_tokens=200), bp, c, trajectory).constraint.schema  # noqa: E731
+
+    def schema_of(c: Criterion) -> dict[str, Any]:
+        return grader_request("judge", Sampling(max_tokens=200), bp, c, trajectory).constraint.schema
+
     assert schema_of(always)["properties"]["applicable"] == {"const": True}
     assert schema_of(conditional)["properties"]["applicable"] == {"type": "boolean"}
 

@@ -142,7 +142,9 @@ def test_bootstrap_equals_a_per_domain_percentile_reference() -> None:
     per_domain: dict[str, list[float]] = {"airline": [], "retail": []}
     means = []
     for _ in range(400):
-        values = {d: float(np.asarray(f)[rng.integers(0, len(f), size=len(f))].mean()) for d, f in scores.items()}
+        values = {
+            d: float(np.asarray(f)[rng.integers(0, len(f), size=len(f))].mean()) for d, f in scores.items()
+        }
         for d, value in values.items():
             per_domain[d].append(value)
         means.append(sum(values.values()) / 2)

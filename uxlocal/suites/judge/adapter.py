@@ -70,9 +70,13 @@ def check_base(meta: dict[str, Any], model: ResolvedModel, folder: Path) -> None
     else:
         same = meta.get("base_identity") == model.identity
     if not same:
-        raise InputError(folder / META_FILE, None, f"the adapter was trained on base {meta.get('base_name')!r} "
-                         f"({meta.get('base_path')}), not on the judge model {model.name!r} ({model.path})",
-                         f"judge with -m judge={meta.get('base_name')} or retrain on {model.name}")
+        raise InputError(
+            folder / META_FILE,
+            None,
+            f"the adapter was trained on base {meta.get('base_name')!r} "
+            f"({meta.get('base_path')}), not on the judge model {model.name!r} ({model.path})",
+            f"judge with -m judge={meta.get('base_name')} or retrain on {model.name}",
+        )
 
 
 def attach(value: str | None, models: dict[str, ResolvedModel]) -> dict[str, ResolvedModel]:
@@ -88,7 +92,9 @@ def attach(value: str | None, models: dict[str, ResolvedModel]) -> dict[str, Res
         folder = adapter_folder(where, model)
         meta = read_meta(folder)
         check_base(meta, model, folder)
-        models = with_adapter(models, role, adapter_name(role), str(folder.resolve()), str(meta["weights_sha256"]))
+        models = with_adapter(
+            models, role, adapter_name(role), str(folder.resolve()), str(meta["weights_sha256"])
+        )
     return models
 
 
@@ -107,8 +113,12 @@ def heldout_ids(folder: str | Path, input_sha256: str) -> list[str]:
                          "pass the file the adapter was trained on")
     ids = meta.get("split", {}).get("heldout_ids")
     if not ids:
-        raise InputError(folder / META_FILE, None, "records no held-out item ids (trained by an older uxlocal)",
-                         "retrain the adapter")
+        raise InputError(
+            folder / META_FILE,
+            None,
+            "records no held-out item ids (trained by an older uxlocal)",
+            "retrain the adapter",
+        )
     return [str(i) for i in ids]
 
 

@@ -59,8 +59,13 @@ class ColumnFill:
         if start + size > self.n:
             raise ValueError(f"more rows than the {self.n} counted: the store changed while it was read")
         for name, column in zip(batch.schema.names, batch.columns):
-            if name in self.text or name in self.shared or name in self.codes or pa.types.is_string(column.type) \
-                    or pa.types.is_large_string(column.type):
+            if (
+                name in self.text
+                or name in self.shared
+                or name in self.codes
+                or pa.types.is_string(column.type)
+                or pa.types.is_large_string(column.type)
+            ):
                 if name not in self.text:
                     self.text[name] = _Text(self.n, self._shared_values if name in self.shared else {})
                 self.text[name].put(start, column)
@@ -82,12 +87,16 @@ class ColumnFill:
                ) -> tuple[dict[str, np.ndarray], dict[tuple[str, ...], dict[Any, int]]]:
         """The columns with their rows in ``order`` (as added without it), and the shared codes."""
         if self.filled != self.n:
-            raise ValueError(f"{self.filled} rows read, {self.n} counted: the store changed while it was read")
+            raise ValueError(
+                f"{self.filled} rows read, {self.n} counted: the store changed while it was read"
+            )
         arrays: dict[str, np.ndarray] = {}
         for name in list(self.arrays):
             array = self.arrays.pop(name)
             arrays[name] = array if order is None else array[order]
-        codes = {name: (text.codes if order is None else text.codes[order]) for name, text in self.text.items()}
+        codes = {
+            name: (text.codes if order is None else text.codes[order]) for name, text in self.text.items()
+        }
         coded: dict[tuple[str, ...], dict[Any, int]] = {}
         present = tuple(name for name in self.shared if name in codes)
         if present:

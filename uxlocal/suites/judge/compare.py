@@ -113,7 +113,13 @@ def learned_vs_prompted(con: Any, run_ids: list[str], *, n_resamples: int = 1000
                                          verdict_rows(con, learned, kind, criterion, "judge"))
         intervals = difference_intervals(kind, base_rows, adapter_rows, n_resamples=n_resamples)
         rows = comparison_rows(agreement(kind, base_rows), agreement(kind, adapter_rows), intervals)
-        tables.append(ReportTable("Learned vs prompted judge (held-out rows)", COMPARISON_COLUMNS, rows,
-                                  f"{len(base_rows)} held-out items judged by both; base = {prompted}, adapter = "
-                                  f"{learned}; 95% paired bootstrap of the difference, {n_resamples} resamples"))
+        tables.append(
+            ReportTable(
+                "Learned vs prompted judge (held-out rows)",
+                COMPARISON_COLUMNS,
+                rows,
+                f"{len(base_rows)} held-out items judged by both; base = {prompted}, adapter = "
+                f"{learned}; 95% paired bootstrap of the difference, {n_resamples} resamples",
+            )
+        )
     return tables

@@ -86,7 +86,11 @@ def _probs(result: GenResult, rubric: Rubric, reason: bool) -> dict[str, float] 
         return None
     if reason:
         verdict = result.parsed.get("verdict") if isinstance(result.parsed, dict) else None
-        return {label: float(label == verdict) for label in rubric.labels()} if verdict in rubric.labels() else None
+        return (
+            {label: float(label == verdict) for label in rubric.labels()}
+            if verdict in rubric.labels()
+            else None
+        )
     if result.label_probs:
         return {label: float(result.label_probs.get(label, 0.0)) for label in rubric.labels()}
     return {label: float(label == result.parsed) for label in rubric.labels()}
@@ -131,7 +135,9 @@ class Asker:
         """One judge request for one criterion."""
         messages = judge_messages(self.rubric, criterion, turns, pair=pair, per_turn=per_turn,
                                   reason=self.reason, layout=self.layout)
-        return GenRequest(role, tuple(messages), self.sampling, self.constraint, lora=self.loras.get(role), tag=tag)
+        return GenRequest(
+            role, tuple(messages), self.sampling, self.constraint, lora=self.loras.get(role), tag=tag
+        )
 
 
 # ---------------------------------------------------------------- rows
@@ -163,8 +169,18 @@ def record_pointwise(ctx: EpisodeContext, asker: Asker, role: str, criterion: Cr
         return False
     label, score, confidence = pointwise_scores(rubric, probs)
     status = "abstain" if label == rubric.abstain else "ok"
-    _row(ctx, role, f"judge:{criterion.name}", label=label, score=score, valid=True, probs=probs,
-         value={**base, "status": status, "confidence": confidence}, result=result, rationale=_rationale(result))
+    _row(
+        ctx,
+        role,
+        f"judge:{criterion.name}",
+        label=label,
+        score=score,
+        valid=True,
+        probs=probs,
+        value={**base, "status": status, "confidence": confidence},
+        result=result,
+        rationale=_rationale(result),
+    )
     return True
 
 
@@ -172,7 +188,12 @@ def record_pair(ctx: EpisodeContext, asker: Asker, role: str, criterion: Criteri
                 ab: GenResult, ba: GenResult | None) -> bool:
     """Store both orders and the reconciled preference; returns whether the pair is valid."""
     rubric = asker.rubric
-    base = {"rubric": rubric.sha256(), "kind": rubric.kind, "criterion": criterion.name, "abstain": rubric.abstain}
+    base = {
+        "rubric": rubric.sha256(),
+        "kind": rubric.kind,
+        "criterion": criterion.name,
+        "abstain": rubric.abstain,
+    }
     p_ab = _probs(ab, rubric, asker.reason)
     p_ba = None if ba is None else _probs(ba, rubric, asker.reason)
     for order, result, probs in (("ab", ab, p_ab), ("ba", ba, p_ba)):
@@ -222,17 +243,23 @@ def pointwise_program(ctx: EpisodeContext, item: JudgeItem, asker: Asker, role: 
     return Outcome("judged" if all(valid) else "invalid", reward=sum(valid) / len(valid))
 
 
-def pairwise_program(ctx: EpisodeContext, item: JudgeItem, asker: Asker, role: str, both_orders: bool) -> Program:
+def pairwise_program(
+    ctx: EpisodeContext, item: JudgeItem, asker: Asker, role: str, both_orders: bool
+) -> Program:
     """Every criterion on one pair, in both orders unless told otherwise."""
     assert item.response_a is not None and item.response_b is not None
     criteria = asker.rubric.criteria_list()
-    pairs = [(item.response_a, item.response_b)] + ([(item.response_b, item.response_a)] if both_orders else [])
+    pairs = [(item.response_a, item.response_b)] + (
+        [(item.response_b, item.response_a)] if both_orders else []
+    )
     asks = [asker.request(role, c, item.conversation, pair=p, tag=f"judge:{c.name}:{o}")
             for c in criteria for p, o in zip(pairs, ("ab", "ba"))]
     results = yield asks
     step = len(pairs)
-    valid = [record_pair(ctx, asker, role, c, results[i * step], results[i * step + 1] if both_orders else None)
-             for i, c in enumerate(criteria)]
+    valid = [
+        record_pair(ctx, asker, role, c, results[i * step], results[i * step + 1] if both_orders else None)
+        for i, c in enumerate(criteria)
+    ]
     return Outcome("judged" if all(valid) else "invalid", reward=sum(valid) / len(valid))
 
 

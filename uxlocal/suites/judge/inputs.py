@@ -29,7 +29,13 @@ import numpy as np
 from uxlocal.errors import InputError
 from uxlocal.suites.judge.seen_ids import SeenIds, digests
 
-ROLE_ALIASES = {"human": "user", "ai": "assistant", "bot": "assistant", "model": "assistant", "gpt": "assistant"}
+ROLE_ALIASES = {
+    "human": "user",
+    "ai": "assistant",
+    "bot": "assistant",
+    "model": "assistant",
+    "gpt": "assistant",
+}
 ROLES = ("system", "user", "assistant")
 
 
@@ -108,7 +114,11 @@ def _jsonl_rows(path: Path) -> Iterator[Row]:
             try:
                 value = json.loads(line)
             except json.JSONDecodeError as exc:
-                yield line_no, line.rstrip("\n"), RowProblem(None, f"invalid JSON: {exc.msg} at char {exc.pos}")
+                yield (
+                    line_no,
+                    line.rstrip("\n"),
+                    RowProblem(None, f"invalid JSON: {exc.msg} at char {exc.pos}"),
+                )
                 continue
             if not isinstance(value, dict):
                 yield line_no, line.rstrip("\n"), RowProblem(None, "is not a JSON object")
@@ -156,7 +166,9 @@ def _duckdb_rows(spec: str) -> tuple[str, Iterator[Row]]:
     body = spec[len("duckdb:"):]
     db, sep, sql = body.partition("::")
     if not sep or not db or not sql.strip():
-        raise InputError(spec, None, "expected duckdb:PATH::SQL", "e.g. duckdb:runs.duckdb::select * from turns")
+        raise InputError(
+            spec, None, "expected duckdb:PATH::SQL", "e.g. duckdb:runs.duckdb::select * from turns"
+        )
     if not Path(db).is_file():
         raise InputError(db, None, "no such DuckDB file")
     rows = _query_rows(db, sql)
@@ -233,7 +245,9 @@ def parse_conversation(value: Any, column: str) -> tuple[dict[str, str], ...]:
         role = ROLE_ALIASES.get(role, role)
         content = turn.get("content")
         if role not in ROLES:
-            raise RowProblem(column, f"message {i} has role {turn.get('role')!r}; use user, assistant or system")
+            raise RowProblem(
+                column, f"message {i} has role {turn.get('role')!r}; use user, assistant or system"
+            )
         if not isinstance(content, str):
             raise RowProblem(column, f"message {i} has no text content")
         turns.append({"role": role, "content": content})
@@ -431,8 +445,10 @@ class _ChunkIds:
         first = earlier.first_lines(digested)
         repeats = np.flatnonzero(first >= 0)
         self.repeated_across = self.repeated_across or bool(len(repeats))
-        message = {chunk.items[i].item_id: _RepeatedId(self.column, chunk.items[i].item_id, int(first[i])).message()
-                   for i in repeats}  # by id: the message of every row that repeats it
+        message = {
+            chunk.items[i].item_id: _RepeatedId(self.column, chunk.items[i].item_id, int(first[i])).message()
+            for i in repeats
+        }  # by id: the message of every row that repeats it
         if len(repeats) and not self.skip_bad_rows:
             item = chunk.items[repeats[0]]
             raise InputError(self.name, item.source_line, message[item.item_id], "or pass --skip-bad-rows")

@@ -25,14 +25,14 @@ Layout = Literal["shared", "criterion_first"]
 _TEXT = {
     "en": {
         "intro": "You are reviewing a conversation between a user and an AI assistant. Read it; "
-                 "a question about it comes after it.",
+        "a question about it comes after it.",
         "conversation": "Conversation:",
         "turn": "The question is about the assistant's last message in the conversation above.",
         "replies": "Two candidate replies to the user's last message:",
         "reply": "Reply {name}:",
         "question": "Question: {question}",
         "options": "Answer with exactly one of these options:",
-        "reason": "First explain your judgement briefly in \"reasoning\", then give the option in \"verdict\".",
+        "reason": 'First explain your judgement briefly in "reasoning", then give the option in "verdict".',
         "roles": {"user": "User", "assistant": "Assistant", "system": "System"},
     },
     "zh": {
@@ -43,7 +43,7 @@ _TEXT = {
         "reply": "回复 {name}：",
         "question": "问题：{question}",
         "options": "只能回答下列选项之一：",
-        "reason": "先在 \"reasoning\" 中简要说明理由，再在 \"verdict\" 中给出选项。",
+        "reason": '先在 "reasoning" 中简要说明理由，再在 "verdict" 中给出选项。',
         "roles": {"user": "用户", "assistant": "助手", "system": "系统"},
     },
 }
@@ -71,7 +71,9 @@ def _material(rubric: Rubric, turns: Sequence[dict[str, str]], pair: tuple[str, 
 def _ask(rubric: Rubric, criterion: Criterion, reason: bool) -> list[str]:
     """The varying part: the criterion's question and the answer options."""
     text = _TEXT[rubric.language]
-    options = "\n".join(f"- {name}: {meaning}" if meaning else f"- {name}" for name, meaning in rubric.descriptions())
+    options = "\n".join(
+        f"- {name}: {meaning}" if meaning else f"- {name}" for name, meaning in rubric.descriptions()
+    )
     parts = [text["question"].format(question=criterion.question), text["options"] + "\n" + options]
     if reason:
         parts.append(text["reason"])

@@ -137,12 +137,17 @@ def _score_stats(cols: VerdictColumns) -> dict[str, Statistic]:
         return [max(1, min(int(np.floor(h + 0.5)), scale)) for h in cols.take("human_score", idx)]
     return {
         "spearman": lambda idx: stats.spearman(cols.take("score", idx), cols.take("human_score", idx)),
-        "kendall_tau_b": lambda idx: stats.kendall_tau_b(cols.take("score", idx), cols.take("human_score", idx)),
+        "kendall_tau_b": lambda idx: stats.kendall_tau_b(
+            cols.take("score", idx), cols.take("human_score", idx)
+        ),
         "pearson": lambda idx: stats.pearson(cols.take("score", idx), cols.take("human_score", idx)),
-        "qwk": lambda idx: stats.quadratic_weighted_kappa(human_points(idx), cols.take("points", idx),
-                                                          list(range(1, scale + 1))),
-        "acc_eq": lambda idx: stats.acc_eq(cols.take("human_score", idx), cols.take("points", idx),
-                                           [g or "" for g in cols.take("grp", idx)])}
+        "qwk": lambda idx: stats.quadratic_weighted_kappa(
+            human_points(idx), cols.take("points", idx), list(range(1, scale + 1))
+        ),
+        "acc_eq": lambda idx: stats.acc_eq(
+            cols.take("human_score", idx), cols.take("points", idx), [g or "" for g in cols.take("grp", idx)]
+        ),
+    }
 
 
 def _pair_stats(cols: VerdictColumns) -> dict[str, Statistic]:
@@ -205,8 +210,11 @@ def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str)
     # (a GROUP BY of a million cluster strings did not fit a 64 MB cap, their hashes do)
     n, grouped, distinct, *firsts = con.execute(
         "SELECT count(*), coalesce(bool_or(grp IS NOT NULL), false), count(DISTINCT hash(cluster)) = count(*)"
-        + "".join(f", first({name})" for name in constant) + " FROM ("
-        f"{_verdicts_sql(kind, ', '.join(GROUP_COLUMNS + tuple(constant)), ordered=False)})", params).fetchall()[0]
+        + "".join(f", first({name})" for name in constant)
+        + " FROM ("
+        f"{_verdicts_sql(kind, ', '.join(GROUP_COLUMNS + tuple(constant)), ordered=False)})",
+        params,
+    ).fetchall()[0]
     # only what varies is read: no groups -> no grp column; one verdict per cluster -> no cluster
     # column (the codes by first appearance are then 0..n-1 in item order, what arange gives)
     names = (tuple(name for name in STAT_COLUMNS[kind] if name not in constant) + GROUP_COLUMNS[:1] * grouped
@@ -218,7 +226,9 @@ def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str)
         ids.append(pa.concat_arrays([batch.column("item_id")]))  # a copy: the batch goes now
         fill.add(batch.drop_columns(["item_id"]))
         del batch
-    order = np.asarray(pc.sort_indices(pa.chunked_array(ids, pa.string()))).astype(np.int32 if n < 2**31 else np.int64)
+    order = np.asarray(pc.sort_indices(pa.chunked_array(ids, pa.string()))).astype(
+        np.int32 if n < 2**31 else np.int64
+    )
     del ids
     arrays, coded = fill.finish(order)
     verdicts = VerdictColumns(arrays, n)
@@ -250,7 +260,9 @@ def _fmt(value: float | None, digits: int = 3) -> str | None:
 
 
 def _counts_table(con: Any, run_id: str) -> ReportTable | None:
-    rows = _rows(con, "SELECT * FROM judge_counts WHERE run_id = ? ORDER BY criterion, judge_role, outcome", [run_id])
+    rows = _rows(
+        con, "SELECT * FROM judge_counts WHERE run_id = ? ORDER BY criterion, judge_role, outcome", [run_id]
+    )
     if not rows:
         return None
     grouped: dict[tuple[str, str, str], list[str]] = {}
@@ -309,53 +321,98 @@ def _agreement_table(con: Any, run_id: str, kind: str, n_boot: int, seed: int) -
 
 
 def _position_table(con: Any, run_id: str) -> ReportTable | None:
-    rows = _rows(con, "SELECT criterion, judge_role, n, flip_rate, first_position_rate FROM judge_pairwise_agreement "
-                      "WHERE run_id = ? ORDER BY criterion, judge_role", [run_id])
+    rows = _rows(
+        con,
+        "SELECT criterion, judge_role, n, flip_rate, first_position_rate FROM judge_pairwise_agreement "
+        "WHERE run_id = ? ORDER BY criterion, judge_role",
+        [run_id],
+    )
     if not rows:
         return None
-    return ReportTable("Judge position bias (pairwise, both orders)",
-                       ["criterion", "judge", "pairs", "flip rate", "P(first shown wins)"],
-                       [(r["criterion"], r["judge_role"], r["n"], _fmt(r["flip_rate"]), _fmt(r["first_position_rate"]))
-                        for r in rows], "flip = the two orders chose different replies; 0.5 = no position bias")
+    return ReportTable(
+        "Judge position bias (pairwise, both orders)",
+        ["criterion", "judge", "pairs", "flip rate", "P(first shown wins)"],
+        [
+            (r["criterion"], r["judge_role"], r["n"], _fmt(r["flip_rate"]), _fmt(r["first_position_rate"]))
+            for r in rows
+        ],
+        "flip = the two orders chose different replies; 0.5 = no position bias",
+    )
 
 
 def _confusion_table(con: Any, run_id: str) -> ReportTable | None:
-    rows = _rows(con, "SELECT * FROM judge_confusion WHERE run_id = ? ORDER BY criterion, judge_role, human, judge",
-                 [run_id])
+    rows = _rows(
+        con,
+        "SELECT * FROM judge_confusion WHERE run_id = ? ORDER BY criterion, judge_role, human, judge",
+        [run_id],
+    )
     if not rows:
         return None
     cells: dict[tuple[str, str, str], list[str]] = {}
     for r in rows:
         cells.setdefault((r["criterion"], r["judge_role"], r["human"]), []).append(f"{r['judge']} {r['n']}")
-    return ReportTable("Judge confusion (human -> judge counts)", ["criterion", "judge", "human", "judge said"],
-                       [(*k, ", ".join(v)) for k, v in cells.items()],
-                       "likert: human scores mapped to the nearest point; the scatter as counts")
+    return ReportTable(
+        "Judge confusion (human -> judge counts)",
+        ["criterion", "judge", "human", "judge said"],
+        [(*k, ", ".join(v)) for k, v in cells.items()],
+        "likert: human scores mapped to the nearest point; the scatter as counts",
+    )
 
 
 def _reliability_table(con: Any, run_id: str) -> ReportTable | None:
-    rows = _rows(con, "SELECT * FROM judge_reliability WHERE run_id = ? ORDER BY criterion, judge_role, bin", [run_id])
+    rows = _rows(
+        con, "SELECT * FROM judge_reliability WHERE run_id = ? ORDER BY criterion, judge_role, bin", [run_id]
+    )
     if not rows:
         return None
-    return ReportTable("Judge reliability diagram (binary labels)",
-                       ["criterion", "judge", "confidence bin", "n", "mean confidence", "accuracy"],
-                       [(r["criterion"], r["judge_role"], f"{r['bin'] / 10:.1f}-{(r['bin'] + 1) / 10:.1f}", r["n"],
-                         _fmt(r["mean_confidence"]), _fmt(r["accuracy"])) for r in rows],
-                       "a calibrated judge has accuracy close to its mean confidence in every bin")
+    return ReportTable(
+        "Judge reliability diagram (binary labels)",
+        ["criterion", "judge", "confidence bin", "n", "mean confidence", "accuracy"],
+        [
+            (
+                r["criterion"],
+                r["judge_role"],
+                f"{r['bin'] / 10:.1f}-{(r['bin'] + 1) / 10:.1f}",
+                r["n"],
+                _fmt(r["mean_confidence"]),
+                _fmt(r["accuracy"]),
+            )
+            for r in rows
+        ],
+        "a calibrated judge has accuracy close to its mean confidence in every bin",
+    )
 
 
 def _interjudge_table(con: Any, run_id: str) -> ReportTable | None:
-    rows = _rows(con, "SELECT * FROM judge_interjudge WHERE run_id = ? ORDER BY criterion, judge_a, judge_b", [run_id])
+    rows = _rows(
+        con, "SELECT * FROM judge_interjudge WHERE run_id = ? ORDER BY criterion, judge_a, judge_b", [run_id]
+    )
     if not rows:
         return None
-    return ReportTable("Judge inter-judge agreement", ["criterion", "judge A", "judge B", "n", "label agreement",
-                                                       "score r"],
-                       [(r["criterion"], r["judge_a"], r["judge_b"], r["n"], _fmt(r["label_agreement"]),
-                         _fmt(r["score_pearson"])) for r in rows], "panel scores: select * from judge_panel")
+    return ReportTable(
+        "Judge inter-judge agreement",
+        ["criterion", "judge A", "judge B", "n", "label agreement", "score r"],
+        [
+            (
+                r["criterion"],
+                r["judge_a"],
+                r["judge_b"],
+                r["n"],
+                _fmt(r["label_agreement"]),
+                _fmt(r["score_pearson"]),
+            )
+            for r in rows
+        ],
+        "panel scores: select * from judge_panel",
+    )
 
 
 def judge_tables(con: Any, run_id: str, *, n_boot: int = 1000, seed: int = 0) -> list[ReportTable]:
     """Every judge table for one run."""
-    kinds = [r[0] for r in con.execute("SELECT DISTINCT kind FROM judge_items WHERE run_id = ?", [run_id]).fetchall()]
+    kinds = [
+        r[0]
+        for r in con.execute("SELECT DISTINCT kind FROM judge_items WHERE run_id = ?", [run_id]).fetchall()
+    ]
     tables = [_counts_table(con, run_id), _throughput_table(con, run_id)]
     # the tables that are SQL alone are read before the agreement tables, whose bootstrap loads
     # scikit-learn and the verdict columns: DuckDB's memory for a view over a million verdicts

@@ -106,14 +106,20 @@ def reliability(con: Any, run_ids: Sequence[str]) -> list[Figure]:
 @register_figure("judge")
 def confusion(con: Any, run_ids: Sequence[str]) -> list[Figure]:
     """Confusion matrix per (criterion, judge) of label rubrics."""
-    rows = _rows(con, f"SELECT c.* FROM judge_confusion c WHERE c.run_id IN {in_list(run_ids)} AND EXISTS "
-                      "(SELECT 1 FROM judge_verdicts v WHERE v.run_id = c.run_id AND v.criterion = c.criterion "
-                      "AND v.kind = 'label') ORDER BY c.run_id, c.criterion, c.judge_role", run_ids,
-                 "no label rubric with human labels")
+    rows = _rows(
+        con,
+        f"SELECT c.* FROM judge_confusion c WHERE c.run_id IN {in_list(run_ids)} AND EXISTS "
+        "(SELECT 1 FROM judge_verdicts v WHERE v.run_id = c.run_id AND v.criterion = c.criterion "
+        "AND v.kind = 'label') ORDER BY c.run_id, c.criterion, c.judge_role",
+        run_ids,
+        "no label rubric with human labels",
+    )
     groups = list(_groups(rows).values())
     figures = [_matrix(group, run_ids, k) for k, group in enumerate(groups[:MAX_MATRICES])]
     if len(groups) > MAX_MATRICES:
-        figures[-1].caption += f" ({len(groups) - MAX_MATRICES} more matrices not drawn; see judge_confusion.)"
+        figures[
+            -1
+        ].caption += f" ({len(groups) - MAX_MATRICES} more matrices not drawn; see judge_confusion.)"
     return figures
 
 

@@ -76,7 +76,9 @@ def _preference(value: Any) -> str:
 
 def _require_input(config: JudgeConfig) -> None:
     if not config.input:
-        raise InputError(None, None, "no input given", "pass INPUT (a .jsonl/.csv/.parquet or duckdb:PATH::SQL)")
+        raise InputError(
+            None, None, "no input given", "pass INPUT (a .jsonl/.csv/.parquet or duckdb:PATH::SQL)"
+        )
 
 
 def _item_rows(item: JudgeItem, turn: int | None, kind: str) -> dict[str, Any]:
@@ -106,10 +108,14 @@ def _chunks(config: JudgeConfig, rubric: Rubric, asker: episodes.Asker, roles: l
                 row = _item_rows(item, turn, rubric.kind)
                 chunk.items.append(row)
                 for role in roles:
-                    program = (episodes.bind(episodes.pairwise_program, item, asker, role, config.both_orders)
-                               if pairwise else episodes.bind(episodes.pointwise_program, item, asker, role, turn))
-                    chunk.episodes.append(EpisodeSpec(f"{row['item_id']}|{role}", program, item_id=row["item_id"],
-                                                      task="judge"))
+                    program = (
+                        episodes.bind(episodes.pairwise_program, item, asker, role, config.both_orders)
+                        if pairwise
+                        else episodes.bind(episodes.pointwise_program, item, asker, role, turn)
+                    )
+                    chunk.episodes.append(
+                        EpisodeSpec(f"{row['item_id']}|{role}", program, item_id=row["item_id"], task="judge")
+                    )
         yield chunk
         if left is not None:
             left -= len(items)
@@ -139,8 +145,12 @@ class JudgeSuite(Suite):
         sample = paths.data_dir() / "judge" / "conversations.jsonl"
         config = {"input": str(sample), "rubric": "ux-liked", "human_col": "thumb", "group_col": "topic",
                   "bootstrap": 200}
-        return DemoSpec(config, {"judge": "embedded"}, limit=10,
-                        data="uxlocal's bundled judge sample (conversations we wrote, CC0, with human thumbs)")
+        return DemoSpec(
+            config,
+            {"judge": "embedded"},
+            limit=10,
+            data="uxlocal's bundled judge sample (conversations we wrote, CC0, with human thumbs)",
+        )
 
     def adapt_models(self, config: SuiteConfig, models: dict[str, ResolvedModel]) -> dict[str, ResolvedModel]:
         """Attach ``--judge-adapter`` adapters (checked against their base) to their judge roles."""

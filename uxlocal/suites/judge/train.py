@@ -167,8 +167,11 @@ def _check_values(spec: JudgeTrainSpec, items: Sequence[JudgeItem]) -> None:
         if rubric.kind == "likert":
             point = human_point(float(item.human))
             if point not in rubric.names():
-                raise InputError(item.source_file, item.source_line,
-                                 f"{column}: score {float(item.human):g} is off the rubric's scale 1..{rubric.scale}")
+                raise InputError(
+                    item.source_file,
+                    item.source_line,
+                    f"{column}: score {float(item.human):g} is off the rubric's scale 1..{rubric.scale}",
+                )
         if rubric.kind == "pairwise" and item.human == TIE_LABEL and not rubric.allow_tie:
             raise InputError(item.source_file, item.source_line,
                              f"{column}: 'tie' but the rubric has no tie label", "set allow_tie = true")
@@ -211,14 +214,20 @@ def item_prompts(asker: episodes.Asker, renderer: Any, item: JudgeItem) -> list[
     return out
 
 
-def _render_all(asker: episodes.Asker, renderer: Any, items: Sequence[JudgeItem], max_length: int) -> list[Example]:
+def _render_all(
+    asker: episodes.Asker, renderer: Any, items: Sequence[JudgeItem], max_length: int
+) -> list[Example]:
     examples = []
     for item in items:
         for ids, label in item_prompts(asker, renderer, item):
             example = completion_example(ids, renderer.encode(label))
             if len(example.ids) > max_length:
-                raise InputError(item.source_file, item.source_line, f"the judge prompt is {len(example.ids)} "
-                                 f"tokens, more than max_length {max_length}", "raise --max-length")
+                raise InputError(
+                    item.source_file,
+                    item.source_line,
+                    f"the judge prompt is {len(example.ids)} tokens, more than max_length {max_length}",
+                    "raise --max-length",
+                )
             examples.append(example)
     return examples
 
@@ -303,18 +312,31 @@ class JudgeTrainResult:
     """Held-out items both arms judged validly (abstentions and invalid verdicts are left out)."""
 
 
-def _meta(prepared: Prepared, base: ResolvedModel, settings: lora.TrainSettings, result: dict[str, Any]) -> dict[str, Any]:
+def _meta(
+    prepared: Prepared, base: ResolvedModel, settings: lora.TrainSettings, result: dict[str, Any]
+) -> dict[str, Any]:
     spec = prepared.spec
-    return {"kind": "uxlocal-judge-adapter", "base_name": base.name, "base_identity": base.identity,
-            "base_path": base.path, "base_weights": folder_fingerprint(Path(base.path)) if base.path else None,
-            "rubric_name": spec.rubric.name, "rubric_ref": spec.rubric_ref or spec.rubric.name,
-            "rubric_sha256": spec.rubric.sha256(),
-            "prompt_sha256": template_sha256(), "layout": spec.layout, "data_source": spec.source,
-            "data_sha256": input_sha256(spec.source), "columns": asdict(spec.columns),
-            "split": {"heldout": spec.heldout, "seed": spec.seed, **prepared.split.as_dict()},
-            "settings": settings.as_dict(), "train_examples": len(prepared.train),
-            "heldout_examples": len(prepared.heldout), **result,
-            "created_at": dt.datetime.now(dt.timezone.utc).isoformat()}
+    return {
+        "kind": "uxlocal-judge-adapter",
+        "base_name": base.name,
+        "base_identity": base.identity,
+        "base_path": base.path,
+        "base_weights": folder_fingerprint(Path(base.path)) if base.path else None,
+        "rubric_name": spec.rubric.name,
+        "rubric_ref": spec.rubric_ref or spec.rubric.name,
+        "rubric_sha256": spec.rubric.sha256(),
+        "prompt_sha256": template_sha256(),
+        "layout": spec.layout,
+        "data_source": spec.source,
+        "data_sha256": input_sha256(spec.source),
+        "columns": asdict(spec.columns),
+        "split": {"heldout": spec.heldout, "seed": spec.seed, **prepared.split.as_dict()},
+        "settings": settings.as_dict(),
+        "train_examples": len(prepared.train),
+        "heldout_examples": len(prepared.heldout),
+        **result,
+        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+    }
 
 
 def _fit(prepared: Prepared, base: ResolvedModel, out: str | Path, settings: lora.TrainSettings,
@@ -337,7 +359,9 @@ def _fit(prepared: Prepared, base: ResolvedModel, out: str | Path, settings: lor
     loss_before = lora.heldout_loss(model, prepared.heldout, pad, where=where, prefix=held_prefix)
     model = lora.with_lora(model, settings)
     began = time.perf_counter()
-    losses = lora.train_loop(model, prepared.train, settings, pad, where, on_step=on_step, prefix=train_prefix)
+    losses = lora.train_loop(
+        model, prepared.train, settings, pad, where, on_step=on_step, prefix=train_prefix
+    )
     train_s = prefix_s + time.perf_counter() - began
     loss = {"base": loss_before, "adapter": lora.heldout_loss(model, prepared.heldout, pad, where=where,
                                                               prefix=held_prefix)}
@@ -380,7 +404,9 @@ def train_judge(prepared: Prepared, base: ResolvedModel, out: str | Path, *, jud
     seconds = time.perf_counter() - started
     update_meta(out, {"heldout_base": before, "heldout_adapter": after, "heldout_difference_95": intervals,
                       "heldout_judged": len(base_rows), "seconds": round(seconds, 1)})
-    return JudgeTrainResult(Path(out), sha, before, after, intervals, seconds, train_s, losses, len(base_rows))
+    return JudgeTrainResult(
+        Path(out), sha, before, after, intervals, seconds, train_s, losses, len(base_rows)
+    )
 
 
 def update_meta(folder: str | Path, values: dict[str, Any]) -> None:

@@ -241,5 +241,7 @@ def _rubrics(con: Any, run_id: str) -> ReportTable:
 
 def _db_path(con: Any) -> str:
     """The file behind ``con`` (for copy-paste hints), or ``DB`` when it has none (in-memory)."""
-    row = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    row = con.execute(
+        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchone()
     return row[0] if row and row[0] else "DB"

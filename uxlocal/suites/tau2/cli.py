@@ -90,7 +90,16 @@ def tau2_conformance(domains: str, recording: Path, tau2_data: Path, show: int) 
     """
     from uxlocal.tau2.conformance.__main__ import main
 
-    argv = ["--recording", str(recording), "--data", str(tau2_data), "--domains", domains, "--show", str(show)]
+    argv = [
+        "--recording",
+        str(recording),
+        "--data",
+        str(tau2_data),
+        "--domains",
+        domains,
+        "--show",
+        str(show),
+    ]
     if main(argv) != 0:
         raise click.ClickException(f"no recorded suite for {domains} in {recording}")
 

@@ -21,8 +21,13 @@ def _names_options(fn: Any) -> Any:
 
 
 def _tau2_data_option(fn: Any) -> Any:
-    return click.option("--tau2-data", type=click.Path(path_type=Path), default=None, envvar="UXLOCAL_TAU2_DATA",
-                        help=_TAU2_DATA_HELP)(fn)
+    return click.option(
+        "--tau2-data",
+        type=click.Path(path_type=Path),
+        default=None,
+        envvar="UXLOCAL_TAU2_DATA",
+        help=_TAU2_DATA_HELP,
+    )(fn)
 
 
 @click.group(name="ingest", context_settings=CONTEXT)

@@ -133,7 +133,9 @@ def ufs_tables(
     families = group_view(
         con, "ufs_family_failures", run_ids, "criteria_set, judge_model, agent, proxy, failures DESC, family"
     )
-    user_only = group_view(con, "ufs_user_only_tasks", run_ids, "criteria_set, judge_model, agent, proxy, domain")
+    user_only = group_view(
+        con, "ufs_user_only_tasks", run_ids, "criteria_set, judge_model, agent, proxy, domain"
+    )
     tables = (_by_proxy(summary, intervals), _by_domain(domains), _by_family(families), _user_only(user_only))
     return [t for t in tables if t.rows]
 

@@ -97,7 +97,9 @@ class BankingGrading:
 
     def __post_init__(self) -> None:
         if self.version not in GRADING_VERSIONS:
-            raise ValueError(f"unknown tau2 grading version {self.version!r}; use {' or '.join(GRADING_VERSIONS)}")
+            raise ValueError(
+                f"unknown tau2 grading version {self.version!r}; use {' or '.join(GRADING_VERSIONS)}"
+            )
 
     @property
     def later(self) -> bool:
@@ -150,7 +152,9 @@ class BankingDB:
 
     def __init__(self, snapshot: BankingSnapshot) -> None:
         self._snapshot = snapshot
-        self._tables = {name: BankingTable(name, snapshot.tables[name], snapshot.notes[name]) for name in TABLES}
+        self._tables = {
+            name: BankingTable(name, snapshot.tables[name], snapshot.notes[name]) for name in TABLES
+        }
         self.unlocked_agent_tools: list[str] = []
         """Agent tools unlocked in this episode, in order (in memory, not hashed)."""
         self.grading = BankingGrading()
@@ -208,7 +212,9 @@ class BankingDB:
             entry = raw.get(name, {})
             data = entry.get("data", {}) if isinstance(entry, dict) else None
             if not isinstance(data, dict) or not all(isinstance(r, dict) for r in data.values()):
-                raise InputError(path, None, f"table {name!r}: expected {{'data': {{id: record}}, 'notes': str}}")
+                raise InputError(
+                    path, None, f"table {name!r}: expected {{'data': {{id: record}}, 'notes': str}}"
+                )
             tables[name] = data
             notes[name] = str(entry.get("notes", ""))
         return BankingSnapshot(tables=tables, notes=notes, source=path)

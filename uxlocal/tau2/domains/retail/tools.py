@@ -310,8 +310,9 @@ def modify_pending_order_items(
     payment_method_id: PaymentMethodId,
 ) -> Order:
     """Leave the order 'pending (item modified)', which blocks further item changes and cancelling."""
-    order, difference, variant, method = _checked_swap(db, order_id, item_ids, new_item_ids, payment_method_id,
-                                                       MODIFY)
+    order, difference, variant, method = _checked_swap(
+        db, order_id, item_ids, new_item_ids, payment_method_id, MODIFY
+    )
     order.payment_history.append(Transaction(
         transaction_type="payment" if difference > 0 else "refund", amount=abs(difference),
         payment_method_id=payment_method_id))

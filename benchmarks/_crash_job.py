@@ -100,7 +100,7 @@ class JobResult:
     stderr_tail: str = ""
 
     def of(self, kind: str) -> list[dict[str, Any]]:
-        """The events of one kind, in order."""
+        """Return the events of one kind, in order."""
         return [e for e in self.events if e["event"] == kind]
 
     @property
@@ -153,7 +153,7 @@ def run_job(argv: list[str], *, kill_at: KillRule | None = None, timeout_s: floa
 
 
 def snapshot(db: str) -> dict[str, Any]:
-    """What a finished store holds, for comparing a resumed run with an uninterrupted one.
+    """Return what a finished store holds, for comparing a resumed run with an uninterrupted one.
 
     ``duplicates`` counts rows beyond the first per key (0 in a healthy store); ``scores`` are
     kept apart because label probabilities may move in the last digits with the batch's make-up.
@@ -194,7 +194,7 @@ def stored_hashes(db: str) -> set[str]:
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """The job's options (its own ``--model``; it writes no ``--json``: its events are the output)."""
+    """Add the job's options (its own ``--model``; it writes no ``--json``: its events are the output)."""
     p.add_argument("--db", required=True)
     p.add_argument("--model", default="embedded", help="judge preset or folder (default: embedded)")
     p.add_argument("--limit", type=int, default=24)

@@ -31,7 +31,7 @@ Hook = Callable[[str, dict[str, Any]], tuple[int, Any] | None]
 
 
 def minimal_instance(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
-    """A small value valid for simple JSON schemas (objects, enums, bools, ints with bounds, strings)."""
+    """Return a small value valid for simple JSON schemas (objects, enums, bools, ints with bounds, strings)."""
     defs = defs if defs is not None else schema.get("$defs", {})
     if "$ref" in schema:
         return minimal_instance(defs[schema["$ref"].split("/")[-1]], defs)
@@ -99,7 +99,7 @@ class FakeOpenAI:
         return [body for path, body in self.requests if path.endswith("/chat/completions")]
 
     def fail_next(self, n: int, status: int = 500) -> None:
-        """The next ``n`` POSTs answer ``status`` (``0`` = drop the connection without an answer)."""
+        """Make the next ``n`` POSTs answer ``status`` (``0`` = drop the connection without an answer)."""
         with self._lock:
             self._failures.extend([status] * n)
 
@@ -234,7 +234,7 @@ class FakeOpenAI:
                              "top_logprobs": tops}}
 
     def _tokens(self, label: str, as_ids: bool) -> list[str]:
-        """A label's tokens as the client reads them: ``token_id:N`` from ``token_ids`` when asked
+        """Return a label's tokens as the client reads them: ``token_id:N`` from ``token_ids`` when asked
         for ids (the client's tokenizer must be the same), else the label as one token.
         """
         if as_ids and self.token_ids is not None:
@@ -242,7 +242,7 @@ class FakeOpenAI:
         return [label]
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
-        """The default behaviour of a healthy vLLM server."""
+        """Return the default behaviour of a healthy vLLM server."""
         if body.get("model") != self.served:
             return 404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}}
         if path.endswith("/completions") and not path.endswith("/chat/completions"):

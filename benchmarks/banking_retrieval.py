@@ -112,7 +112,7 @@ def _context_tokens(model: str, domain: Path) -> tuple[list[tuple[str, Any]], st
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--data", type=Path, default=None, help="tau2 data dir (default: as uxlocal finds it)")
 
 

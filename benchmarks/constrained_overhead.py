@@ -26,7 +26,7 @@ TEXTS = ["The hotel room was spotless but the wifi kept dropping.", "Fast shippi
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--requests", type=int, default=32)
     p.add_argument("--repeats", type=int, default=3)
 

@@ -79,7 +79,7 @@ def compare(resumed: dict[str, Any], reference: dict[str, Any]) -> tuple[int, in
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--limit", type=int, default=40)
     p.add_argument("--max-batch", type=int, default=4)
     p.add_argument("--judge-mode", default="reason", choices=["label", "reason"])

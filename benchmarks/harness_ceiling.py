@@ -56,7 +56,7 @@ SERVED = "fake-model"
 
 
 def instant_answer(prepared: PreparedRequest) -> Scripted:
-    """A judge that costs nothing: label probabilities from the request hash (JSON: an empty object)."""
+    """Return a judge that costs nothing: label probabilities from the request hash (JSON: an empty object)."""
     constraint = prepared.request.constraint
     if not isinstance(constraint, Choice):
         return "{}"
@@ -67,7 +67,7 @@ def instant_answer(prepared: PreparedRequest) -> Scripted:
 
 
 def instant_judge() -> FakeEngine:
-    """The in-process arm's engine: ``instant_answer`` for every request, nothing recorded."""
+    """Return the in-process arm's engine: ``instant_answer`` for every request, nothing recorded."""
     return FakeEngine(instant_answer, identity="instant-judge", record=False)
 
 
@@ -98,7 +98,7 @@ def write_conversations(path: Path, n: int) -> None:
 
 
 def write_tokenizer(folder: Path) -> Path:
-    """A tokenizer folder without weights (byte-level BPE trained on the synthetic conversations,
+    """Return a tokenizer folder without weights (byte-level BPE trained on the synthetic conversations,
     ChatML template), as an openai-http preset's ``path``; the fake server reads the same file.
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -127,7 +127,7 @@ def write_tokenizer(folder: Path) -> Path:
 
 
 def write_rubric(path: Path, criteria: int) -> None:
-    """A binary label rubric (liked/disliked) with ``criteria`` criteria."""
+    """Write a binary label rubric (liked/disliked) with ``criteria`` criteria."""
     lines = ['name = "bench-labels"', 'kind = "label"', 'question = "Did the user like the reply?"',
              'positive = "liked"', "[[labels]]", 'name = "liked"', 'description = "the reply helped"',
              "[[labels]]", 'name = "disliked"', 'description = "the reply did not help"']
@@ -303,7 +303,7 @@ def process_cpu_s(pid: int) -> float:
 
 
 def start_server(tokenizer: str) -> tuple[subprocess.Popen[str], str]:
-    """The instant OpenAI-compatible server in its own process; (process, base URL)."""
+    """Return the instant OpenAI-compatible server in its own process; (process, base URL)."""
     proc = subprocess.Popen(module_command("benchmarks._openai_fake", "--no-record", "--served", SERVED,
                                            "--tokenizer", tokenizer),
                             cwd=REPO, stdout=subprocess.PIPE, text=True)
@@ -312,7 +312,7 @@ def start_server(tokenizer: str) -> tuple[subprocess.Popen[str], str]:
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model``, unused here, and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model``, unused here, and ``--json``)."""
     p.add_argument("--sizes", default="10000,100000,1000000", help="conversations per judge arm (comma list)")
     p.add_argument("--arms", default=",".join(ARMS), help=f"which arms (comma list of {', '.join(ARMS)})")
     p.add_argument(

@@ -89,7 +89,7 @@ def arm(pool: ModelPool, args: Any, tag: str) -> dict[str, Any]:
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--episodes", type=int, default=32)
     p.add_argument("--max-tokens", type=int, default=48)
     p.add_argument("--probes", type=int, default=24)

@@ -70,7 +70,7 @@ def _sentence(rng: random.Random) -> str:
 
 
 def conversation(i: int, tokens: int) -> list[dict[str, str]]:
-    """A synthetic multi-turn chat of roughly ``tokens`` tokens (about 1.4 tokens per word here)."""
+    """Return a synthetic multi-turn chat of roughly ``tokens`` tokens (about 1.4 tokens per word here)."""
     rng = random.Random(i)
     turns: list[dict[str, str]] = []
     words = 0
@@ -85,7 +85,7 @@ def conversation(i: int, tokens: int) -> list[dict[str, str]]:
 
 
 def rubric_toml(k: int) -> str:
-    """A likert rubric with K criteria."""
+    """Return a likert rubric with K criteria."""
     lines = ['name = "bench"', 'kind = "likert"', 'question = "How good is the last reply?"', "scale = 5",
              "[anchors]", *[f'{p} = "point {p}"' for p in range(1, 6)]]
     for c in range(k):
@@ -144,7 +144,7 @@ def run_arm(pool: ModelPool, folder: Path, layout: str, counter: CacheCounter) -
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--conversations", type=int, default=6, help="N conversations (default 6)")
     p.add_argument("--criteria", type=int, default=8, help="K criteria per conversation (default 8)")
     p.add_argument(

@@ -26,7 +26,7 @@ MAX_TRAIN_S = 600.0
 
 
 def add_cli_args(parser: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``--model`` and ``--json`` come from ``_common.parser``)."""
+    """Add this benchmark's options (``--model`` and ``--json`` come from ``_common.parser``)."""
     from uxlocal import paths
     from uxlocal.suites.judge.config import JUDGE_SETTINGS
 

@@ -93,7 +93,7 @@ def timed_batch(engine: Any, ids: list[list[int]], loras: list[Any], tokens: int
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--requests", type=int, default=32, help="requests per batch")
     p.add_argument("--adapters", type=int, default=4, help="distinct adapters (simulated users)")
     p.add_argument("--tokens", type=int, default=32, help="generated tokens per request")

@@ -46,7 +46,7 @@ def episodes(n: int, exchanges: int, tokens: int, tag: str) -> list[EpisodeSpec]
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--episodes", type=int, default=32)
     p.add_argument("--exchanges", type=int, default=3)
     p.add_argument("--max-tokens", type=int, default=48)

@@ -109,7 +109,7 @@ def check_args(names: list[str], extra: dict[str, list[str]]) -> None:
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """The runner's options (it has no ``--model``: each script takes its own through ``--args``)."""
+    """Add the runner's options (it has no ``--model``: each script takes its own through ``--args``)."""
     p.add_argument("--repeat", type=int, default=3, help="runs per benchmark, in rounds (default 3)")
     p.add_argument(
         "--only",

@@ -52,7 +52,7 @@ def _plain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--depths", default="0:200:10",
                    help="start:stop:step of extra caller frames (default 0:200:10)")
     p.add_argument("--requests", type=int, default=32, help="chats per generate call (default 32)")

@@ -68,7 +68,7 @@ def run_arm(pool: ModelPool, items: list[JudgeItem], constrained: bool, free_max
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--data", default=str(SAMPLE_DIR), help="folder with the T1 files (default: samples)")
     p.add_argument("--items", type=int, default=40)
     p.add_argument("--free-max-tokens", type=int, default=4096)

@@ -92,7 +92,7 @@ class Plan:
 
     @classmethod
     def of(cls, groups: tuple[tuple[int, Rows], ...], extent: int) -> Plan:
-        """The plan of ``groups`` over rows ``0 .. extent-1``."""
+        """Return the plan of ``groups`` over rows ``0 .. extent-1``."""
         parts = [torch.arange(r.start, r.stop) if isinstance(r, slice) else r for _, r in groups]
         rows = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long)
         sizes = torch.tensor([len(part) for part in parts], dtype=torch.long)
@@ -197,12 +197,12 @@ def _plan_rows(lora_indices_tensor: torch.Tensor) -> Plan:
 
 
 def plan_rows(lora_indices_tensor: torch.Tensor) -> Plan:
-    """The plan of one-index-per-row indices (bgmv); the last is reused while the indices are unchanged."""
+    """Return the plan of one-index-per-row indices (bgmv); the last is reused while the indices are unchanged."""
     return _rows_memo.get((lora_indices_tensor,), lambda: _plan_rows(lora_indices_tensor))
 
 
 def plan_segments(seq_len_tensor: torch.Tensor, lora_indices_tensor: torch.Tensor) -> Plan:
-    """The plan of per-segment indices (sgmv prefill metadata); reused like ``plan_rows``."""
+    """Return the plan of per-segment indices (sgmv prefill metadata); reused like ``plan_rows``."""
     return _segments_memo.get(
         (seq_len_tensor, lora_indices_tensor),
         lambda: plan_runs(tuple(lora_indices_tensor.tolist()), tuple(seq_len_tensor.tolist())),
@@ -282,7 +282,7 @@ _stacked = _StackedCache()
 
 
 def stacked_a(weights: tuple[torch.Tensor, ...], plan: Plan, dtype: torch.dtype) -> torch.Tensor:
-    """The active slots' A of every slice as one ``(n*k*R, H)`` matrix in ``dtype``.
+    """Return the active slots' A of every slice as one ``(n*k*R, H)`` matrix in ``dtype``.
 
     ``weights`` holds one stacked-A tensor per output slice (n of them, same rank and input
     width); the rows are slice-major, then slot blocks in ``plan.slots`` order.
@@ -343,7 +343,7 @@ whole input to fp32 first costs about three times the GEMM itself."""
 
 
 def shrink_dtype(inputs: torch.Tensor, rows: int, wide: torch.dtype) -> torch.dtype:
-    """The GEMM dtype of a shrink over ``rows`` rows of ``inputs``: ``wide`` (the result's dtype,
+    """Return the GEMM dtype of a shrink over ``rows`` rows of ``inputs``: ``wide`` (the result's dtype,
     usually fp32), or a 16-bit input's own dtype above ``LARGE_SHRINK`` elements.
     """
     native = inputs.dtype not in (wide, torch.float32) and rows * inputs.shape[1] > LARGE_SHRINK
@@ -460,7 +460,7 @@ def _expand_width(weights: torch.Tensor, output_tensor: torch.Tensor) -> int:
 
 
 def check_slice_width(weights: torch.Tensor, width: int, where: str, name: str = "slice_size") -> None:
-    """A clear error when an adapter's output width is not the width of the slice it expands into."""
+    """Raise a clear error when an adapter's output width is not the width of the slice it expands into."""
     if weights.shape[-2] != width:
         raise ValueError(f"{where}: adapter output width {weights.shape[-2]} != {name} {width}")
 

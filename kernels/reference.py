@@ -162,7 +162,7 @@ def lora_linear(
     output_slices: tuple[int, ...],
     lora_indices_tensor: torch.Tensor,
 ) -> None:
-    """What ``lora_linear.lora_linear`` computes, slice by slice as vLLM's wrapper does: an fp32
+    """Do what ``lora_linear.lora_linear`` does, slice by slice as vLLM's wrapper does: an fp32
     shrink buffer per slice, then an added expand into that slice's columns.
     """
     offset = 0

@@ -43,7 +43,7 @@ def _vllm_available() -> str | None:
 
 @pytest.fixture(scope="session")
 def embedded_model() -> Any:
-    """The embedded SmolLM2 model, converted once into the shared cache."""
+    """Return the embedded SmolLM2 model, converted once into the shared cache."""
     os.environ.setdefault("UXLOCAL_MODEL_CACHE", _REAL_MODEL_CACHE)
     from uxlocal.engine.resolve import resolve
 

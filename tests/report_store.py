@@ -194,7 +194,7 @@ _CACHE: dict[str, Any] = {}
 
 
 def shared_demo_store(tmp_path_factory: Any) -> tuple[Path, dict[str, Any]]:
-    """The demo-shaped store, built once per pytest session (unit and browser tests share it)."""
+    """Return the demo-shaped store, built once per pytest session (unit and browser tests share it)."""
     if "store" not in _CACHE:
         folder = tmp_path_factory.mktemp("report-store")
         previous = os.environ.get("UXLOCAL_HOME")
@@ -211,7 +211,7 @@ def shared_demo_store(tmp_path_factory: Any) -> tuple[Path, dict[str, Any]]:
 
 
 def shared_demo_report(tmp_path_factory: Any) -> Any:
-    """The full ``Report`` (figures drawn) of the shared store, built once per session."""
+    """Return the full ``Report`` (figures drawn) of the shared store, built once per session."""
     if "report" not in _CACHE:
         from uxlocal.report import build_report
 

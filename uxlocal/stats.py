@@ -29,7 +29,7 @@ import numpy as np
 
 
 def _clean(value: Any) -> float | None:
-    """A finite float, or None for NaN/inf/None (libraries return NaN on degenerate input)."""
+    """Return a finite float, or None for NaN/inf/None (libraries return NaN on degenerate input)."""
     if value is None:
         return None
     value = float(value)
@@ -40,7 +40,7 @@ def _clean(value: Any) -> float | None:
 
 
 def _values(values: Sequence[Any] | np.ndarray) -> list[Any] | np.ndarray:
-    """What scikit-learn is given: an array as it is (a list of a million values costs ~8 bytes
+    """Return what scikit-learn is given: an array as it is (a list of a million values costs ~8 bytes
     each plus the objects), any other sequence as a list.
     """
     return values if isinstance(values, np.ndarray) else list(values)
@@ -115,13 +115,13 @@ ECE_BINS = 10
 
 
 def ece_bins(confidence: np.ndarray, bins: int = ECE_BINS) -> np.ndarray:
-    """The ECE bin of each confidence (int8 for up to 127 bins)."""
+    """Return the ECE bin of each confidence (int8 for up to 127 bins)."""
     return np.minimum((confidence * bins).astype(int), bins - 1).astype(np.int8 if bins < 128 else np.int64)
 
 
 def ece(confidence: Sequence[float], correct: Sequence[bool], bins: int = ECE_BINS,
         bin_index: np.ndarray | None = None) -> float | None:
-    """Expected calibration error (0-1): equal-width bins over [0, 1], the last bin closed.
+    """Return the expected calibration error (0-1): equal-width bins over [0, 1], the last bin closed.
 
     ``confidence`` is the probability the judge gave its own verdict; the gap between mean
     confidence and accuracy in each bin is weighted by the bin's share of items. ``bin_index``
@@ -406,7 +406,7 @@ def _increasing(values: np.ndarray) -> bool:
 
 
 def _singletons(blocks: list[np.ndarray]) -> "np.ndarray | list[np.ndarray]":
-    """A stratum whose clusters are single items, as those items: ``_draw`` then takes the same
+    """Return a stratum whose clusters are single items, as those items: ``_draw`` then takes the same
     picks with one numpy index instead of a Python loop over clusters (a judge report's bootstrap
     over 100k conversations, one verdict each, spent most of its time there).
     """

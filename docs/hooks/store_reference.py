@@ -85,7 +85,7 @@ def parse_views(path: Path) -> list[ViewDoc]:
 
 
 def views_markdown(root: Path) -> str:
-    """The views section: one heading per file, one entry per view with its header fields."""
+    """Return the views section: one heading per file, one entry per view with its header fields."""
     out: list[str] = []
     for path in view_files(root):
         views = parse_views(path)
@@ -107,7 +107,7 @@ def views_markdown(root: Path) -> str:
 
 
 def tables_markdown() -> str:
-    """The tables of a store migrated from nothing, with the migrations' column comments."""
+    """Return the tables of a store migrated from nothing, with the migrations' column comments."""
     import duckdb
 
     from uxlocal import paths
@@ -131,7 +131,7 @@ def tables_markdown() -> str:
 
 
 def column_notes(files: list[Path]) -> dict[tuple[str, str], str]:
-    """The trailing ``-- comment`` of each column in CREATE TABLE blocks and ADD COLUMN lines."""
+    """Return the trailing ``-- comment`` of each column in CREATE TABLE blocks and ADD COLUMN lines."""
     notes: dict[tuple[str, str], str] = {}
     for path in files:
         table = ""
@@ -162,5 +162,5 @@ def _file_title(path: Path) -> str:
 
 
 def _escape(text: str) -> str:
-    """SQL comments as Markdown text: no table breaks, no tags, no emphasis from ``U*(q)``."""
+    """Render SQL comments as Markdown text: no table breaks, no tags, no emphasis from ``U*(q)``."""
     return text.replace("|", "\\|").replace("<", "&lt;").replace("*", "\\*")

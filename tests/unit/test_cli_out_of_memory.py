@@ -12,7 +12,7 @@ cli_main = importlib.import_module("uxlocal.cli.main")  # the module (the packag
 
 @pytest.fixture(autouse=True)
 def _no_process_changes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """main() would re-exec with preloads and set the compile default in os.environ: keep both out."""
+    """Keep main()'s re-exec with preloads and its compile default in os.environ out of the test."""
     monkeypatch.setenv("UXLOCAL_NO_PRELOAD", "1")
     monkeypatch.setenv("UXLOCAL_CPU_COMPILE", "0")
 

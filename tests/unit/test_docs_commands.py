@@ -21,7 +21,7 @@ SHELL_OPERATORS = {"&&", ";", "|", "||", "(", ")", "done", "do"}
 
 
 def shown_commands(text: str) -> list[list[str]]:
-    """The argument lists of every ``uxlocal`` call in a page's shell code blocks (```bash)."""
+    """Return the argument lists of every ``uxlocal`` call in a page's shell code blocks (```bash)."""
     calls: list[list[str]] = []
     for block in FENCE.findall(text):
         joined = re.sub(r"\\\n\s*", " ", block)

@@ -66,7 +66,7 @@ def test_render_key_fails_like_render_when_the_template_refuses_the_chat(tmp_pat
 
 def _windowed(fake: FakeOpenAI, renderer: MessagesRenderer, requests: list[GenRequest], window: int,
               batch_prompts: int = 1) -> list[Any]:
-    """``requests`` through one ``generate`` call with ``window``; the server stops afterwards."""
+    """Send ``requests`` through one ``generate`` call with ``window``; the server stops afterwards."""
     options = HttpOptions(max_retries=0, connect_timeout_s=1.0, timeout_s=5.0, batch_prompts=batch_prompts)
     engine = HttpEngine(resolve(f"{fake.url}#fake-model"), renderer, options)
     batch = [PreparedRequest(r, *renderer.render(list(r.messages)), f"h{k}") for k, r in enumerate(requests)]

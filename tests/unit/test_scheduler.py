@@ -171,7 +171,7 @@ def test_store_rows_follow_the_episode(tmp_path: Any) -> None:
 
 # ---- issue 20: generations are saved while the engine still works ------------------------------
 def _stored(con: Any) -> int:
-    """Committed generations, read through a cursor of its own (what a crash would leave)."""
+    """Count committed generations through a cursor of its own (what a crash would leave)."""
     return int(con.cursor().execute("SELECT count(*) FROM generations").fetchone()[0])
 
 

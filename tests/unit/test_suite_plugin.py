@@ -31,7 +31,7 @@ TRUE_SENTENCES = ("Water is wet.", "Two plus two is four.")
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example installed by pip (no network, no dependencies) into a fresh target folder.
+    """Return the example installed by pip (no network, no dependencies) into a fresh target folder.
 
     Where pip cannot build it offline (no setuptools in the venv), the same layout is written by
     hand: the package plus a ``*.dist-info`` whose ``entry_points.txt`` comes from its pyproject.
@@ -63,7 +63,7 @@ def _install_by_hand(source: Path, target: Path) -> None:
 
 @pytest.fixture
 def plugin(installed: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The example on ``sys.path``; every registry it joined is restored afterwards."""
+    """Yield the example on ``sys.path``; every registry it joined is restored afterwards."""
     monkeypatch.syspath_prepend(str(installed))
     before = dict(cli.commands)
     cli.suite_commands_added = False

@@ -40,7 +40,7 @@ class SuiteGroup(click.Group):
         return sorted(suites())
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        """The named suite's command, or None (click then says it does not exist)."""
+        """Return the named suite's command, or None (click then says it does not exist)."""
         from uxlocal.suites.base import suite_class
 
         cls = suite_class(name)

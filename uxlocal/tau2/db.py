@@ -219,11 +219,11 @@ class CopyOnWriteRows(Generic[Row]):
         return bool(self._own)
 
     def shared_rows(self) -> Mapping[str, Row]:
-        """The snapshot's rows, shared by every episode and never changed (read-only)."""
+        """Return the snapshot's rows, shared by every episode and never changed (read-only)."""
         return self._base
 
     def own_rows(self) -> Mapping[str, Row]:
-        """The rows this episode copied, replaced or added, which override the shared ones."""
+        """Return the rows this episode copied, replaced or added, which override the shared ones."""
         return self._own
 
 

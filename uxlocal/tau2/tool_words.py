@@ -52,7 +52,7 @@ class SeatWords:
     discoverable: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def lookup(self, name: str) -> dict[str, Any] | None:
-        """The file's schema for tool ``name``, listed or discoverable; ``None`` when it has none."""
+        """Return the file's schema for tool ``name``, listed or discoverable; ``None`` when it has none."""
         return self.listed.get(name) or self.discoverable.get(name)
 
 
@@ -69,7 +69,7 @@ class ToolWords:
         return first.path.parent if first is not None else None
 
     def schema(self, seat: str, spec: ToolSpec) -> dict[str, Any]:
-        """The schema a model sees for one of our tools: the file's when it has the tool, else ours."""
+        """Return the schema a model sees for one of our tools: the file's when it has the tool, else ours."""
         words = self.seats.get(seat)
         theirs = words.lookup(spec.name) if words is not None else None
         return copy.deepcopy(theirs) if theirs is not None else spec.openai_schema()
@@ -93,7 +93,7 @@ class ToolWords:
 
 
 def find_tools_dir(domain_folder: Path, name: str, explicit: str | Path | None = None) -> Path | None:
-    """The folder holding ``name``'s tools files, by the precedence of the module docstring."""
+    """Return the folder holding ``name``'s tools files, by the precedence of the module docstring."""
     chosen = explicit if explicit is not None else os.environ.get(TOOLS_ENV) or None
     candidates = ([Path(chosen) / name] if chosen is not None else []) + [domain_folder]
     for folder in candidates:
@@ -137,7 +137,7 @@ def _by_name(path: Path, schemas: list[Any], key: str) -> dict[str, dict[str, An
 
 
 def structure(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A function schema without its words: ``$ref`` resolved, descriptions and titles dropped.
+    """Return a function schema without its words: ``$ref`` resolved, descriptions and titles dropped.
 
     Also dropped, as they say nothing a validator does differently: a ``null`` default, and on
     the arguments object itself ``additionalProperties: false`` and an empty ``required`` (every

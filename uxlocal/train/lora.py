@@ -123,7 +123,7 @@ def autocast(where: str) -> Any:
 
 
 def load_base(path: str) -> tuple[Any, str]:
-    """The base model in fp32 (master weights) on the best device, and that device.
+    """Return the base model in fp32 (master weights) on the best device, and that device.
 
     On a GPU gradient checkpointing is switched on (a 7B base then fits with long prompts); it
     recomputes activations and changes no result.
@@ -142,7 +142,7 @@ def load_base(path: str) -> tuple[Any, str]:
 
 
 def pad_id(model: Any) -> int:
-    """A token id to pad with (never attended to, never labelled)."""
+    """Return a token id to pad with (never attended to, never labelled)."""
     eos = model.config.eos_token_id
     eos = eos[0] if isinstance(eos, list) and eos else eos
     return int(eos if isinstance(eos, int) else 0)
@@ -175,7 +175,7 @@ class FrozenPrefix:
     """Per example, in the examples' order: a ``(len(ids), hidden)`` tensor."""
 
     def take(self, indices: Sequence[int]) -> "FrozenPrefix":
-        """The states of these examples, in this order."""
+        """Return the states of these examples, in this order."""
         return FrozenPrefix(self.start, [self.states[i] for i in indices])
 
 
@@ -210,7 +210,7 @@ def first_adapted_layer(model: Any, settings: TrainSettings) -> int:
 def frozen_prefix(model: Any, examples: Sequence[Example], start: int, pad: int, where: str, *,
                   batch_size: int = 8, budget_bytes: int = PREFIX_BUDGET_BYTES,
                   on_batch: Callable[[int, int], None] | None = None) -> FrozenPrefix | None:
-    """The states entering layer ``start`` of every example, or None (nothing frozen, or over budget).
+    """Return the states entering layer ``start`` of every example, or None (nothing frozen, or over budget).
 
     Computed in left-padded batches with the model's own masking, so each example's states equal
     those of its own full forward. ``on_batch(done, total)`` reports examples done.
@@ -300,7 +300,7 @@ def lr_factor(step: int, settings: TrainSettings) -> float:
 
 
 def batches(count: int, settings: TrainSettings) -> list[list[int]]:
-    """Example indices of every step: seeded shuffled passes over the data, cut into batches."""
+    """Return example indices of every step: seeded shuffled passes over the data, cut into batches."""
     rng = random.Random(settings.seed)
     order: list[int] = []
     plan = []

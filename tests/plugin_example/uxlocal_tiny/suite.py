@@ -48,6 +48,6 @@ class TinySuite(Suite):
         return SuitePlan(episodes, items)
 
     def report(self, con: Any, run_id: str) -> list[ReportTable]:
-        """The ``tiny_summary`` view for this run."""
+        """Return the ``tiny_summary`` view for this run."""
         cols, rows = query(con, "SELECT * EXCLUDE (run_id) FROM tiny_summary WHERE run_id = ?", [run_id])
         return [ReportTable("tiny", cols, rows)]

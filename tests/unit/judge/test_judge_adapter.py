@@ -30,7 +30,7 @@ def _input(tmp_path: Path, n: int = 6) -> Path:
 
 def _adapter(folder: Path, *, weights: str = "a" * 64, base_identity: str | None = None,
              data: Path | None = None, heldout: list[str] | None = None) -> Path:
-    """A judge adapter folder as ``judge train`` writes it (metadata only: the fake engine loads nothing)."""
+    """Return a judge adapter folder as ``judge train`` writes it (metadata only: the fake engine loads nothing)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "adapter_config.json").write_text("{}", encoding="utf-8")
     meta = {

@@ -182,7 +182,7 @@ def test_train_judge_lowers_loss_writes_metadata_and_repeats_by_seed(
 
 
 def _thumbs(tmp_path: Path) -> str:
-    """A label rubric without an abstain label: a random tiny model would otherwise abstain on every row,
+    """Return a label rubric without an abstain label: a random tiny model would otherwise abstain on every row,
     and abstentions are left out of the agreement statistics.
     """
     rubric = tmp_path / "thumbs.toml"

@@ -52,7 +52,7 @@ def _compare(db: Path, view: str, kind: str, names: tuple[str, ...]) -> dict[str
 
 def _columns_equal_rows(con: Any, points: dict[str, Any], kind: str, names: tuple[str, ...],
                         rows: list[dict[str, Any]]) -> None:
-    """The report's columns (``verdict_columns``) give exactly the numbers the row dicts give,
+    """Check that the report's columns (``verdict_columns``) give exactly the numbers the row dicts give,
     on every resample and in the bootstrap intervals the report prints.
     """
     columns = verdict_columns(con, points["run_id"], kind, points["criterion"], points["judge_role"])
@@ -200,7 +200,7 @@ def _label_verdicts(seed: int, labels: list[str], n: int, *, rare: bool) -> list
 
 
 def _listed_label_statistics(rows: list[dict[str, Any]], none_seen: set[str]) -> dict[str, Any]:
-    """The label statistics as the report computed them on Python lists: labels coded by first
+    """Return the label statistics as the report computed them on Python lists: labels coded by first
     appearance (human labels first), every resample's values taken as lists.
     """
     codes: dict[Any, int] = {}

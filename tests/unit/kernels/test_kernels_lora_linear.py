@@ -87,7 +87,7 @@ def test_the_stacked_weights_of_a_layer_are_reused_until_a_slice_is_rewritten() 
 
 
 def _wrapper(prefill: bool, indices: torch.Tensor, no_lora: bool = False) -> SimpleNamespace:
-    """The attributes of vLLM's CPU punica wrapper that ``add_lora_linear`` reads."""
+    """Return the attributes of vLLM's CPU punica wrapper that ``add_lora_linear`` reads."""
     slots, lengths = torch.unique_consecutive(indices, return_counts=True)
     starts = torch.cumsum(lengths, 0) - lengths
     meta = (starts, lengths, slots, len(slots), int(lengths.max()), int(lengths.sum()))

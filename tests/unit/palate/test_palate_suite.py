@@ -246,7 +246,7 @@ def test_lora_simulator_requests_name_the_users_adapter(engine: FakeEngine, tmp_
 
 
 def _reply_groups(engine: FakeEngine, tags: tuple[str, ...]) -> list[list[PreparedRequest]]:
-    """Runs of adjacent requests in one batch whose tags are ``tags`` with the same turn number."""
+    """Return runs of adjacent requests in one batch whose tags are ``tags`` with the same turn number."""
     groups = []
     for batch in engine.batches:
         for i, prepared in enumerate(batch):

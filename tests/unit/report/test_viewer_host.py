@@ -122,7 +122,7 @@ def test_served_viewer_refuses_a_rebinding_request_over_loopback(
 
 
 def _free_port() -> int:
-    """A free loopback port (closed again before the server binds it)."""
+    """Return a free loopback port (closed again before the server binds it)."""
     import socket
 
     with socket.socket() as probe:

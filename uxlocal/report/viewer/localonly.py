@@ -54,7 +54,7 @@ class LocalOnly:
         await self.app(scope, receive, send)
 
     def refusal(self, host: str | None, origin: str | None) -> tuple[int, str] | None:
-        """The status and text to answer instead of the app, or None to let the request through."""
+        """Return the status and text to answer instead of the app, or None to let the request through."""
         if host is None or host.lower() not in self.hosts:
             return 400, (f"uxlocal view answers only http://127.0.0.1:{self.port}/ and "
                          f"http://localhost:{self.port}/ (this request named another host)\n")
@@ -64,7 +64,7 @@ class LocalOnly:
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
-    """The first value of a header (names arrive lower-cased from ASGI servers), or None."""
+    """Return the first value of a header (names arrive lower-cased from ASGI servers), or None."""
     for key, value in scope.get("headers", ()):
         if key == name:
             return bytes(value).decode("latin-1").strip()

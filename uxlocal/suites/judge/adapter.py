@@ -41,12 +41,12 @@ def parse_adapters(value: str | None) -> dict[str, str]:
 
 
 def adapter_name(role: str) -> str:
-    """The LoRA name the requests of ``role`` use."""
+    """Return the LoRA name the requests of ``role`` use."""
     return f"{role}-adapter"
 
 
 def read_meta(folder: Path) -> dict[str, Any]:
-    """The adapter's ``judge_adapter.json``; an ``InputError`` when it is not a judge adapter."""
+    """Return the adapter's ``judge_adapter.json``; an ``InputError`` when it is not a judge adapter."""
     meta_file = folder / META_FILE
     if not (folder / "adapter_config.json").is_file() or not meta_file.is_file():
         raise InputError(folder, None, f"not a judge adapter (needs adapter_config.json and {META_FILE})",
@@ -58,12 +58,12 @@ def read_meta(folder: Path) -> dict[str, Any]:
 
 
 def adapter_folder(where: str, model: ResolvedModel) -> Path:
-    """A preset adapter's folder when ``where`` names one on ``model``, else ``where`` as a folder."""
+    """Return a preset adapter's folder when ``where`` names one on ``model``, else ``where`` as a folder."""
     return Path(model.lora[where]) if where in model.lora else Path(where).expanduser()
 
 
 def check_base(meta: dict[str, Any], model: ResolvedModel, folder: Path) -> None:
-    """The adapter was trained on ``model``'s weights (fingerprint), else a clear error."""
+    """Check that the adapter was trained on ``model``'s weights (fingerprint), else raise a clear error."""
     trained = meta.get("base_weights")
     if trained is not None and model.path:
         same = trained == folder_fingerprint(Path(model.path))

@@ -85,7 +85,7 @@ def _list_rubrics() -> None:
 
 
 def _print_judged(result: Any) -> None:
-    """The judge's summary line (requests, cache, items already judged), notes and tables."""
+    """Print the judge's summary line (requests, cache, items already judged), notes and tables."""
     from uxlocal.reportkit.tables import render_tables
 
     stats = result.stats
@@ -100,7 +100,7 @@ def _print_judged(result: Any) -> None:
 
 
 def register_commands(cli: click.Group) -> None:
-    """Hook the CLI finds in the suite's package: add the suite's commands to the root ``uxlocal`` group."""
+    """Add the suite's commands to the root ``uxlocal`` group (a hook the CLI finds in the suite's package)."""
     cli.add_command(judge_cmd)
 
 
@@ -109,7 +109,7 @@ _TRAIN_FIELDS = ("rubric", "id_col", "conversation_col", "prompt_col", "response
 
 
 def _progress_line(line: str, done: int, total: int) -> None:
-    """A live line on a terminal; a log line every tenth of the work otherwise."""
+    """Show a live line on a terminal; otherwise log a line every tenth of the work."""
     if sys.stderr.isatty():
         click.echo(f"\r{line}   ", nl=done == total, err=True)
     elif done % max(1, total // 10) == 0 or done == total:

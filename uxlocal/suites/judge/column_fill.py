@@ -85,7 +85,7 @@ class ColumnFill:
 
     def finish(self, order: np.ndarray | None = None
                ) -> tuple[dict[str, np.ndarray], dict[tuple[str, ...], dict[Any, int]]]:
-        """The columns with their rows in ``order`` (as added without it), and the shared codes."""
+        """Return the columns with their rows in ``order`` (as added without it), and the shared codes."""
         if self.filled != self.n:
             raise ValueError(
                 f"{self.filled} rows read, {self.n} counted: the store changed while it was read"

@@ -23,13 +23,13 @@ Intervals = dict[str, tuple[float | None, float | None]]
 
 def paired(base_rows: list[dict[str, Any]],
            adapter_rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The rows of the items both arms judged validly, in the same item order."""
+    """Return the rows of the items both arms judged validly, in the same item order."""
     ids = {r["item_id"] for r in base_rows} & {r["item_id"] for r in adapter_rows}
     return [r for r in base_rows if r["item_id"] in ids], [r for r in adapter_rows if r["item_id"] in ids]
 
 
 def agreement(kind: str, rows: list[dict[str, Any]]) -> dict[str, float | None]:
-    """The statistics ``uxlocal judge`` reports for this rubric kind, over all ``rows``."""
+    """Return the statistics ``uxlocal judge`` reports for this rubric kind, over all ``rows``."""
     import numpy as np
 
     from uxlocal.suites.judge.report import LABEL_STATS, PAIR_STATS, SCORE_STATS, agreement_statistics
@@ -76,7 +76,7 @@ def comparison_rows(base: dict[str, Any], adapter: dict[str, Any],
 
 
 def _arm_key(config: dict[str, Any]) -> tuple[str, ...] | None:
-    """What both arms share (held-out selection, input, rubric, prompts, base model); None: not an arm."""
+    """Return what both arms share (held-out selection, input, rubric, prompts, base model); None: not an arm."""
     hashes = config.get("prompt_hashes", {})
     if "judge/heldout" not in hashes:
         return None

@@ -85,7 +85,7 @@ class JudgeConfig(SuiteConfig):
     """Judge only the rows this adapter folder's training held out (its measured split)."""
 
     def columns(self) -> Columns:
-        """The column map."""
+        """Return the column map."""
         return Columns(id=self.id_col, conversation=self.conversation_col, prompt=self.prompt_col,
                        response=self.response_col, response_a=self.response_a_col,
                        response_b=self.response_b_col, human=self.human_col, group=self.group_col)

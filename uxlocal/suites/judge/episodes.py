@@ -228,7 +228,7 @@ def record_pair(ctx: EpisodeContext, asker: Asker, role: str, criterion: Criteri
 
 
 def _turn_units(item: JudgeItem) -> list[int]:
-    """Indices of the assistant turns (each judged with the conversation up to it)."""
+    """Return indices of the assistant turns (each judged with the conversation up to it)."""
     return [i for i, t in enumerate(item.conversation) if t["role"] == "assistant"]
 
 
@@ -264,10 +264,10 @@ def pairwise_program(
 
 
 def bind(program: Callable[..., Program], *args: Any) -> Callable[[EpisodeContext], Program]:
-    """An episode factory for the scheduler."""
+    """Return an episode factory for the scheduler."""
     return lambda ctx: program(ctx, *args)
 
 
 def unit_turns(item: JudgeItem, unit: str) -> list[int | None]:
-    """The units of one item: the whole conversation, or each assistant turn."""
+    """Return the units of one item: the whole conversation, or each assistant turn."""
     return [None] if unit == "conversation" else list(_turn_units(item))

@@ -177,7 +177,7 @@ def _duckdb_rows(spec: str) -> tuple[str, Iterator[Row]]:
 
 
 def _query_rows(db: str, sql: str) -> Iterator[Any]:
-    """The column names, then the query's rows, fetched ``TABLE_BATCH`` at a time (read-only)."""
+    """Yield the column names, then the query's rows, fetched ``TABLE_BATCH`` at a time (read-only)."""
     import duckdb
 
     from uxlocal.store.offline import open_duckdb, refuse_extension_statements
@@ -227,7 +227,7 @@ def _text(row: dict[str, Any], column: str, *, required: bool) -> str | None:
 
 
 def parse_conversation(value: Any, column: str) -> tuple[dict[str, str], ...]:
-    """A ``[{role, content}]`` list (or its JSON string) normalized to user/assistant/system turns."""
+    """Return a ``[{role, content}]`` list (or its JSON string) normalized to user/assistant/system turns."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -334,7 +334,7 @@ class DistinctIds:
 
     @staticmethod
     def stamp_of(source: str) -> tuple[int, int] | None:
-        """The file's (size, mtime_ns); None for a ``duckdb:`` query (its rows cannot be stamped)."""
+        """Return the file's (size, mtime_ns); None for a ``duckdb:`` query (its rows cannot be stamped)."""
         if source.startswith("duckdb:"):
             return None
         found = Path(source).stat()
@@ -344,7 +344,7 @@ class DistinctIds:
 def iter_loaded(source: str, cols: Columns, *, pairwise: bool = False, human: HumanParser | None = None,
                 skip_bad_rows: bool = False, chunk_rows: int | None = None,
                 distinct: DistinctIds | None = None) -> Iterator[Loaded]:
-    """``source``'s items and set-aside rows, ``chunk_rows`` rows at a time (the input is streamed).
+    """Yield ``source``'s items and set-aside rows, ``chunk_rows`` rows at a time (the input is streamed).
 
     A bad row stops the read unless ``skip_bad_rows``; ids are checked for repeats across the
     whole input: within a chunk exactly, against earlier chunks by digest (``SeenIds``, 24 bytes

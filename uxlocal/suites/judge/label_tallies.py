@@ -46,7 +46,7 @@ class LabelTallies:
             self.bin_hit = (bins * 2 + (human == judge)).astype(np.int8 if stats.ECE_BINS < 64 else np.int64)
 
     def cells(self, idx: np.ndarray) -> Cells:
-        """The draw's (human, judge) cells (counted once per draw: the statistics share them)."""
+        """Return the draw's (human, judge) cells (counted once per draw: the statistics share them)."""
         last, cells = self._cells
         if last is not idx or cells is None:
             filled, counts = _count(self.cell[idx], self.width * self.width)
@@ -83,7 +83,7 @@ class LabelTallies:
         return float(np.mean(2 * hits / (matrix.sum(axis=0) + matrix.sum(axis=1))))
 
     def confusion(self, idx: np.ndarray) -> np.ndarray:
-        """The draw's confusion matrix (human rows, judge columns) over the classes it holds."""
+        """Return the draw's confusion matrix (human rows, judge columns) over the classes it holds."""
         c = self.cells(idx)
         classes, codes = np.unique(np.concatenate([c.human, c.judge]), return_inverse=True)
         matrix = np.zeros((len(classes), len(classes)), dtype=np.int64)
@@ -91,7 +91,7 @@ class LabelTallies:
         return matrix
 
     def ece(self, idx: np.ndarray) -> float | None:
-        """Expected calibration error of the draw (``stats.ece``; None without confidences): each bin's
+        """Return the expected calibration error of the draw (``stats.ece``; None without confidences): each bin's
         verdicts, hits and summed confidence counted a block of the draw at a time, so no copy of a
         million drawn confidences is made.
         """
@@ -130,7 +130,7 @@ BLOCK = 65_536
 
 
 def _count(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """The codes (below ``size``) that occur, and how often each does."""
+    """Return the codes (below ``size``) that occur, and how often each does."""
     counts = np.bincount(codes, minlength=size)
     filled = np.flatnonzero(counts)
     return filled, counts[filled]

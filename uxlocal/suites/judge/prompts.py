@@ -50,14 +50,14 @@ _TEXT = {
 
 
 def transcript(turns: Sequence[dict[str, str]], lang: str) -> str:
-    """The conversation as ``Role: text`` blocks separated by blank lines."""
+    """Return the conversation as ``Role: text`` blocks separated by blank lines."""
     roles = _TEXT[lang]["roles"]
     return "\n\n".join(f"{roles[t['role']]}: {t['content']}" for t in turns)
 
 
 def _material(rubric: Rubric, turns: Sequence[dict[str, str]], pair: tuple[str, str] | None,
               per_turn: bool) -> list[str]:
-    """The shared part: the conversation, and the replies or the per-turn pointer."""
+    """Return the shared part: the conversation, and the replies or the per-turn pointer."""
     text = _TEXT[rubric.language]
     parts = [text["conversation"], transcript(turns, rubric.language)]
     if pair is not None:
@@ -69,7 +69,7 @@ def _material(rubric: Rubric, turns: Sequence[dict[str, str]], pair: tuple[str, 
 
 
 def _ask(rubric: Rubric, criterion: Criterion, reason: bool) -> list[str]:
-    """The varying part: the criterion's question and the answer options."""
+    """Return the varying part: the criterion's question and the answer options."""
     text = _TEXT[rubric.language]
     options = "\n".join(
         f"- {name}: {meaning}" if meaning else f"- {name}" for name, meaning in rubric.descriptions()

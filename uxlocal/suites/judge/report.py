@@ -73,18 +73,18 @@ class VerdictColumns:
         return self.n
 
     def first(self, key: str) -> Any:
-        """The first row's value of ``key`` (None without rows)."""
+        """Return the first row's value of ``key`` (None without rows)."""
         head = self.column(key)[:1].tolist()
         return head[0] if head else None
 
     def column(self, key: str) -> np.ndarray:
-        """The array of ``key``; an empty one when there are no rows (row dicts then name no keys)."""
+        """Return the array of ``key``; an empty one when there are no rows (row dicts then name no keys)."""
         if key == "cluster" and self.singletons:
             return np.arange(self.n)
         return self.arrays[key] if self.n or key in self.arrays else np.empty(0, dtype=object)
 
     def clusters(self) -> np.ndarray | None:
-        """What the bootstrap resamples: the cluster codes, or None when every row is its own cluster
+        """Return what the bootstrap resamples: the cluster codes, or None when every row is its own cluster
         (the same draws as codes 0..n-1, without their 8 MB a million rows).
         """
         return None if self.singletons else self.column("cluster")
@@ -169,7 +169,7 @@ def _verdicts_sql(kind: str, columns: str, *, ordered: bool = True) -> str:
 
 
 def verdict_rows(con: Any, run_id: str, kind: str, criterion: str, role: str) -> list[dict[str, Any]]:
-    """The rows the agreement statistics of one (criterion, judge) read, by item id."""
+    """Return the rows the agreement statistics of one (criterion, judge) read, by item id."""
     return _rows(con, _verdicts_sql(kind, "*"), [run_id, criterion, role])
 
 
@@ -250,7 +250,7 @@ def _repeated(value: Any, n: int) -> np.ndarray:
 
 
 def agreement_statistics(kind: str, rows: Verdicts) -> dict[str, Statistic]:
-    """The Python reference of the agreement views: statistic name -> function of row indices."""
+    """Return the Python reference of the agreement views: statistic name -> function of row indices."""
     builders = {"label": _label_stats, "likert": _score_stats, "pairwise": _pair_stats}
     return builders[kind](_columns(rows))
 
@@ -293,7 +293,7 @@ _VIEWS = {"label": ("judge_label_agreement", LABEL_STATS), "likert": ("judge_sco
 
 
 def _on_index(statistic: Statistic) -> Callable[[Any], float | None]:
-    """A statistic of row indices as a statistic of a bootstrap draw."""
+    """Return a statistic of row indices as a statistic of a bootstrap draw."""
     return lambda draw: statistic(draw.index)
 
 

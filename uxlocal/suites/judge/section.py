@@ -35,7 +35,7 @@ from uxlocal.reportkit.rows import NoData, in_list, rows_of
 
 
 def tables(con: Any, run_ids: Sequence[str]) -> list[TableGroup]:
-    """The "learned vs prompted judge" comparison (when ``judge train``'s two held-out runs are
+    """Return the "learned vs prompted judge" comparison (when ``judge train``'s two held-out runs are
     both shown), then each run's own tables, as the terminal prints them.
     """
     from uxlocal.suites.judge.compare import learned_vs_prompted
@@ -59,7 +59,7 @@ def _name(row: dict[str, Any], run_ids: Sequence[str]) -> str:
 
 
 def _rows(con: Any, sql: str, run_ids: Sequence[str], missing: str) -> list[dict[str, Any]]:
-    """The view rows for these runs, or ``NoData(missing)``: the section notes why a plot is absent."""
+    """Return the view rows for these runs, or ``NoData(missing)``: the section notes why a plot is absent."""
     rows = rows_of(con, sql, run_ids)
     if not rows:
         raise NoData(missing)

@@ -68,7 +68,7 @@ class SeenIds:
         return sum(len(level) for level in self._levels)
 
     def first_lines(self, digested: np.ndarray) -> np.ndarray:
-        """The line each digest (from ``digests``) was added with, -1 for one not seen."""
+        """Return the line each digest (from ``digests``) was added with, -1 for one not seen."""
         found = np.full(len(digested), -1, dtype=np.int64)
         keys, checks = digested[:, 0], digested[:, 1]
         for level in reversed(self._levels):  # the first line an id was used on is all any level holds

@@ -32,7 +32,7 @@ from uxlocal.suites.judge.rubrics import TIE_LABEL, Rubric, load_rubric
 
 
 def judge_roles(roles: Any) -> list[str]:
-    """The judge roles bound in a run, ``judge`` first."""
+    """Return the judge roles bound in a run, ``judge`` first."""
     found = [r for r in roles if r == "judge" or (r.startswith("judge") and r[5:].isdigit())]
     return sorted(found, key=lambda r: int(r[5:] or 1))
 
@@ -91,7 +91,7 @@ def _item_rows(item: JudgeItem, turn: int | None, kind: str) -> dict[str, Any]:
 
 def _chunks(config: JudgeConfig, rubric: Rubric, asker: episodes.Asker, roles: list[str], limit: int | None,
             keep: set[str] | None = None, distinct: DistinctIds | None = None) -> Iterator[PlanChunk]:
-    """The plan of the first ``limit`` items (all when None) among ``keep`` (all when None), one
+    """Yield the plan of the first ``limit`` items (all when None) among ``keep`` (all when None), one
     input chunk at a time (``distinct``: what earlier reads found of the ids, see ``DistinctIds``).
     """
     pairwise = rubric.kind == "pairwise"

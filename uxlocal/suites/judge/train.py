@@ -126,12 +126,12 @@ def split_by_group(items: Sequence[JudgeItem], fraction: float, seed: int) -> Sp
 
 
 def human_point(score: float) -> str:
-    """A likert human score as the label the judge would answer (rounded half up, as the views do)."""
+    """Return a likert human score as the label the judge would answer (rounded half up, as the views do)."""
     return str(int(math.floor(score + 0.5)))
 
 
 def verdict_targets(rubric: Rubric, item: JudgeItem) -> list[tuple[tuple[str, str] | None, str]]:
-    """(replies shown, label to learn) of each training example of ``item``."""
+    """Return (replies shown, label to learn) of each training example of ``item``."""
     if rubric.kind == "label":
         return [(None, str(item.human))]
     if rubric.kind == "likert":
@@ -260,7 +260,7 @@ PrefixProgress = Callable[[str, int, int], None]
 
 
 def judge_options(spec: JudgeTrainSpec, adapter: str | Path, *, with_adapter: bool) -> dict[str, Any]:
-    """The ``uxlocal judge`` options that judge the adapter's held-out rows, with or without it."""
+    """Return the ``uxlocal judge`` options that judge the adapter's held-out rows, with or without it."""
     columns = spec.columns
     options = {"input": spec.source, "rubric": spec.rubric_ref or spec.rubric.name, "id_col": columns.id,
                "conversation_col": columns.conversation, "prompt_col": columns.prompt,
@@ -273,7 +273,7 @@ def judge_options(spec: JudgeTrainSpec, adapter: str | Path, *, with_adapter: bo
 
 
 def heldout_judge(run: RunFn, base_spec: str, db: str | Path, kind: str, criterion: str) -> HeldoutJudge:
-    """A ``HeldoutJudge`` running ``uxlocal judge -m judge=BASE --db DB`` through ``run``."""
+    """Return a ``HeldoutJudge`` running ``uxlocal judge -m judge=BASE --db DB`` through ``run``."""
     from uxlocal.store.db import connect
     from uxlocal.suites.judge.report import verdict_rows
 

@@ -199,5 +199,5 @@ def palate_freeze_panel(out: Path, cards: str | None, keep: str | None, name: st
 
 
 def register_commands(cli: click.Group) -> None:
-    """Hook the CLI finds in the suite's package: add the suite's commands to the root ``uxlocal`` group."""
+    """Add the suite's commands to the root ``uxlocal`` group (a hook the CLI finds in the suite's package)."""
     cli.add_command(palate_group)

@@ -240,7 +240,7 @@ def _rubrics(con: Any, run_id: str) -> ReportTable:
 
 
 def _db_path(con: Any) -> str:
-    """The file behind ``con`` (for copy-paste hints), or ``DB`` when it has none (in-memory)."""
+    """Return the file behind ``con`` (for copy-paste hints), or ``DB`` when it has none (in-memory)."""
     row = con.execute(
         "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
     ).fetchone()

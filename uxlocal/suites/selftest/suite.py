@@ -122,7 +122,7 @@ class Selftest(Suite):
         return SuitePlan(episodes, items)
 
     def report(self, con: Any, run_id: str) -> list[ReportTable]:
-        """The ``selftest_summary`` view for this run."""
+        """Return the ``selftest_summary`` view for this run."""
         cols, rows = query(con, "SELECT * EXCLUDE (run_id) FROM selftest_summary WHERE run_id = ?", [run_id])
         return [
             ReportTable(

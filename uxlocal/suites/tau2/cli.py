@@ -105,5 +105,5 @@ def tau2_conformance(domains: str, recording: Path, tau2_data: Path, show: int) 
 
 
 def register_commands(cli: click.Group) -> None:
-    """Hook the CLI finds in the suite's package: add the suite's commands to the root ``uxlocal`` group."""
+    """Add the suite's commands to the root ``uxlocal`` group (a hook the CLI finds in the suite's package)."""
     cli.add_command(tau2_group)

@@ -237,6 +237,6 @@ def ufs_frontier(db: str, axis: str, plot_path: Path | None) -> None:
 
 
 def register_commands(cli: click.Group) -> None:
-    """Hook the CLI finds in the suite's package: add the suite's commands to the root ``uxlocal`` group."""
+    """Add the suite's commands to the root ``uxlocal`` group (a hook the CLI finds in the suite's package)."""
     cli.add_command(ingest_group)
     cli.add_command(ufs_group)

@@ -89,7 +89,7 @@ class CriteriaSuite(Suite):
         """(domain, task id) -> the sample trajectory shown to the writer (from ``load_samples``)."""
 
     def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
-        """The writer/verifier/grader prompts and the domain's data files."""
+        """Return the writer/verifier/grader prompts and the domain's data files."""
         assert isinstance(config, CriteriaConfig)
         return {**prompt_hashes(), **data_hashes(resolve_data_dir(config.tau2_data), [config.domain])}
 

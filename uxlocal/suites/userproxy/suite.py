@@ -282,7 +282,7 @@ _REPORTS = (
 
 def _criteria(run: RunConfig, config: UserProxyConfig, set_name: str, root: Path,
               blueprints: dict[tuple[str, str], Blueprint]) -> dict[tuple[str, str], TaskCriteria]:
-    """The set's criteria, freezing ``--criteria-file`` (or templates for tasks it lacks) into it first."""
+    """Return the set's criteria, freezing ``--criteria-file`` (or templates for tasks it lacks) into it first."""
     con = connect(run.db_path)
     try:
         if config.criteria_file is not None:
@@ -301,7 +301,7 @@ def _criteria(run: RunConfig, config: UserProxyConfig, set_name: str, root: Path
 
 
 def _blueprint(domain: Domain, task: Task) -> Blueprint:
-    """What the grader sees of the task: scenario, our user seat's guidelines, the user tools."""
+    """Return what the grader sees of the task: scenario, our user seat's guidelines, the user tools."""
     tools = user_tool_schemas(domain, task)
     return Blueprint.from_task(task, domain=domain.name, contract=guidelines(tools), user_tools=tools)
 
@@ -370,7 +370,7 @@ def _add_domain(plan: SuitePlan, config: UserProxyConfig, seed: int, domain: Dom
 
 
 def userproxy_episode(ctx: EpisodeContext, setup: EpisodeSetup, job: GradingJob, proxy: str) -> Any:
-    """A tau2 episode, then UFS grading of its trajectory; ``info.proxy`` names the proxy."""
+    """Run a tau2 episode, then UFS grading of its trajectory; ``info.proxy`` names the proxy."""
     outcome, messages = yield from tau2_trajectory(ctx, setup)
     info = {**outcome.info, "proxy": proxy}
     if outcome.termination != INFRASTRUCTURE_ERROR:

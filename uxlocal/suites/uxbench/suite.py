@@ -106,7 +106,7 @@ class UXBenchConfig(SuiteConfig):
     score >= 0.5, ties to good)."""
 
     def task_list(self) -> list[str]:
-        """The chosen tasks in canonical order; unknown names are a user error."""
+        """Return the chosen tasks in canonical order; unknown names are a user error."""
         chosen = [t.strip() for t in self.tasks.split(",") if t.strip()]
         unknown = [t for t in chosen if t not in TASKS]
         if unknown or not chosen:
@@ -121,7 +121,7 @@ class UXBenchConfig(SuiteConfig):
         return UXBenchFiles(**{k: v for k, v in given.items() if v})
 
     def data_dir(self) -> Path:
-        """The data folder (bundled samples by default)."""
+        """Return the data folder (bundled samples by default)."""
         return Path(self.data) if self.data else SAMPLE_DIR
 
 
@@ -129,7 +129,7 @@ class UXBenchConfig(SuiteConfig):
 
 
 def _trim(turns: Sequence[Turn], keep: int | None) -> list[Turn]:
-    """The last ``keep`` turns (all when None); a leading system turn is kept for generation."""
+    """Return the last ``keep`` turns (all when None); a leading system turn is kept for generation."""
     turns = list(turns)
     if keep is None or len(turns) <= keep:
         return turns
@@ -148,7 +148,7 @@ def _p_good(result: GenResult, good: str, bad: str) -> float | None:
 
 
 def _label_request(messages: list[dict[str, str]], lang: str, tag: str) -> GenRequest:
-    """A greedy label-mode judge request (the GRM convention: greedy, a few tokens)."""
+    """Return a greedy label-mode judge request (the GRM convention: greedy, a few tokens)."""
     return GenRequest("judge", tuple(messages), Sampling(temperature=0.0, max_tokens=LABEL_TOKENS),
                       Choice(labels_for(lang)), tag=tag)  # type: ignore[arg-type]
 

@@ -197,7 +197,7 @@ def _compare_call(report: DomainReport, where: dict[str, Any], recorded: dict[st
 
 
 def reward_record(info: RewardInfo) -> dict[str, Any]:
-    """The components the recording keeps of a reward info (``null`` where the field is null)."""
+    """Return the components the recording keeps of a reward info (``null`` where the field is null)."""
     data = info.model_dump(mode="json")
 
     def mets(key: str, flag: str) -> list[bool] | None:
@@ -242,7 +242,7 @@ def _compare_reward(report: DomainReport, domain: Domain, task: Task, messages: 
 
 
 def _component(value: Any) -> Any:
-    """A component as compared: numbers as floats, empty lists and maps as null."""
+    """Return a component as compared: numbers as floats, empty lists and maps as null."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int | float):

@@ -66,7 +66,7 @@ Question = tuple[str, str, str]
 
 
 def _answer(rng: random.Random, question: Question, *, long: bool | None = None) -> str:
-    """A reply that answers ``question`` (short, or with its extra detail)."""
+    """Return a reply that answers ``question`` (short, or with its extra detail)."""
     _, answer, extra = question
     if long is None:
         long = rng.random() < 0.5
@@ -105,7 +105,7 @@ def _replies(
 def _conversation(
     rng: random.Random, question: Question, reply: str, others: list[Question]
 ) -> list[dict[str, str]]:
-    """The user's question and the reply, after an earlier answered exchange one time in four."""
+    """Return the user's question and the reply, after an earlier answered exchange one time in four."""
     turns = []
     if rng.random() < 0.25:
         earlier = rng.choice(others)

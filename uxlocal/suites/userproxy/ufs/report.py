@@ -94,7 +94,7 @@ def store_frontier(con: Any, *, axis: str = "cost") -> dict[tuple[str, str, str]
 
 
 def graded_groups_sql(run_ids: Sequence[str] | None) -> str:
-    """A subquery of the groups graded in these runs (every graded group when ``run_ids`` is None)."""
+    """Return a subquery of the groups graded in these runs (every graded group when ``run_ids`` is None)."""
     where = "" if run_ids is None else f"WHERE run_id IN {in_list(run_ids)}"
     return f"(SELECT DISTINCT {', '.join(GROUP)} FROM ufs_episodes {where})"
 

@@ -143,7 +143,7 @@ class BankingTable(CopyOnWriteRows[dict[str, Any]]):
         return [(k, r) for k, r in self.items() if all(r.get(f) == v for f, v in equal.items())]
 
     def dump(self) -> dict[str, Any]:
-        """The table as stored in ``db.json``."""
+        """Return the table as stored in ``db.json``."""
         return {"data": {k: r for k, r in self.items()}, "notes": self.notes}
 
 
@@ -167,7 +167,7 @@ class BankingDB:
         return self._snapshot.source
 
     def table(self, name: str) -> BankingTable:
-        """A table by name; ``KeyError`` for a name the DB does not have."""
+        """Return a table by name; ``KeyError`` for a name the DB does not have."""
         return self._tables[name]
 
     def has_table(self, name: str) -> bool:
@@ -231,7 +231,7 @@ class BankingDB:
         return digest.hexdigest()
 
     def dump(self) -> dict[str, Any]:
-        """The whole DB as plain data (slow; for tests and exports)."""
+        """Return the whole DB as plain data (slow; for tests and exports)."""
         return {name: copy.deepcopy(self._tables[name].dump()) for name in TABLES}
 
     def apply_patch(self, patch: Mapping[str, Any]) -> None:

@@ -77,7 +77,7 @@ class VpnDetails(Record):
 
 
 def default_vpn() -> VpnDetails:
-    """The profile ``connect_vpn`` connects to: a new object per connection, never a shared one."""
+    """Return the profile ``connect_vpn`` connects to: a new object per connection, never a shared one."""
     return VpnDetails(server_address="192.168.1.1", protocol="OpenVPN", server_performance="excellent")
 
 

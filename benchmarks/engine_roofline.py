@@ -51,6 +51,7 @@ import statistics
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -154,12 +155,13 @@ def measure_roof(copy_mib: int, gemm_n: int) -> dict[str, float]:
     src = torch.ones(copy_mib * 2**20, dtype=torch.uint8)
     dst = torch.empty_like(src)
     dst.copy_(src)
-    copy_s = min(_time(lambda: dst.copy_(src)) for _ in range(5))
+    copy = partial(dst.copy_, src)
+    copy_s = min(_time(copy) for _ in range(5))
     a = torch.randn(gemm_n, gemm_n, dtype=torch.bfloat16)
     b = torch.randn(gemm_n, gemm_n, dtype=torch.bfloat16)
     torch.matmul(a, b)
     gemm_s = min(_time(lambda: torch.matmul(a, b)) for _ in range(3))
-    del src, dst
+    del src, dst, copy
     return {
         "bandwidth_gbs": 2 * copy_mib * 2**20 / copy_s / 1e9,
         "gemm_tflops": 2 * gemm_n**3 / gemm_s / 1e12,

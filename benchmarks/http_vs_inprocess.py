@@ -35,6 +35,7 @@ TOPICS = ["a broken bike chain", "planning a picnic", "learning Spanish", "a noi
 
 
 def episode(ctx: EpisodeContext, k: int, tokens: int, tag: str) -> Any:
+    """Ask for a tip of ``tokens`` tokens, then ask the judge whether it is good (two dependent requests)."""
     ask = [{"role": "user", "content": f"Give me one tip about {TOPICS[k % len(TOPICS)]} ({tag} {k})."}]
     reply = yield GenRequest("candidate", tuple(ask), Sampling(max_tokens=tokens))
     question = f"Tip: {reply.text}\nIs this tip good or bad?"
@@ -44,12 +45,12 @@ def episode(ctx: EpisodeContext, k: int, tokens: int, tag: str) -> Any:
 
 
 def episodes(n: int, tokens: int, tag: str) -> list[EpisodeSpec]:
-    return [
-        EpisodeSpec(f"{tag}{k}", (lambda k: lambda ctx: episode(ctx, k, tokens, tag))(k)) for k in range(n)
-    ]
+    """Return ``n`` tip episodes; ``tag`` keeps their prompts apart from other arms' (no shared prefix)."""
+    return [EpisodeSpec(f"{tag}{k}", lambda ctx, k=k: episode(ctx, k, tokens, tag)) for k in range(n)]
 
 
 def probe(ctx: EpisodeContext, k: int, tag: str) -> Any:
+    """Ask for one token: a request's fixed cost with almost no generation."""
     yield GenRequest(
         "candidate", ({"role": "user", "content": f"Say a number ({tag} {k})."},), Sampling(max_tokens=1)
     )
@@ -81,7 +82,7 @@ def arm(pool: ModelPool, args: Any, tag: str) -> dict[str, Any]:
     latencies = []
     for k in range(args.probes):
         started = time.perf_counter()
-        Scheduler(pool).run([EpisodeSpec(f"{tag}p{k}", (lambda k: lambda ctx: probe(ctx, k, tag))(k))])
+        Scheduler(pool).run([EpisodeSpec(f"{tag}p{k}", lambda ctx, k=k: probe(ctx, k, tag))])
         latencies.append(time.perf_counter() - started)
     assert isinstance(stats, RunStats)
     return {"wall_s": wall, "requests": stats.requests, "completion_tokens": stats.completion_tokens,

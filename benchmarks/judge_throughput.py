@@ -112,6 +112,7 @@ class CacheCounter:
         engine.step = self
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the engine's step and count the prompt and cached tokens of the requests it finished."""
         outputs = self.original(*args, **kwargs)
         for out in outputs:
             if getattr(out, "finished", False):

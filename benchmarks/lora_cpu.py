@@ -144,7 +144,7 @@ def main(args: argparse.Namespace) -> None:
 
     rate = {key: produced / seconds for key, (seconds, produced) in results.items()}
     rows: list[tuple[str, Any]] = []
-    for key, (seconds, produced) in results.items():
+    for key, (seconds, _produced) in results.items():
         rows.append((f"{key}: seconds", seconds))
         rows.append((f"{key}: tokens/s", rate[key]))
     rows += [

@@ -26,6 +26,7 @@ TOPICS = ["a broken bike chain", "planning a picnic", "learning Spanish", "a noi
 
 
 def dialogue(ctx: EpisodeContext, k: int, exchanges: int, tokens: int, tag: str) -> Any:
+    """Play ``exchanges`` candidate/user turns, replies of at most ``tokens`` tokens, on one history."""
     history = [{"role": "user", "content": f"Hi, I need help with {TOPICS[k % len(TOPICS)]} ({tag} {k})."}]
     for turn in range(exchanges):
         reply = yield GenRequest("candidate", tuple(history), Sampling(max_tokens=tokens))
@@ -41,8 +42,10 @@ def dialogue(ctx: EpisodeContext, k: int, exchanges: int, tokens: int, tag: str)
 
 
 def episodes(n: int, exchanges: int, tokens: int, tag: str) -> list[EpisodeSpec]:
-    return [EpisodeSpec(f"{tag}{k}", (lambda k: lambda ctx: dialogue(ctx, k, exchanges, tokens, tag))(k))
-            for k in range(n)]
+    """Return ``n`` dialogues; ``tag`` keeps their prompts apart from other arms' (no shared prefix)."""
+    return [
+        EpisodeSpec(f"{tag}{k}", lambda ctx, k=k: dialogue(ctx, k, exchanges, tokens, tag)) for k in range(n)
+    ]
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:

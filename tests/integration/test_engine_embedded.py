@@ -39,7 +39,7 @@ def _mixed_batch(results: dict[str, Any]) -> list[EpisodeSpec]:
             requests.append(GenRequest("judge", ask, Sampling(max_tokens=48), JsonSchema.from_model(Verdict)))
         results[ctx.episode_id] = yield requests
 
-    return [EpisodeSpec(f"e{k:02d}", (lambda k: lambda ctx: program(ctx, k))(k)) for k in range(32)]
+    return [EpisodeSpec(f"e{k:02d}", lambda ctx, k=k: program(ctx, k)) for k in range(32)]
 
 
 def test_32_choice_and_8_json_requests_in_one_batch_all_parse(vllm_pool: ModelPool, tmp_path: Path) -> None:
@@ -111,7 +111,7 @@ def test_seeded_sampling_with_long_prompts_in_one_batch(vllm_pool: ModelPool,
         got.append((yield GenRequest("candidate", ask, Sampling(temperature=0.7, max_tokens=8))))
 
     caplog.set_level("WARNING", logger="uxlocal.engine.vllm")
-    Scheduler(vllm_pool, seed=3).run([EpisodeSpec(f"s{k}", (lambda k: lambda ctx: program(ctx, k))(k))
+    Scheduler(vllm_pool, seed=3).run([EpisodeSpec(f"s{k}", lambda ctx, k=k: program(ctx, k))
                                       for k in range(24)])
     assert len(got) == 24 and all(r.finish_reason in ("stop", "length") and r.error is None for r in got)
     assert not [r for r in caplog.records if "failed" in r.getMessage()]  # no one-by-one retries

@@ -80,17 +80,17 @@ def test_http_choice_labels_and_probabilities_agree_with_inprocess(
 ) -> None:
     asks = _judge_requests()
     remote, local = _run(http_pool, asks), _run(vllm_pool, asks)
-    for ask, r, l in zip(asks, remote, local):
-        assert r.valid and l.valid, (r, l)
-        assert set(r.label_probs) == set(l.label_probs) and abs(sum(r.label_probs.values()) - 1) < 1e-6
-        for label, p in l.label_probs.items():
+    for ask, r, loc in zip(asks, remote, local):
+        assert r.valid and loc.valid, (r, loc)
+        assert set(r.label_probs) == set(loc.label_probs) and abs(sum(r.label_probs.values()) - 1) < 1e-6
+        for label, p in loc.label_probs.items():
             assert abs(r.label_probs[label] - p) < 0.05, (
                 ask.messages[0]["content"],
                 r.label_probs,
-                l.label_probs,
+                loc.label_probs,
             )
-        if max(l.label_probs.values()) > 0.55:  # a label on the fence may flip with numerical noise
-            assert r.parsed == l.parsed
+        if max(loc.label_probs.values()) > 0.55:  # a label on the fence may flip with numerical noise
+            assert r.parsed == loc.parsed
     zh = remote[-1]
     assert 0.0 < zh.label_probs["好"] < 1.0  # 好/差 share their first byte: the walk went past it
 

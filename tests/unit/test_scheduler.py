@@ -33,7 +33,7 @@ def dialogue(ctx: EpisodeContext, name: str, steps: int, seen: dict[str, list[st
 def specs(n: int, steps: int, seen: dict[str, list[str]]) -> list[EpisodeSpec]:
     return [
         EpisodeSpec(
-            f"ep{i}", (lambda i: lambda ctx: dialogue(ctx, f"ep{i}", steps, seen))(i), item_id=f"i{i}"
+            f"ep{i}", lambda ctx, i=i: dialogue(ctx, f"ep{i}", steps, seen), item_id=f"i{i}"
         )
         for i in range(n)
     ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from uxlocal.report import render_markdown
 from uxlocal.report.markdown import markdown_table
 from uxlocal.reportkit.model import Report, ReportTable

@@ -45,6 +45,7 @@ class LocalOnly:
         self.headers = dict(headers or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer a refused HTTP request here; pass everything else to the app."""
         if scope["type"] == "http":
             refusal = self.refusal(_header(scope, b"host"), _header(scope, b"origin"))
             if refusal is not None:

@@ -39,7 +39,7 @@ TABLES: tuple[str, ...] = (
 )
 """Every table of the DB, in upstream's declaration order; tables absent from a file start empty."""
 
-NOW = datetime(2025, 11, 14, 3, 40, 0)
+NOW = datetime(2025, 11, 14, 3, 40, 0)  # noqa: DTZ001 - tau2 parity: upstream's clock is naive and outputs print it
 """The domain's frozen clock (2025-11-14 03:40, US Eastern, stored without a zone)."""
 TODAY = NOW.date()
 TODAY_MDY = TODAY.strftime("%m/%d/%Y")

@@ -89,7 +89,7 @@ def apply_outage_credit(
     outage_id: Annotated[str, arg("e.g. 'out_7'")],
     amount: Annotated[float, arg("e.g. 10.0")],
 ) -> Customer:
-    """Credit a resolved outage; the policy sets the amount (per full day, capped), the tool blocks the impossible."""
+    """Credit an outage; the policy sets the amount (per full day, capped), the tool blocks the impossible."""
     current = _customer(db, customer_id)
     if amount <= 0:
         raise ToolError("the amount must be above 0")

@@ -263,7 +263,7 @@ def set_data_usage(db: TelecomDB, customer_id: str, line_id: str, data_used_gb: 
 def suspend_line_for_overdue_bill(
     db: TelecomDB, customer_id: str, line_id: str, new_bill_id: str, contract_ended: bool
 ) -> str:
-    """Suspend a line for an overdue bill of its monthly plan price; ``contract_ended`` also ends the contract."""
+    """Suspend a line for an overdue bill of its monthly plan price; ``contract_ended`` ends the contract."""
     line = _line(db, line_id)
     if line.status != "Active":
         raise ToolError("Line must be active to suspend for unpaid bill")

@@ -55,7 +55,7 @@ _ONLY_MODE = {
 
 
 def sim_status(device: PhoneDevice) -> SimStatus:
-    """Return the SIM status: a SIM out of its slot reads as missing whatever its lock says (reseating keeps it)."""
+    """Return the SIM status: missing when out of its slot, whatever the lock says (reseating keeps it)."""
     return "missing" if device.sim_card_missing else device.sim_card_status
 
 

@@ -26,7 +26,7 @@ Performance = Literal["unknown", "poor", "fair", "good", "excellent"]
 
 # Which technologies the radio may attach to; only the first can reach 5G. (No docstring: pydantic
 # would show it in the tool schema's $defs, where upstream's enum has no description.)
-class NetworkModePreference(str, Enum):
+class NetworkModePreference(str, Enum):  # noqa: D101 - see the comment above
     FOUR_G_5G_PREFERRED = "4g_5g_preferred"
     FOUR_G_ONLY = "4g_only"
     THREE_G_ONLY = "3g_only"
@@ -35,7 +35,7 @@ class NetworkModePreference(str, Enum):
 
 # The data APNs the phone knows; ``broken`` is the one setup uses to cut service. (No docstring,
 # for the same reason.)
-class APNNames(str, Enum):
+class APNNames(str, Enum):  # noqa: D101 - see the comment above
     INTERNET = "internet"
     BROKEN = "broken"
 

@@ -124,7 +124,7 @@ def remove_app_permission(db: TelecomUserDB, app_name: str, permission: str) -> 
 
 @USER.helper("Re-run the network search (setup only).")
 def simulate_network_search(db: TelecomUserDB) -> None:
-    """Search the network; setup calls this after changing the carrier's side (the phone notices only then)."""
+    """Run a network search: the phone notices a change setup made on the carrier's side only then."""
     search(db)
 
 

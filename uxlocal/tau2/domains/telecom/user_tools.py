@@ -474,7 +474,7 @@ def reboot_device(db: TelecomUserDB) -> str:
 
 @USER.tool("read", "Check whether the agent has sent a payment request.")
 def check_payment_request(db: TelecomUserDB) -> str:
-    """Return the payment request, which appears once the agent sends one (the sync carries it to the phone)."""
+    """Return the payment request; one appears once the agent sends it (the sync carries it to the phone)."""
     request = db.surroundings.payment_request
     if request is None:
         return "No payment request has been made."

@@ -226,12 +226,18 @@ class FakeOpenAI:
             return {"text": "x", "finish_reason": "length", "logprobs": {"top_logprobs": [{}]}}
         tokens = [self._tokens(label, as_ids) for label in labels]
         probs = list(self.choice_probs) + [0.0] * len(labels)
-        first = {t[0]: (math.log(p) if p > 0 else -9999.0) for t, p in zip(tokens, probs)}
+        first = {t[0]: (math.log(p) if p > 0 else -9999.0) for t, p in zip(tokens, probs, strict=False)}
         path = tokens[0]
         tops = [first] + [{token: 0.0} for token in path[1:]]
-        return {"text": labels[0], "finish_reason": "stop",
-                "logprobs": {"tokens": path, "token_logprobs": [top[t] for top, t in zip(tops, path)],
-                             "top_logprobs": tops}}
+        return {
+            "text": labels[0],
+            "finish_reason": "stop",
+            "logprobs": {
+                "tokens": path,
+                "token_logprobs": [top[t] for top, t in zip(tops, path, strict=True)],
+                "top_logprobs": tops,
+            },
+        }
 
     def _tokens(self, label: str, as_ids: bool) -> list[str]:
         """Return a label's tokens as the client reads them: ``token_id:N`` from ``token_ids`` when asked
@@ -254,7 +260,7 @@ class FakeOpenAI:
             labels = structured["choice"]
             probs = list(self.choice_probs) + [0.0] * len(labels)
             alternatives = [{"token": lb, "logprob": math.log(p) if p > 0 else -9999.0,
-                             "bytes": list(lb.encode())} for lb, p in zip(labels, probs)]
+                             "bytes": list(lb.encode())} for lb, p in zip(labels, probs, strict=False)]
             text = labels[0]
             logprobs = {"content": [{**alternatives[0], "top_logprobs": alternatives},
                                     {"token": "<|im_end|>", "logprob": 0.0, "bytes": list(b"<|im_end|>"),

@@ -179,7 +179,9 @@ def print_rows(cols: list[str], rows: list[tuple[Any, ...]], fmt: str = "table")
 
     if fmt == "json":
         click.echo(
-            json.dumps([dict(zip(cols, row)) for row in rows], default=str, ensure_ascii=False, indent=1)
+            json.dumps(
+                [dict(zip(cols, row, strict=True)) for row in rows], default=str, ensure_ascii=False, indent=1
+            )
         )
     elif fmt == "csv":
         import csv

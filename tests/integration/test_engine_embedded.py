@@ -137,7 +137,7 @@ def test_selftest_suite_runs_end_to_end_on_vllm(vllm_pool: ModelPool, tmp_path: 
     result = run_suite(run, pool=vllm_pool)
     assert result.stats.episodes_done == 3 and result.stats.episodes_failed == 0
     table = result.tables[0]
-    row = dict(zip(table.columns, table.rows[0]))
+    row = dict(zip(table.columns, table.rows[0], strict=True))
     assert row["episodes"] == 3 and row["label_valid"] == 3 and 0.0 <= row["p_good_mean"] <= 1.0
 
 

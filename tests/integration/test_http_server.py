@@ -80,7 +80,7 @@ def test_http_choice_labels_and_probabilities_agree_with_inprocess(
 ) -> None:
     asks = _judge_requests()
     remote, local = _run(http_pool, asks), _run(vllm_pool, asks)
-    for ask, r, loc in zip(asks, remote, local):
+    for ask, r, loc in zip(asks, remote, local, strict=True):
         assert r.valid and loc.valid, (r, loc)
         assert set(r.label_probs) == set(loc.label_probs) and abs(sum(r.label_probs.values()) - 1) < 1e-6
         for label, p in loc.label_probs.items():
@@ -113,7 +113,7 @@ def test_selftest_suite_runs_through_the_http_backend(http_pool: ModelPool, tmp_
                     suite_config={"max_tokens": 16})
     result = run_suite(run, pool=http_pool)
     assert result.stats.episodes_done == 2 and result.stats.episodes_failed == 0
-    row = dict(zip(result.tables[0].columns, result.tables[0].rows[0]))
+    row = dict(zip(result.tables[0].columns, result.tables[0].rows[0], strict=True))
     assert row["episodes"] == 2 and row["label_valid"] == 2 and row["json_valid"] >= 1
     again = run_suite(run, pool=http_pool)
     assert again.resumed and again.stats.engine_calls == 0

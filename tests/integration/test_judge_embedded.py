@@ -37,10 +37,10 @@ def _check_views(con: Any, run_id: str, kind: str, view: str, names: tuple[str, 
         f"SELECT DISTINCT criterion FROM {view} WHERE run_id = ?", [run_id]
     ).fetchall():
         cur = con.execute(f"SELECT * FROM {view} WHERE run_id = ? AND criterion = ?", [run_id, criterion])
-        point = dict(zip([d[0] for d in cur.description], cur.fetchone()))
+        point = dict(zip([d[0] for d in cur.description], cur.fetchone(), strict=True))
         cur = con.execute("SELECT * FROM judge_scored WHERE run_id = ? AND criterion = ? ORDER BY item_id",
                           [run_id, criterion])
-        rows = [dict(zip([d[0] for d in cur.description], r)) for r in cur.fetchall()]
+        rows = [dict(zip([d[0] for d in cur.description], r, strict=True)) for r in cur.fetchall()]
         functions = agreement_statistics(kind, rows)
         for name in names:
             expected = functions[name](np.arange(len(rows)))

@@ -136,7 +136,7 @@ def test_with_the_stock_ops_the_last_slot_leaks_into_base_requests(
         mixed = lora_engine.generate(_mixed(base, u1, u2))
     finally:
         plugin.install()
-    assert sum(a != m.text for a, m in zip(alone, mixed[0::3])) >= len(alone) // 2
+    assert sum(a != m.text for a, m in zip(alone, mixed[0::3], strict=True)) >= len(alone) // 2
 
 
 def test_adapter_requests_match_the_merged_adapter_model(
@@ -145,6 +145,6 @@ def test_adapter_requests_match_the_merged_adapter_model(
     base, u1, u2 = _batches(lora_engine, trained)
     served = [r.text for r in lora_engine.generate(_mixed(base, u1, u2))[1::3]]
     merged = [r.text for r in merged_engine.generate(base)]
-    same = sum(a == b for a, b in zip(served, merged))
+    same = sum(a == b for a, b in zip(served, merged, strict=True))
     print(f"u1 via LoRA kernels vs merged u1: {same}/{len(merged)} identical greedy replies")
     assert same >= MERGED_AGREEMENT * len(merged)

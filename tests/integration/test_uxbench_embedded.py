@@ -71,7 +71,7 @@ def test_all_three_tasks_on_the_sample_data(vllm_pool: ModelPool, tmp_path: Path
         metrics.auroc(rows),
         metrics.expected_calibration_error(rows),
     )
-    assert all(_close(a, b) for a, b in zip(sql, expected))
+    assert all(_close(a, b) for a, b in zip(sql, expected, strict=True))
     for task, name in (("eval", "t2"), ("recovery", "t3")):
         replies = [
             metrics.ReplyVerdict(i, (1 if lab == "good" else -1) if ok else None)

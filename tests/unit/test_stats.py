@@ -46,7 +46,7 @@ def test_rank_statistics_are_none_when_input_is_constant() -> None:
 def test_cohen_kappa_matches_observed_and_chance_agreement() -> None:
     truth = ["a", "a", "b", "b", "c", "a", "b", "c"]
     pred = ["a", "b", "b", "b", "c", "a", "c", "a"]
-    po = np.mean([t == p for t, p in zip(truth, pred)])
+    po = np.mean([t == p for t, p in zip(truth, pred, strict=True)])
     pe = sum(truth.count(k) * pred.count(k) for k in "abc") / len(truth) ** 2
     assert stats.cohen_kappa(truth, pred) == pytest.approx((po - pe) / (1 - pe))
     assert stats.accuracy(truth, pred) == pytest.approx(po)
@@ -57,9 +57,9 @@ def test_macro_f1_averages_per_class_f1() -> None:
     pred = ["a", "b", "b", "b", "a", "a"]
     f1 = []
     for k in "abc":
-        tp = sum(t == k and p == k for t, p in zip(truth, pred))
-        fp = sum(t != k and p == k for t, p in zip(truth, pred))
-        fn = sum(t == k and p != k for t, p in zip(truth, pred))
+        tp = sum(t == k and p == k for t, p in zip(truth, pred, strict=True))
+        fp = sum(t != k and p == k for t, p in zip(truth, pred, strict=True))
+        fn = sum(t == k and p != k for t, p in zip(truth, pred, strict=True))
         f1.append(2 * tp / (2 * tp + fp + fn))
     assert stats.macro_f1(truth, pred) == pytest.approx(sum(f1) / 3)
 
@@ -69,8 +69,8 @@ def test_auroc_counts_ties_as_one_half() -> None:
     score = [0.9, 0.4, 0.4, 0.1, 0.6]
     pairs = [
         (p, n)
-        for p in [s for s, y in zip(score, positive) if y]
-        for n in [s for s, y in zip(score, positive) if not y]
+        for p in [s for s, y in zip(score, positive, strict=True) if y]
+        for n in [s for s, y in zip(score, positive, strict=True) if not y]
     ]
     expected = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p, n in pairs) / len(pairs)
     assert stats.auroc(positive, score) == pytest.approx(expected)
@@ -88,7 +88,7 @@ def test_ece_weights_bin_gaps_by_bin_share() -> None:
 def test_quadratic_weighted_kappa_matches_weight_matrix_formula() -> None:
     human, judge, scale = [1, 2, 3, 4, 5, 3, 2], [1, 3, 3, 5, 4, 2, 2], [1, 2, 3, 4, 5]
     n = len(human)
-    observed = sum((h - j) ** 2 for h, j in zip(human, judge)) / n
+    observed = sum((h - j) ** 2 for h, j in zip(human, judge, strict=True)) / n
     expected = sum(human.count(a) * judge.count(b) * (a - b) ** 2 for a in scale for b in scale) / n ** 2
     assert stats.quadratic_weighted_kappa(human, judge, scale) == pytest.approx(1 - observed / expected)
 

@@ -66,7 +66,10 @@ def test_quarantine_matches_whole_file_read_for_every_chunk_size(tmp_path: Path)
         assert [(n, raw) for n, _, raw in quarantine] == [(n, raw) for n, _, raw in expected_quarantine], (
             chunk_rows
         )
-        assert all(got.startswith(want) for (_, got, _), (_, want, _) in zip(quarantine, expected_quarantine))
+        assert all(
+            got.startswith(want)
+            for (_, got, _), (_, want, _) in zip(quarantine, expected_quarantine, strict=True)
+        )
 
 
 def test_repeat_of_an_earlier_chunk_names_both_lines(tmp_path: Path) -> None:

@@ -123,7 +123,9 @@ def test_label_statistics_on_coded_columns_equal_those_on_the_label_strings() ->
         "kappa": stats.cohen_kappa(human, label),
         "macro_f1": stats.macro_f1(human, label),
         "auroc": stats.auroc([h == "liked" for h in human], [rows[i]["score"] for i in idx]),
-        "ece": stats.ece([rows[i]["confidence"] for i in idx], [a == b for a, b in zip(label, human)]),
+        "ece": stats.ece(
+            [rows[i]["confidence"] for i in idx], [a == b for a, b in zip(label, human, strict=True)]
+        ),
     }
     got = {name: f(idx) for name, f in report.agreement_statistics("label", rows).items()}
     assert all(v is not None for v in expected.values()) and got == pytest.approx(expected)

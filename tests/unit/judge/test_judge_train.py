@@ -52,7 +52,7 @@ def _decode(renderer: Any, ids: list[int]) -> str:
 def test_judge_examples_put_loss_only_on_the_human_label_tokens(tmp_path: Path, tiny: ResolvedModel) -> None:
     prepared = jt.prepare(_spec(write_jsonl(tmp_path / "a.jsonl", _rows())), tiny)
     rubric = prepared.spec.rubric
-    for item, example in zip(prepared.split.train, prepared.train):
+    for item, example in zip(prepared.split.train, prepared.train, strict=True):
         cut = next(i for i, label in enumerate(example.labels) if label != IGNORE)
         assert all(label == IGNORE for label in example.labels[:cut])
         assert _decode(prepared.renderer, example.ids[cut:]) == item.human  # the label, nothing after it
@@ -91,7 +91,7 @@ def test_judge_examples_round_likert_scores_to_points(tmp_path: Path, tiny: Reso
     spec = _spec(write_jsonl(tmp_path / "l.jsonl", rows), rubric="helpfulness", human="score")
     prepared = jt.prepare(spec, tiny)
     targets = {i.item_id: _decode(prepared.renderer, [t for t in e.labels if t != IGNORE])
-               for i, e in zip(prepared.split.train, prepared.train)}
+               for i, e in zip(prepared.split.train, prepared.train, strict=True)}
     assert all(targets[i.item_id] == str(int(i.human + 0.5)) for i in prepared.split.train)
 
 
@@ -331,7 +331,7 @@ def _label_rows(labels: list[str], humans: list[str], scores: list[float]) -> li
             "positive": "liked",
             "grp": None,
         }
-        for lab, h, s in zip(labels, humans, scores)
+        for lab, h, s in zip(labels, humans, scores, strict=True)
     ]
 
 

@@ -29,17 +29,17 @@ N = 30
 def _probs(i: int, labels: list[str]) -> dict[str, float]:
     rng = random.Random(i)
     raw = [rng.random() ** 2 for _ in labels]
-    return {label: v / sum(raw) for label, v in zip(labels, raw)}
+    return {label: v / sum(raw) for label, v in zip(labels, raw, strict=True)}
 
 
 def _compare(db: Path, view: str, kind: str, names: tuple[str, ...]) -> dict[str, Any]:
     con = duckdb.connect(str(db), read_only=True)
     load_views(con, temporary=True)
     cols, *_ = [[d[0] for d in con.execute(f"SELECT * FROM {view}").description]]
-    points = dict(zip(cols, con.execute(f"SELECT * FROM {view}").fetchone()))
+    points = dict(zip(cols, con.execute(f"SELECT * FROM {view}").fetchone(), strict=True))
     source = "judge_verdicts WHERE valid AND status = 'ok'" if kind == "pairwise" else "judge_scored"
     cur = con.execute(f"SELECT * FROM {source} ORDER BY item_id")
-    rows = [dict(zip([d[0] for d in cur.description], r)) for r in cur.fetchall()]
+    rows = [dict(zip([d[0] for d in cur.description], r, strict=True)) for r in cur.fetchall()]
     functions = agreement_statistics(kind, rows)
     for name in names:
         expected = functions[name](np.arange(len(rows)))
@@ -217,7 +217,10 @@ def _listed_label_statistics(rows: list[dict[str, Any]], none_seen: set[str]) ->
     def auroc(idx: np.ndarray) -> float | None:
         return noted("auroc", stats.auroc([h == positive for h in take(human, idx)], take(score, idx)))
     def ece(idx: np.ndarray) -> float | None:
-        return stats.ece(take(conf, idx), [a == b for a, b in zip(take(label, idx), take(human, idx))])
+        return stats.ece(
+            take(conf, idx), [a == b for a, b in zip(take(label, idx), take(human, idx), strict=True)]
+        )
+
     return {
         "accuracy": lambda idx: stats.accuracy(take(human, idx), take(label, idx)),
         "kappa": lambda idx: stats.cohen_kappa(take(human, idx), take(label, idx)),

@@ -98,7 +98,7 @@ def test_cells_are_counted_once_per_draw() -> None:
     idx = np.array([0, 0, 2, 3])
     cells = tallies.cells(idx)
     assert tallies.cells(idx) is cells  # the same draw: not counted again
-    assert list(zip(cells.human.tolist(), cells.judge.tolist(), cells.counts.tolist())) == [
+    assert list(zip(cells.human.tolist(), cells.judge.tolist(), cells.counts.tolist(), strict=True)) == [
         (0, 0, 2),
         (1, 2, 1),
         (2, 2, 1),

@@ -64,7 +64,7 @@ def test_lr_factor_warms_up_then_decays_to_zero() -> None:
     factors = [lora.lr_factor(s, SETTINGS) for s in range(SETTINGS.steps)]
     assert factors[:2] == [0.5, 1.0]
     assert factors[2] == 1.0 and factors[-1] == pytest.approx(0.1)
-    assert all(a >= b for a, b in zip(factors[1:], factors[2:]))
+    assert all(a >= b for a, b in zip(factors[1:], factors[2:], strict=False))
 
 
 def test_batches_visit_every_example_once_per_pass() -> None:
@@ -118,7 +118,7 @@ def test_completion_logprobs_equal_scoring_each_full_sequence(tiny: Path) -> Non
     model, where = lora.load_base(str(tiny))
     prompt, completions = [5, 9, 12, 30, 31], [[40], [41, 42, 43], [44, 45]]
     cached = lora.completion_logprobs(model, prompt, completions, where)
-    for completion, value in zip(completions, cached):
+    for completion, value in zip(completions, cached, strict=True):
         loss, _ = lora.token_loss(model, [completion_example(prompt, completion)], lora.pad_id(model), where)
         assert value == pytest.approx(-float(loss.detach()), abs=2e-2)
     assert cached[1] < cached[0]  # three tokens of about -6 each cost more than one
@@ -156,7 +156,7 @@ def test_frozen_prefix_gives_the_full_forwards_loss_and_gradients(tiny: Path) ->
         (loss / count).backward()
         grads.append([p.grad.clone() for p in wrapped.parameters() if p.requires_grad])
         grads[-1].append(loss.detach())
-    for full, cached in zip(*grads):
+    for full, cached in zip(*grads, strict=True):
         assert cached.cpu().numpy() == pytest.approx(full.cpu().numpy(), rel=1e-4, abs=1e-6)
     assert len(wrapped.get_decoder().layers) == 2  # the window is put back
 

@@ -135,7 +135,7 @@ def test_sql_views_equal_python_metrics(tmp_path: Path) -> None:
         metrics.auroc(rows),
         metrics.expected_calibration_error(rows),
     )
-    assert all(_close(a, b) for a, b in zip(t1, expected)), (t1, expected)
+    assert all(_close(a, b) for a, b in zip(t1, expected, strict=True)), (t1, expected)
     for task, name, fn in (("eval", "t2", metrics.good_rate), ("recovery", "t3", metrics.recovery_rate)):
         replies = _python_replies(con, result.run_id, name)
         rate = fn(replies)

@@ -58,7 +58,7 @@ class ColumnFill:
         start, size = self.filled, batch.num_rows
         if start + size > self.n:
             raise ValueError(f"more rows than the {self.n} counted: the store changed while it was read")
-        for name, column in zip(batch.schema.names, batch.columns):
+        for name, column in zip(batch.schema.names, batch.columns, strict=True):
             if (
                 name in self.text
                 or name in self.shared

@@ -239,7 +239,7 @@ def pointwise_program(ctx: EpisodeContext, item: JudgeItem, asker: Asker, role: 
     criteria = asker.rubric.criteria_list()
     results = yield [asker.request(role, c, turns, per_turn=turn is not None, tag=f"judge:{c.name}")
                      for c in criteria]
-    valid = [record_pointwise(ctx, asker, role, c, r) for c, r in zip(criteria, results)]
+    valid = [record_pointwise(ctx, asker, role, c, r) for c, r in zip(criteria, results, strict=True)]
     return Outcome("judged" if all(valid) else "invalid", reward=sum(valid) / len(valid))
 
 
@@ -253,7 +253,7 @@ def pairwise_program(
         [(item.response_b, item.response_a)] if both_orders else []
     )
     asks = [asker.request(role, c, item.conversation, pair=p, tag=f"judge:{c.name}:{o}")
-            for c in criteria for p, o in zip(pairs, ("ab", "ba"))]
+            for c in criteria for p, o in zip(pairs, ("ab", "ba"), strict=False)]
     results = yield asks
     step = len(pairs)
     valid = [

@@ -142,7 +142,7 @@ def _csv_rows(path: Path) -> Iterator[Row]:
 
 def _table_rows(names: list[str], rows: Iterator[tuple[Any, ...]]) -> Iterator[Row]:
     for i, values in enumerate(rows, start=1):
-        row = dict(zip(names, values))
+        row = dict(zip(names, values, strict=True))
         yield i, json.dumps(row, ensure_ascii=False, default=str), row
 
 
@@ -462,7 +462,7 @@ class _ChunkIds:
                                                     self.raws[item.source_line]))
             fresh = np.ones(len(chunk.items), dtype=bool)
             fresh[repeats] = False
-            chunk.items = [item for item, keep in zip(chunk.items, fresh) if keep]
+            chunk.items = [item for item, keep in zip(chunk.items, fresh, strict=True) if keep]
             chunk.quarantine.sort(key=lambda q: q.line)
             digested = digested[fresh]
         earlier.add(digested, [item.source_line for item in chunk.items])

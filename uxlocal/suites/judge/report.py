@@ -28,7 +28,7 @@ PAIR_STATS = ("agreement", "agreement_with_ties", "flip_rate")
 
 def _rows(con: Any, sql: str, params: list[Any]) -> list[dict[str, Any]]:
     cols, rows = query(con, sql, params)
-    return [dict(zip(cols, r)) for r in rows]
+    return [dict(zip(cols, r, strict=True)) for r in rows]
 
 
 class VerdictColumns:
@@ -64,7 +64,7 @@ class VerdictColumns:
 
         encoded = pc.dictionary_encode(values, null_encoding="encode")
         indices = encoded.indices.to_numpy()  # int32, no nulls: a view of Arrow's buffer
-        for key, part in zip(keys, np.split(indices, len(keys))):
+        for key, part in zip(keys, np.split(indices, len(keys)), strict=True):
             self.arrays[key] = part
         self.coded[keys] = {value: code for code, value in enumerate(encoded.dictionary.to_pylist())}
         return self.coded[keys]
@@ -233,7 +233,7 @@ def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str)
     arrays, coded = fill.finish(order)
     verdicts = VerdictColumns(arrays, n)
     verdicts.coded.update(coded)
-    for name, value in zip(constant, firsts):
+    for name, value in zip(constant, firsts, strict=True):
         verdicts.arrays[name] = _repeated(value, n)
     if not grouped:
         verdicts.arrays["grp"] = _repeated(None, n)

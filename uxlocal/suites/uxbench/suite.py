@@ -420,7 +420,7 @@ def _interval(iv: metrics.Interval) -> str | None:
 
 def _rows(con: Any, sql: str, params: list[Any]) -> list[dict[str, Any]]:
     cols, rows = query(con, sql, params)
-    return [dict(zip(cols, r)) for r in rows]
+    return [dict(zip(cols, r, strict=True)) for r in rows]
 
 
 def uxbench_tables(con: Any, run_id: str, *, n_boot: int = 2000, seed: int = 0) -> list[ReportTable]:

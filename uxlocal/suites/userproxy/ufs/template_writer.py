@@ -253,7 +253,7 @@ def template_summary(tasks: list[TaskCriteria]) -> dict[str, Any]:
     """Count for the command's message: tasks, graded criteria, tasks under the minimum."""
     graded = [len(t.graded()) for t in tasks]
     return {"tasks": len(tasks), "criteria": sum(graded),
-            "thin_tasks": [t.task_id for t, n in zip(tasks, graded) if n < MIN_CRITERIA]}
+            "thin_tasks": [t.task_id for t, n in zip(tasks, graded, strict=True) if n < MIN_CRITERIA]}
 
 
 def freeze_template_set(

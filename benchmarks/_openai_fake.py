@@ -206,10 +206,12 @@ class FakeOpenAI:
             server.server_close()
 
     def completions(self, body: dict[str, Any]) -> dict[str, Any]:
-        """``/v1/completions`` as vLLM answers it: a list of prompts (token-id lists or strings) gets
-        one choice per prompt, in order, each with its ``index``; logprobs in the completions shape
-        (``tokens``, ``token_logprobs``, ``top_logprobs`` as ``{token: logprob}``). With a choice
-        constraint the text is the first label; otherwise one token ``x`` with no alternatives.
+        """Answer ``/v1/completions`` as vLLM does.
+
+        A list of prompts (token-id lists or strings) gets one choice per prompt, in order, each
+        with its ``index``; logprobs in the completions shape (``tokens``, ``token_logprobs``,
+        ``top_logprobs`` as ``{token: logprob}``). With a choice constraint the text is the first
+        label; otherwise one token ``x`` with no alternatives.
         """
         prompt = body.get("prompt")
         prompts = (
@@ -240,8 +242,10 @@ class FakeOpenAI:
         }
 
     def _tokens(self, label: str, as_ids: bool) -> list[str]:
-        """Return a label's tokens as the client reads them: ``token_id:N`` from ``token_ids`` when asked
-        for ids (the client's tokenizer must be the same), else the label as one token.
+        """Return a label's tokens as the client reads them.
+
+        ``token_id:N`` from ``token_ids`` when asked for ids (the client's tokenizer must be the
+        same), else the label as one token.
         """
         if as_ids and self.token_ids is not None:
             return [f"token_id:{i}" for i in self.token_ids(label)]

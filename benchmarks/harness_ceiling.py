@@ -98,8 +98,10 @@ def write_conversations(path: Path, n: int) -> None:
 
 
 def write_tokenizer(folder: Path) -> Path:
-    """Return a tokenizer folder without weights (byte-level BPE trained on the synthetic conversations,
-    ChatML template), as an openai-http preset's ``path``; the fake server reads the same file.
+    """Return a tokenizer folder without weights, as an openai-http preset's ``path``.
+
+    Byte-level BPE trained on the synthetic conversations, ChatML template; the fake server reads
+    the same file.
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 

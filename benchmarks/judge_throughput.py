@@ -99,8 +99,10 @@ def rubric_toml(k: int) -> str:
 
 
 class CacheCounter:
-    """Wraps the vLLM engine's ``step`` (our engine steps it itself) to sum the prompt and cached
-    token counts of every finished request, as vLLM reports them.
+    """Wrap the vLLM engine's ``step`` to count prompt and cached tokens.
+
+    Our engine steps it itself; the wrapper sums the prompt and cached token counts of every
+    finished request, as vLLM reports them.
     """
 
     def __init__(self, llm: Any) -> None:

@@ -112,8 +112,10 @@ class Plan:
 
     @functools.cached_property
     def computed(self) -> Rows:
-        """The rows whose products a multi-slot op computes: every row in place when at least half
-        have an adapter (base rows cost a little arithmetic but no gather), else the adapter rows.
+        """Return the rows whose products a multi-slot op computes.
+
+        Every row in place when at least half have an adapter (base rows cost a little arithmetic
+        but no gather), else the adapter rows.
         """
         return slice(0, self.extent) if 2 * len(self.rows) >= self.extent else self.rows
 
@@ -343,8 +345,10 @@ whole input to fp32 first costs about three times the GEMM itself."""
 
 
 def shrink_dtype(inputs: torch.Tensor, rows: int, wide: torch.dtype) -> torch.dtype:
-    """Return the GEMM dtype of a shrink over ``rows`` rows of ``inputs``: ``wide`` (the result's dtype,
-    usually fp32), or a 16-bit input's own dtype above ``LARGE_SHRINK`` elements.
+    """Return the GEMM dtype of a shrink over ``rows`` rows of ``inputs``.
+
+    ``wide`` (the result's dtype, usually fp32), or a 16-bit input's own dtype above
+    ``LARGE_SHRINK`` elements.
     """
     native = inputs.dtype not in (wide, torch.float32) and rows * inputs.shape[1] > LARGE_SHRINK
     return inputs.dtype if native else wide

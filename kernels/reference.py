@@ -162,8 +162,9 @@ def lora_linear(
     output_slices: tuple[int, ...],
     lora_indices_tensor: torch.Tensor,
 ) -> None:
-    """Do what ``lora_linear.lora_linear`` does, slice by slice as vLLM's wrapper does: an fp32
-    shrink buffer per slice, then an added expand into that slice's columns.
+    """Do what ``lora_linear.lora_linear`` does, slice by slice as vLLM's wrapper does.
+
+    An fp32 shrink buffer per slice, then an added expand into that slice's columns.
     """
     offset = 0
     for a, b, width in zip(lora_a_stacked, lora_b_stacked, output_slices, strict=True):

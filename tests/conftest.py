@@ -19,8 +19,9 @@ TAU2_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau2"
 
 @pytest.fixture
 def network_guard(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """From here to the end of the test, connecting anywhere but loopback raises and is recorded
-    in ``network_guard.attempts`` (tests/netguard.py).
+    """Make connecting anywhere but loopback raise, from here to the end of the test.
+
+    Each attempt is recorded in ``network_guard.attempts`` (tests/netguard.py).
     """
     from netguard import guard_network
 
@@ -68,9 +69,10 @@ def vllm_pool(embedded_model: Any) -> Any:
 
 @pytest.fixture(scope="session")
 def palate_simulator(embedded_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """``train(user_id) -> (UserData, TrainResult)``: a bundled PALATE user's LoRA simulator on the
-    embedded model, trained once per session (steps 8, batch 4, lr 2e-3; ~55 s on 2 cores) and
-    shared by every test that needs it.
+    """Return ``train(user_id) -> (UserData, TrainResult)``, a bundled user's LoRA simulator.
+
+    A bundled PALATE user's simulator on the embedded model, trained once per session (steps 8,
+    batch 4, lr 2e-3; ~55 s on 2 cores) and shared by every test that needs it.
     """
     from uxlocal.suites.palate.training import TrainSettings, train_simulator
     from uxlocal.suites.palate.users import load_users

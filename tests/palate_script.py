@@ -51,8 +51,9 @@ def respond(prepared: PreparedRequest) -> str:
 def simulator_prompts(
     user: Any, lora: str | None, renderer: Any, *, n: int, max_tokens: int
 ) -> list[PreparedRequest]:
-    """``n`` LoRA-simulator requests over the user's held-out sessions (after the greeting, then
-    one exchange later), asking adapter ``lora`` (None = the base model).
+    """Return ``n`` LoRA-simulator requests over the user's held-out sessions.
+
+    After the greeting, then one exchange later, asking adapter ``lora`` (None = the base model).
     """
     from uxlocal.engine.base import GenRequest, Sampling
     from uxlocal.suites.palate.render import lora_sim_messages, session_history, session_view

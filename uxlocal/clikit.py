@@ -1,5 +1,7 @@
-"""What every command shares, the suites' own commands included: option builders generated from
-config classes, store connections, printing, and running a suite from a suite's command.
+"""What every command shares, the suites' own commands included.
+
+Option builders generated from config classes, store connections, printing, and running a suite from
+a suite's command.
 
 It sits below the suites (a suite's ``cli.py`` builds its commands from it); the root group and
 the one place a ``RunConfig`` is built (``uxlocal.cli``) sit above them.

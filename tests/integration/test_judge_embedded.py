@@ -1,6 +1,8 @@
-"""``uxlocal judge`` on the embedded model through vLLM: the 40 bundled conversations with label and
-likert rubrics (2 criteria each) and the bundled pairs; every verdict parses, views == Python,
-a rerun makes no engine call. The model is near chance: numbers are checked for range, not value.
+"""``uxlocal judge`` on the embedded model through vLLM.
+
+The 40 bundled conversations with label and likert rubrics (2 criteria each) and the bundled pairs;
+every verdict parses, views == Python, a rerun makes no engine call. The model is near chance:
+numbers are checked for range, not value.
 """
 
 from __future__ import annotations

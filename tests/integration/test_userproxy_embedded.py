@@ -86,8 +86,10 @@ def test_two_temperatures_of_the_embedded_model_are_two_graded_proxies(
 def test_all_four_domains_each_get_a_ufs_row_with_template_criteria(
     embedded_model: Any, tmp_path: Path
 ) -> None:
-    """``uxlocal run userproxy --domains all --limit 1 --criteria-template`` (issue 16): telecom, airline,
-    retail and banking_knowledge each end with a row in ``ufs_domain``, on the model's 8k window.
+    """``uxlocal run userproxy --domains all --limit 1 --criteria-template`` (issue 16).
+
+    Telecom, airline, retail and banking_knowledge each end with a row in ``ufs_domain``, on the
+    model's 8k window.
     """
     import hashlib
 

@@ -1,5 +1,6 @@
-"""Every ``uxlocal`` command shown in the README's and the docs' code blocks names a real command and
-real options, so the quick-starts cannot drift from the CLI.
+"""Every ``uxlocal`` command in the README's and the docs' code blocks is real.
+
+Each names a real command and real options, so the quick-starts cannot drift from the CLI.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""The openai-http API key comes from the environment and is never stored (issue 18): after a run
-against a local server that requires it, neither the store file's bytes nor any table holds it.
+"""The openai-http API key comes from the environment and is never stored (issue 18).
+
+After a run against a local server that requires it, neither the store file's bytes nor any table
+holds it.
 """
 
 from __future__ import annotations

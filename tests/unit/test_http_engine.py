@@ -1,5 +1,7 @@
-"""The openai-http backend against a fake OpenAI-compatible server: constraints, label probabilities,
-retries (5xx yes, 4xx no), timeouts, least-loaded dispatch, and a killed server then a resumed run.
+"""The openai-http backend against a fake OpenAI-compatible server.
+
+Constraints, label probabilities, retries (5xx yes, 4xx no), timeouts, least-loaded dispatch, and a
+killed server then a resumed run.
 """
 
 from __future__ import annotations
@@ -417,8 +419,10 @@ def _p_first(ids: list[int]) -> float:
 
 
 def _label_server(server: FakeOpenAI, *, refuse: int | None = None) -> None:
-    """Answers chat and list-of-prompts completions with the same P(a) per prompt; ``refuse``: a
-    prompt id the server rejects (400), alone or inside a list, as vLLM rejects the whole list.
+    """Answer chat and list-of-prompts completions with the same P(a) per prompt.
+
+    ``refuse``: a prompt id the server rejects (400), alone or inside a list, as vLLM rejects the
+    whole list.
     """
     import math
 

@@ -1,5 +1,7 @@
-"""Issue 32, the openai-http arm: token ids computed in the engine a group at a time, and the engine
-taking the scheduler's window, change how fast a run goes, never what it stores.
+"""Issue 32, the openai-http arm: engine-side batching changes speed, never what is stored.
+
+Token ids computed in the engine a group at a time, and the engine taking the scheduler's window,
+change how fast a run goes, never what it stores.
 """
 
 from __future__ import annotations
@@ -86,8 +88,9 @@ def test_http_window_bounds_requests_in_flight_and_keeps_the_order() -> None:
 
 
 def _varied_labels(fake: FakeOpenAI) -> None:
-    """Answer token-id prompt lists with a first-label probability that depends on each prompt's ids,
-    so a result handed to the wrong request changes the stored verdicts.
+    """Answer token-id prompt lists with a first-label probability that depends on each prompt's ids.
+
+    So a result handed to the wrong request changes the stored verdicts.
     """
 
     def answer(path: str, body: dict[str, Any]) -> tuple[int, Any] | None:

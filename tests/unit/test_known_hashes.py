@@ -1,6 +1,7 @@
-"""One generation row per request hash without a key index (migration 003): the writer's
-``KnownHashes`` filter, its duplicate check, and a cache that only asks the store about hashes it
-may hold.
+"""One generation row per request hash without a key index (migration 003).
+
+The writer's ``KnownHashes`` filter, its duplicate check, and a cache that only asks the store about
+hashes it may hold.
 """
 
 from __future__ import annotations

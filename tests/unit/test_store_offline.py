@@ -1,5 +1,7 @@
-"""DuckDB without the network (issue 18): every connection is offline and locked, ``uxlocal query``
-refuses INSTALL/LOAD in well under a second without opening a socket, and local files still work.
+"""DuckDB without the network (issue 18).
+
+Every connection is offline and locked, ``uxlocal query`` refuses INSTALL/LOAD in well under a
+second without opening a socket, and local files still work.
 """
 
 from __future__ import annotations

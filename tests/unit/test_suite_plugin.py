@@ -1,5 +1,6 @@
-"""A suite outside uxlocal's tree plugs in through the ``uxlocal.suites`` entry point: its run, its
-command, its view and its report section (issue 31, item 1).
+"""A suite outside uxlocal's tree plugs in through the ``uxlocal.suites`` entry point.
+
+Its run, its command, its view and its report section (issue 31, item 1).
 
 The example package (``tests/plugin_example``) is installed with pip into a temporary folder put
 on ``sys.path``, as a third party's would be; the judge is the scripted fake engine.

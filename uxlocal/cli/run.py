@@ -1,5 +1,6 @@
-"""``uxlocal run SUITE`` (one subcommand per registered suite, options from its config class) and
-``uxlocal demo``.
+"""``uxlocal run SUITE`` and ``uxlocal demo``.
+
+``run`` has one subcommand per registered suite, with options from its config class.
 """
 
 from __future__ import annotations

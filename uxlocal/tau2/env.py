@@ -62,8 +62,10 @@ class ReplayMismatch:
 
 
 class Environment:
-    """Tools and DBs of one episode: ``Environment.for_task(domain, task)``, or ``Environment(domain)``
-    for a task-free one (the domain's full toolkits on fresh copies of its DBs).
+    """Tools and DBs of one episode.
+
+    ``Environment.for_task(domain, task)``, or ``Environment(domain)`` for a task-free one (the
+    domain's full toolkits on fresh copies of its DBs).
     """
 
     def __init__(self, domain: Domain, task: Task | None = None) -> None:
@@ -285,10 +287,11 @@ class Environment:
         return self.agent_db if side == "assistant" else self.user_db if side == "user" else None
 
     def _callable(self, name: str, requestor: str) -> tuple[ToolSpec, DomainDB]:
-        """Return the seat's tool by name. As in tau2, a user tool the task does not offer still runs
-        (only the prompt leaves it out), and so does a tool the domain lists in ``unlisted_tools``
-        (banking's discoverable tools called by name); a seat without such a tool is told so in
-        tau2's words.
+        """Return the seat's tool by name.
+
+        As in tau2, a user tool the task does not offer still runs (only the prompt leaves it out),
+        and so does a tool the domain lists in ``unlisted_tools`` (banking's discoverable tools
+        called by name); a seat without such a tool is told so in tau2's words.
         """
         if requestor not in ("assistant", "user"):
             raise ToolError(f"unknown requestor {requestor!r}; use 'assistant' or 'user'")

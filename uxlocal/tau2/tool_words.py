@@ -174,9 +174,10 @@ def _strip(node: Any, defs: Mapping[str, Any]) -> Any:
 
 
 def _unwrap_nullable(node: dict[str, Any]) -> dict[str, Any]:
-    """``anyOf [X, null]`` as ``X``: our prompt schemas write an optional field so (``schemas.py``),
-    pydantic's (upstream's) keep the ``anyOf``; a validator treats both alike (telecom's nested
-    ``APNSettings`` is where they meet).
+    """Read ``anyOf [X, null]`` as ``X``.
+
+    Our prompt schemas write an optional field so (``schemas.py``), pydantic's (upstream's) keep the
+    ``anyOf``; a validator treats both alike (telecom's nested ``APNSettings`` is where they meet).
     """
     options = node.get("anyOf")
     if not isinstance(options, list) or len(options) != 2 or {"type": "null"} not in options:

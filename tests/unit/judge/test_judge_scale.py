@@ -1,5 +1,6 @@
-"""Issue 32: a long judge job forgets committed results without changing a stored row, and a killed
-streamed run resumes with exactly one verdict per conversation.
+"""Issue 32: a long judge job forgets committed results without changing a stored row.
+
+And a killed streamed run resumes with exactly one verdict per conversation.
 """
 
 from __future__ import annotations

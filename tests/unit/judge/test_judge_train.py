@@ -1,5 +1,7 @@
-"""Learning a judge: examples in `uxlocal judge`'s prompt layout, loss on label tokens only, the
-group split, input checks before training, and a tiny training run (issue 30).
+"""Learning a judge (issue 30).
+
+Examples in `uxlocal judge`'s prompt layout, loss on label tokens only, the group split, input
+checks before training, and a tiny training run.
 """
 
 from __future__ import annotations
@@ -182,8 +184,10 @@ def test_train_judge_lowers_loss_writes_metadata_and_repeats_by_seed(
 
 
 def _thumbs(tmp_path: Path) -> str:
-    """Return a label rubric without an abstain label: a random tiny model would otherwise abstain on every row,
-    and abstentions are left out of the agreement statistics.
+    """Return a label rubric without an abstain label.
+
+    A random tiny model would otherwise abstain on every row, and abstentions are left out of the
+    agreement statistics.
     """
     rubric = tmp_path / "thumbs.toml"
     rubric.write_text('name = "thumbs"\nkind = "label"\nquestion = "Would the user like the last reply?"\n'

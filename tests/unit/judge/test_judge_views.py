@@ -52,8 +52,10 @@ def _compare(db: Path, view: str, kind: str, names: tuple[str, ...]) -> dict[str
 
 def _columns_equal_rows(con: Any, points: dict[str, Any], kind: str, names: tuple[str, ...],
                         rows: list[dict[str, Any]]) -> None:
-    """Check that the report's columns (``verdict_columns``) give exactly the numbers the row dicts give,
-    on every resample and in the bootstrap intervals the report prints.
+    """Check that the report's columns give exactly the numbers the row dicts give.
+
+    The columns are ``verdict_columns``'s; the numbers are compared on every resample and in the
+    bootstrap intervals the report prints.
     """
     columns = verdict_columns(con, points["run_id"], kind, points["criterion"], points["judge_role"])
     assert len(columns) == len(rows) > 0
@@ -182,8 +184,10 @@ def test_confusion_and_reliability_views_count_every_scored_verdict(tmp_path: Pa
 
 
 def _label_verdicts(seed: int, labels: list[str], n: int, *, rare: bool) -> list[dict[str, Any]]:
-    """Random label verdicts in random item order: scores with ties when binary (none otherwise, as
-    stored); with ``rare``, two human positives only, so some resamples hold one human class.
+    """Random label verdicts in random item order.
+
+    Scores with ties when binary (none otherwise, as stored); with ``rare``, two human positives
+    only, so some resamples hold one human class.
     """
     rng = random.Random(seed)
     binary = len(labels) == 2
@@ -200,8 +204,9 @@ def _label_verdicts(seed: int, labels: list[str], n: int, *, rare: bool) -> list
 
 
 def _listed_label_statistics(rows: list[dict[str, Any]], none_seen: set[str]) -> dict[str, Any]:
-    """Return the label statistics as the report computed them on Python lists: labels coded by first
-    appearance (human labels first), every resample's values taken as lists.
+    """Return the label statistics as the report computed them on Python lists.
+
+    Labels coded by first appearance (human labels first), every resample's values taken as lists.
     """
     codes: dict[Any, int] = {}
     human = [codes.setdefault(r["human_label"], len(codes)) for r in rows]
@@ -233,10 +238,12 @@ def _listed_label_statistics(rows: list[dict[str, Any]], none_seen: set[str]) ->
                                               (["warm", "neutral", "cold"], False)])
 def test_label_columns_give_the_intervals_of_python_lists(labels: list[str], rare: bool, batch: int | None,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """The report's lean path (Arrow read, int32 codes, numpy takes, statistics from counts) prints
-    the point values and bootstrap intervals of the list-based computation with scikit-learn, same
-    seed (to the last bits of a double); also
-    when the rows arrive in many Arrow batches, each with its own dictionary of labels.
+    """The report's lean path prints the numbers of the list-based computation.
+
+    The lean path (Arrow read, int32 codes, numpy takes, statistics from counts) prints the point
+    values and bootstrap intervals of the list-based computation with scikit-learn, same seed (to
+    the last bits of a double); also when the rows arrive in many Arrow batches, each with its own
+    dictionary of labels.
     """
     import pyarrow as pa
 

@@ -1,5 +1,7 @@
-"""Contract with vLLM's own CPU ops: equal results wherever every row has an adapter, and the bug
-(-1 picks the last slot) that ours fix. Skips when vLLM's torch ops are not importable.
+"""Contract with vLLM's own CPU ops.
+
+Equal results wherever every row has an adapter, and the bug (-1 picks the last slot) that ours fix.
+Skips when vLLM's torch ops are not importable.
 """
 
 from __future__ import annotations

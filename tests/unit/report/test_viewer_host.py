@@ -1,5 +1,7 @@
-"""The viewer answers only its own host (issue 18: DNS rebinding): a foreign ``Host`` gets 400 and no
-store data, a foreign ``Origin`` gets 403, ``127.0.0.1:PORT`` and ``localhost:PORT`` get the pages.
+"""The viewer answers only its own host (issue 18: DNS rebinding).
+
+A foreign ``Host`` gets 400 and no store data, a foreign ``Origin`` gets 403, ``127.0.0.1:PORT`` and
+``localhost:PORT`` get the pages.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""``uxlocal judge``: judge anyone's conversations with a rubric (``uxlocal.suites.judge``);
-``uxlocal judge train``: learn a judge (a LoRA adapter) from the human labels of such a file.
+"""``uxlocal judge`` and ``uxlocal judge train``.
+
+``uxlocal judge``: judge anyone's conversations with a rubric (``uxlocal.suites.judge``); ``uxlocal
+judge train``: learn a judge (a LoRA adapter) from the human labels of such a file.
 
 Options come from ``JudgeConfig``'s field docstrings (environment variables ``UXLOCAL_JUDGE_<FIELD>``)
 plus the shared run options. ``train`` takes the same column and layout options, so a file that

@@ -122,9 +122,10 @@ positions) would hold ~24 MB beside the columns; a block at a time holds well un
 
 
 def _first_appearance(columns: list[np.ndarray], values: dict[Any, int]) -> tuple[np.ndarray, dict[Any, int]]:
-    """Codes renumbered by their first position in ``columns`` read one after the other: an array
-    mapping each provisional code to its new one, and value -> new code for the values that occur,
-    in new-code order.
+    """Renumber codes by their first position in ``columns`` read one after the other.
+
+    Return an array mapping each provisional code to its new one, and value -> new code for the
+    values that occur, in new-code order.
     """
     first = np.full(len(values), -1, dtype=np.int64)
     offset = 0

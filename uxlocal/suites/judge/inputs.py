@@ -398,8 +398,10 @@ class _RepeatedId(RowProblem):
 
 
 class _ChunkIds:
-    """The repeated-id check of ``iter_loaded``: exact within the current chunk (a dict of its ids),
-    by digest against the earlier chunks (``SeenIds``) when the chunk is settled.
+    """Check for repeated ids as ``iter_loaded`` does.
+
+    Exact within the current chunk (a dict of its ids), by digest against the earlier chunks
+    (``SeenIds``) when the chunk is settled.
     """
 
     def __init__(self, name: str, cols: Columns, skip_bad_rows: bool, *, across: bool = True) -> None:

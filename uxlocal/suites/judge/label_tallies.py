@@ -61,8 +61,9 @@ class LabelTallies:
         return int(c.counts[c.human == c.judge].sum()) / total if total else None
 
     def kappa(self, idx: np.ndarray) -> float | None:
-        """Cohen's kappa of the draw (``stats.cohen_kappa``): None under two verdicts or when chance
-        agreement is total.
+        """Return Cohen's kappa of the draw (``stats.cohen_kappa``).
+
+        None under two verdicts or when chance agreement is total.
         """
         matrix = self.confusion(idx)
         n = int(matrix.sum())
@@ -73,8 +74,9 @@ class LabelTallies:
         return None if chance == 1 else float((observed - chance) / (1 - chance))
 
     def macro_f1(self, idx: np.ndarray) -> float | None:
-        """Macro-F1 of the draw over the classes it holds (``stats.macro_f1``): each class's
-        2·TP / (2·TP + FP + FN), averaged unweighted.
+        """Return the macro-F1 of the draw over the classes it holds (``stats.macro_f1``).
+
+        Each class's 2·TP / (2·TP + FP + FN), averaged unweighted.
         """
         matrix = self.confusion(idx)
         if not matrix.size:
@@ -91,9 +93,10 @@ class LabelTallies:
         return matrix
 
     def ece(self, idx: np.ndarray) -> float | None:
-        """Return the expected calibration error of the draw (``stats.ece``; None without confidences): each bin's
-        verdicts, hits and summed confidence counted a block of the draw at a time, so no copy of a
-        million drawn confidences is made.
+        """Return the expected calibration error of the draw (``stats.ece``).
+
+        None without confidences. Each bin's verdicts, hits and summed confidence are counted a
+        block of the draw at a time, so no copy of a million drawn confidences is made.
         """
         if self.confidence is None or not len(idx):
             return None

@@ -57,7 +57,8 @@ class VerdictColumns:
         return cls(arrays, len(rows))
 
     def _code_arrow(self, keys: tuple[str, ...], values: Any) -> dict[Any, int]:
-        """Code ``keys`` from ``values``, an Arrow array of their values one column after the other:
+        """Code ``keys`` from ``values``, an Arrow array of their values one column after the other.
+
         Arrow numbers the distinct values (null one of them) by first appearance, as ``code`` does.
         """
         import pyarrow.compute as pc
@@ -84,8 +85,10 @@ class VerdictColumns:
         return self.arrays[key] if self.n or key in self.arrays else np.empty(0, dtype=object)
 
     def clusters(self) -> np.ndarray | None:
-        """Return what the bootstrap resamples: the cluster codes, or None when every row is its own cluster
-        (the same draws as codes 0..n-1, without their 8 MB a million rows).
+        """Return what the bootstrap resamples: the cluster codes, or None.
+
+        None when every row is its own cluster (the same draws as codes 0..n-1, without their 8 MB a
+        million rows).
         """
         return None if self.singletons else self.column("cluster")
 
@@ -98,9 +101,10 @@ class VerdictColumns:
         return list(self.column(key)[idx].tolist())
 
     def code(self, *keys: str) -> dict[Any, int]:
-        """Replace the values of ``keys`` by int32 codes, one shared code per distinct value numbered
-        by first appearance (``keys[0]``'s rows first); the codes. Coded once: a second call (or
-        ``of_arrow(shared=keys)``) returns the same codes.
+        """Replace the values of ``keys`` by int32 codes and return the codes.
+
+        One shared code per distinct value, numbered by first appearance (``keys[0]``'s rows first).
+        Coded once: a second call (or ``of_arrow(shared=keys)``) returns the same codes.
 
         Label statistics depend only on which values are equal, so they come out the same on the
         codes, and sklearn checks integer arrays far faster than arrays of strings (per resample).
@@ -192,10 +196,12 @@ inside DuckDB's capped memory."""
 
 
 def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str) -> VerdictColumns:
-    """``verdict_rows`` as columns (the kind's ``STAT_COLUMNS`` and ``GROUP_COLUMNS``; ``cluster``
-    as integer codes; for label rubrics ``human_label`` and ``label`` as shared int32 codes, see
-    ``VerdictColumns.code``), for a report of any size: the rows stream from DuckDB in Arrow
-    batches into numpy arrays (``ColumnFill``).
+    """Return ``verdict_rows`` as columns, for a report of any size.
+
+    The columns are the kind's ``STAT_COLUMNS`` and ``GROUP_COLUMNS``; ``cluster`` as integer codes;
+    for label rubrics ``human_label`` and ``label`` as shared int32 codes, see
+    ``VerdictColumns.code``. The rows stream from DuckDB in Arrow batches into numpy arrays
+    (``ColumnFill``).
 
     The rows are put in item-id order here, not by DuckDB: its sort of a million verdict rows
     did not fit a 128 MB cap, while the ids alone sort in Arrow in a fraction of a second (both

@@ -35,8 +35,10 @@ from uxlocal.reportkit.rows import NoData, in_list, rows_of
 
 
 def tables(con: Any, run_ids: Sequence[str]) -> list[TableGroup]:
-    """Return the "learned vs prompted judge" comparison (when ``judge train``'s two held-out runs are
-    both shown), then each run's own tables, as the terminal prints them.
+    """Return the judge section's tables, as the terminal prints them.
+
+    First the "learned vs prompted judge" comparison (when ``judge train``'s two held-out runs are
+    both shown), then each run's own tables.
     """
     from uxlocal.suites.judge.compare import learned_vs_prompted
     from uxlocal.suites.judge.suite import JudgeSuite

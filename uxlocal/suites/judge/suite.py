@@ -91,8 +91,10 @@ def _item_rows(item: JudgeItem, turn: int | None, kind: str) -> dict[str, Any]:
 
 def _chunks(config: JudgeConfig, rubric: Rubric, asker: episodes.Asker, roles: list[str], limit: int | None,
             keep: set[str] | None = None, distinct: DistinctIds | None = None) -> Iterator[PlanChunk]:
-    """Yield the plan of the first ``limit`` items (all when None) among ``keep`` (all when None), one
-    input chunk at a time (``distinct``: what earlier reads found of the ids, see ``DistinctIds``).
+    """Yield the plan of the first ``limit`` items among ``keep``, one input chunk at a time.
+
+    ``limit`` and ``keep``: all when None; ``distinct``: what earlier reads found of the ids, see
+    ``DistinctIds``.
     """
     pairwise = rubric.kind == "pairwise"
     left = limit

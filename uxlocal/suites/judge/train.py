@@ -343,8 +343,10 @@ def _meta(
 def _fit(prepared: Prepared, base: ResolvedModel, out: str | Path, settings: lora.TrainSettings,
          on_step: lora.OnStep | None, on_prefix: PrefixProgress | None = None
          ) -> tuple[str, dict[str, Any], list[float], float]:
-    """Train and save; returns the weights hash, the held-out label-token losses, the step losses and the
-    training seconds (the frozen-prefix pass over the training examples and the loop).
+    """Train and save the adapter.
+
+    Returns the weights hash, the held-out label-token losses, the step losses and the training
+    seconds (the frozen-prefix pass over the training examples and the loop).
     """
     import gc
 

@@ -1,5 +1,7 @@
-"""``uxlocal palate``: card pool and panel tools, LoRA simulator training, and the agreement and
-realism parts of the PALATE suite run on their own.
+"""``uxlocal palate``: PALATE's tools.
+
+Card pool and panel tools, LoRA simulator training, and the agreement and realism parts of the
+PALATE suite run on their own.
 """
 
 from __future__ import annotations

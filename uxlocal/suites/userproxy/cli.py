@@ -1,5 +1,7 @@
-"""UserProxyBench tools: ``uxlocal ingest`` (outside trajectories) and ``uxlocal ufs`` (criteria sets,
-pre-checks, the cost-fidelity frontier).
+"""UserProxyBench tools: ``uxlocal ingest`` and ``uxlocal ufs``.
+
+``ingest`` loads outside trajectories; ``ufs`` handles criteria sets, pre-checks and the
+cost-fidelity frontier.
 """
 
 from __future__ import annotations

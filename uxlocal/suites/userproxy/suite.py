@@ -177,8 +177,10 @@ class UserProxySuite(Suite):
     roles = (AGENT_ROLE, JUDGE_ROLE)
 
     def demo(self) -> DemoSpec:
-        """Two tasks (tau2's mock, else our sample domain), the embedded model at two user
-        temperatures, template criteria, short budgets.
+        """Return the demo's settings: two tasks, two user temperatures, short budgets.
+
+        The tasks are tau2's mock, else our sample domain; the embedded model plays at two user
+        temperatures, graded by template criteria.
         """
         roles = {AGENT_ROLE: "embedded", JUDGE_ROLE: "embedded",
                  **{f"{PROXY_ROLE_PREFIX}{p}": "embedded" for p in DEMO_PROXIES}}

@@ -404,8 +404,10 @@ class UXBench(Suite):
 
 
 def bootstrap_settings(con: Any, run_id: str) -> tuple[int, int]:
-    """(resamples, seed) of a run's intervals, from its stored config: the tables and the report's
-    leaderboard whiskers both use these, so they print the same interval.
+    """Return (resamples, seed) of a run's intervals, from its stored config.
+
+    The tables and the report's leaderboard whiskers both use these, so they print the same
+    interval.
     """
     row = con.execute("SELECT config FROM runs WHERE run_id = ?", [run_id]).fetchone()
     config = (json_value(row[0]) if row else None) or {}

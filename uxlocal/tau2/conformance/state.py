@@ -192,8 +192,10 @@ def _plain(value: Any) -> Any:
 
 def state_delta(before: Any, after: Any, path: str = "", out: list[list[Any]] | None = None,
                 cap: int = 2000) -> list[list[Any]]:
-    """Return what changed: ``[pointer, new value]`` per changed leaf (a list that changed length is one
-    leaf), ``[pointer]`` per removed key; a value over ``cap`` JSON characters as its hash.
+    """Return what changed between two states.
+
+    ``[pointer, new value]`` per changed leaf (a list that changed length is one leaf),
+    ``[pointer]`` per removed key; a value over ``cap`` JSON characters as its hash.
     """
     out = [] if out is None else out
     if before is after or (type(before) is type(after) and before == after):

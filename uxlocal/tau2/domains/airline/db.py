@@ -96,7 +96,7 @@ class Flight(Record):
 class Passenger(Record):
     """A traveller on a reservation or saved on a profile; as a tool argument, unknown keys are
     ignored (as tau2's model does).
-    """
+    """  # noqa: D205 - the tool schema the model reads carries this text (pydantic)
 
     model_config = ConfigDict(extra="ignore")
 
@@ -150,7 +150,7 @@ class User(Record):
 class Payment(Record):
     """A charge (positive) or refund (negative) on a reservation, in whole dollars; as a tool
     argument, unknown keys are ignored (as tau2's model does).
-    """
+    """  # noqa: D205 - the tool schema the model reads carries this text (pydantic)
 
     model_config = ConfigDict(extra="ignore")
 

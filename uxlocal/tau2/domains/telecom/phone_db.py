@@ -117,8 +117,10 @@ class PhoneDevice(Record):
     app_statuses: dict[str, AppStatus] = Field(default_factory=_default_apps)
 
     def model_dump(self, **kwargs: Any) -> dict[str, Any]:
-        """Dump without pydantic's type warnings: a setting a malformed call stored unchecked
-        (``user_tools.store_unchecked``, upstream's bug 3) is dumped as it is, on purpose.
+        """Dump without pydantic's type warnings.
+
+        A setting a malformed call stored unchecked (``user_tools.store_unchecked``, upstream's bug
+        3) is dumped as it is, on purpose.
         """
         kwargs.setdefault("warnings", False)
         return super().model_dump(**kwargs)

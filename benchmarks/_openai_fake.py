@@ -31,7 +31,7 @@ Hook = Callable[[str, dict[str, Any]], tuple[int, Any] | None]
 
 
 def minimal_instance(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
-    """Return a small value valid for simple JSON schemas (objects, enums, bools, ints with bounds, strings)."""
+    """Return a small value valid for a simple JSON schema (objects, enums, bools, bounded ints, strings)."""
     defs = defs if defs is not None else schema.get("$defs", {})
     if "$ref" in schema:
         return minimal_instance(defs[schema["$ref"].split("/")[-1]], defs)

@@ -1,6 +1,7 @@
 """The CPU engine against the machine's roof: decode and prefill tokens/s per settings arm, in one run.
 
-    .venv/bin/python -m benchmarks.engine_roofline [--repeat 3] [--arms before,uxlocal,...] [--decode-tokens 16]
+    .venv/bin/python -m benchmarks.engine_roofline [--repeat 3] [--arms before,uxlocal,...]
+        [--decode-tokens 16]
 
 Measures the embedded model through uxlocal's own vLLM engine settings (``VllmEngine``):
 decode tokens/s at batch 1, 8, 32 and 64 (``--context`` random prompt tokens each, then
@@ -306,7 +307,10 @@ def _fmt(m: tuple[float, float, float]) -> str:
 
 
 def print_report(summary: dict[str, Any], config: dict[str, Any]) -> None:
-    """Config, roof, one block per arm (tok/s median (range), fraction of bound, ratio over before), best last."""
+    """Print the config, the roof, then one block per arm, best last.
+
+    Each block: tok/s median (range), fraction of the bound, ratio over ``before``.
+    """
     print("=" * 78)
     print(" engine roofline: decode / prefill tokens/s per settings arm vs the machine's roof")
     print("-" * 78)
@@ -325,7 +329,8 @@ def print_report(summary: dict[str, Any], config: dict[str, Any]) -> None:
             label = f"{key.split('@')[0]} tok/s @ {key.split('@')[1]}"
             label += " (batch)" if key.startswith("decode") else " (prompt tokens)"
             print(
-                f"   {label:<30} {_fmt(value['tok_s']):>24}  {value['fraction']:>8.3f}  {value['ratio']:>7.2f}"
+                f"   {label:<30} {_fmt(value['tok_s']):>24}  "
+                f"{value['fraction']:>8.3f}  {value['ratio']:>7.2f}"
             )
     print("-" * 78)
     print(f" best arm on {summary['goal_metric']}: {summary['best_arm']}   fraction of bandwidth bound "

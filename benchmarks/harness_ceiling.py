@@ -56,7 +56,7 @@ SERVED = "fake-model"
 
 
 def instant_answer(prepared: PreparedRequest) -> Scripted:
-    """Return a judge that costs nothing: label probabilities from the request hash (JSON: an empty object)."""
+    """Return a judge answer that costs nothing: label probabilities from the request hash (JSON: ``{}``)."""
     constraint = prepared.request.constraint
     if not isinstance(constraint, Choice):
         return "{}"

@@ -1,6 +1,7 @@
 """Learned vs prompted judge: train a LoRA judge on the bundled feedback sample, compare held-out agreement.
 
-    .venv/bin/python -m benchmarks.judge_train [--model embedded] [--steps 80] [--top-layers 8] [--json out.json]
+    .venv/bin/python -m benchmarks.judge_train [--model embedded] [--steps 80] [--top-layers 8]
+        [--json out.json]
 
 Both arms run in one process on the same held-out rows (whole topics the adapter never saw):
 the base model prompted with ``ux-liked`` and the same model with the adapter, as two
@@ -100,7 +101,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     )
     prepared = jt.prepare(spec, model, max_length=settings.max_length)
     print(
-        f"model {model.name} ({device()}), rubric {spec.rubric.name}, {len(prepared.split.train)} train rows, "
+        f"model {model.name} ({device()}), rubric {spec.rubric.name}, "
+        f"{len(prepared.split.train)} train rows, "
         f"{len(prepared.split.heldout)} held-out rows (groups {', '.join(prepared.split.heldout_groups)})"
     )
     print(f"settings {json.dumps(settings.as_dict())}")

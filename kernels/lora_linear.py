@@ -41,7 +41,9 @@ def lora_linear(
     y: torch.Tensor, x: torch.Tensor, lora_a_stacked: tuple[torch.Tensor, ...],
     lora_b_stacked: tuple[torch.Tensor, ...], scale: float, output_slices: tuple[int, ...], plan: Plan,
 ) -> None:
-    """``y[:, cols_i] += scale * x @ A_i.T @ B_i.T`` per slice on the rows with an adapter (see the module doc).
+    """Add ``scale * x @ A_i.T @ B_i.T`` into ``y[:, cols_i]`` per slice, on the rows with an adapter.
+
+    See the module doc.
 
     ``y`` (T, >= sum(output_slices)) in the model dtype; ``x`` (T', H); ``lora_a_stacked[i]``
     (S, 1, R, H); ``lora_b_stacked[i]`` (S, 1, output_slices[i], R); ``plan`` from the indices.

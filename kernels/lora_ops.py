@@ -128,7 +128,7 @@ class Plan:
 
     @functools.cached_property
     def pick(self) -> torch.Tensor:
-        """Where each of ``rows``' own R-wide block lies in a ``(computed rows * k, R)`` view of their products."""
+        """Return where each of ``rows``' own R-wide block lies in the ``(computed rows * k, R)`` view."""
         index = self.rows if isinstance(self.computed, slice) else self.order
         return index * len(self.groups) + self.position
 
@@ -199,7 +199,7 @@ def _plan_rows(lora_indices_tensor: torch.Tensor) -> Plan:
 
 
 def plan_rows(lora_indices_tensor: torch.Tensor) -> Plan:
-    """Return the plan of one-index-per-row indices (bgmv); the last is reused while the indices are unchanged."""
+    """Return the plan of one-index-per-row indices (bgmv); the last is reused while they are unchanged."""
     return _rows_memo.get((lora_indices_tensor,), lambda: _plan_rows(lora_indices_tensor))
 
 
@@ -400,7 +400,10 @@ def add_product(
     target: torch.Tensor, rows: Rows, lhs: torch.Tensor, weights: tuple[torch.Tensor, ...], plan: Plan,
     widths: tuple[int, ...],
 ) -> None:
-    """``target[rows] += lhs @ stacked_b(...)`` (one ``lhs`` row per target row), GEMM dtype by ``_product_dtype``."""
+    """Add ``lhs @ stacked_b(...)`` into ``target[rows]`` (one ``lhs`` row a target row).
+
+    The GEMM dtype is ``_product_dtype``'s.
+    """
     if isinstance(rows, slice):
         target = target[rows]
         if _product_dtype(target, target.shape[0]) == target.dtype:

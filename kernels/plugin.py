@@ -107,7 +107,10 @@ def _signature_mismatch() -> str | None:
 
 
 def install() -> None:
-    """Replace vLLM's CPU LoRA ops and ``add_lora_linear`` with ours (idempotent); no version check, see ``register``."""
+    """Replace vLLM's CPU LoRA ops and ``add_lora_linear`` with ours (idempotent).
+
+    No version check here: see ``register``.
+    """
     problem = _signature_mismatch()
     if problem:
         raise RuntimeError(f"cannot install the uxlocal LoRA ops: {problem}")

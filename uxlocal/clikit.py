@@ -51,7 +51,8 @@ def field_option(name: str, field: Any, *, envvar: str | None = None, metavar: s
                  kind: Any = None, decls: tuple[str, ...] = ()) -> Any:
     """Return a click option from a pydantic field: Literal -> Choice, bool -> flag pair, docstring -> help.
 
-    ``decls`` replaces the generated flag spelling (``("-r", "--rubric")``, ``("--both-orders/--one-order",)``).
+    ``decls`` replaces the generated flag spelling (``("-r", "--rubric")``,
+    ``("--both-orders/--one-order",)``).
     """
     flag = "--" + name.replace("_", "-")
     annotation = field.annotation

@@ -91,9 +91,10 @@ def cli_command(argv: list[str]) -> str | None:
 def set_cli_compile_default(argv: list[str]) -> None:
     """Compile the CPU engine by default for the CLI's long commands (``run``, ``judge``, ...), not ``demo``.
 
-    Measured (docs/performance.md, "The CPU engine against its roof"): compiled decode@32 ~1.4x eager and prefill
-    1.2-1.5x, for 10-12 s more per engine load with a warm cache (~37 s the first time). A value the
-    user exported wins; tests never pass through here (they run eager unless told).
+    Measured (docs/performance.md, "The CPU engine against its roof"): compiled decode@32 ~1.4x
+    eager and prefill 1.2-1.5x, for 10-12 s more per engine load with a warm cache (~37 s the first
+    time). A value the user exported wins; tests never pass through here (they run eager unless
+    told).
     """
     command = cli_command(argv)
     if command is not None:

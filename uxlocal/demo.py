@@ -23,7 +23,7 @@ To run the full benchmarks on real models (on a GPU box, offline):
   3. read the numbers back with SQL: uxlocal query --db runs.duckdb "select * from run_summary"
   4. judge your own conversations against your human labels, e.g.
      uxlocal judge chats.jsonl --rubric ux-liked --human-col thumb --model judge=qwen3-32b --db judged.duckdb
-See docs/running.md ("Running the full benchmarks") for every suite."""
+See docs/running.md ("Running the full benchmarks") for every suite."""  # noqa: E501 - commands stay copy-pasteable
 
 
 def run_demo(*, db: Path, suites: list[str] | None = None, model: str = "embedded", progress: bool = False,

@@ -94,7 +94,7 @@ _INSTALL_HINT = {"tcmalloc": "apt-get install libtcmalloc-minimal4 (.ci/setup do
 
 
 def cpu_settings_row() -> tuple[str, str, str]:
-    """(check, status, detail) for the CPU engine settings: thread binding, compile, KV cache, token budget."""
+    """Return (check, status, detail) of the CPU engine settings: threads, compile, KV cache, token budget."""
     from uxlocal import cpu_tuning
 
     bind = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")

@@ -334,8 +334,9 @@ def resolve_url(spec: str, *, ask_served_name: ServedNameAsker | None = None) ->
     """``URL[,URL...][#SERVED_NAME]`` -> an ``openai-http`` model.
 
     Without ``#SERVED_NAME`` the first endpoint is asked through ``ask_served_name`` (it must serve
-    exactly one model); with no asker that is an ``InputError``. When the served name is a local HF folder (vLLM's default name is the ``--model``
-    path), that folder is the tokenizer: exact label-path probabilities and a weights fingerprint.
+    exactly one model); with no asker that is an ``InputError``. When the served name is a local HF
+    folder (vLLM's default name is the ``--model`` path), that folder is the tokenizer: exact
+    label-path probabilities and a weights fingerprint.
     """
     urls_part, _, served = spec.partition("#")
     urls = [u.strip().rstrip("/") for u in urls_part.split(",") if u.strip()]
@@ -388,7 +389,7 @@ SECRET_ENGINE_ARGS = frozenset({"api_key", "key", "token", "bearer", "authorizat
 
 
 def refuse_secret_args(preset: ModelPreset) -> None:
-    """Refuse a key in a preset: presets get shared, so they name the variable holding it (``api_key_env``)."""
+    """Refuse a key in a preset: presets get shared, so they name the key's variable (``api_key_env``)."""
     found = sorted(SECRET_ENGINE_ARGS & {k.lower() for k in preset.engine_args})
     if found:
         raise InputError(None, None, f"preset {preset.name!r}: engine_args {found} would keep a secret "

@@ -64,7 +64,7 @@ def quiet_libraries(log_path: Path, *, title: str = "uxlocal") -> Iterator[TextI
 
 
 def _terminal_stream(saved_stdout: int) -> TextIO:
-    """Return a line-buffered text stream on a copy of the original fd 1, or ``sys.stdout`` if it is not fd 1."""
+    """Return a line-buffered text stream on a copy of the original fd 1 (``sys.stdout`` if not fd 1)."""
     try:
         on_fd1 = sys.stdout.fileno() == 1
     except (AttributeError, ValueError, io.UnsupportedOperation):

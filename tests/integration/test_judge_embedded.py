@@ -75,7 +75,8 @@ def test_judge_bundled_conversations_label_likert_and_pairs(vllm_pool: ModelPool
             "SELECT count(*), count(*) FILTER (WHERE valid) FROM judge_verdicts WHERE run_id = ?",
             [result.run_id],
         ).fetchone()
-        assert (n, n_valid) == (expected, expected)  # constrained: zero parse failures, nothing over the window
+        # constrained: zero parse failures, nothing over the window
+        assert (n, n_valid) == (expected, expected)
     probs = con.execute("SELECT label_probs FROM judge_verdicts WHERE run_id IN (?, ?)",
                         [label.run_id, likert.run_id]).fetchall()
     assert all(abs(sum(json.loads(p[0]).values()) - 1) < 0.02 for p in probs)

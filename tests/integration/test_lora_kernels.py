@@ -41,7 +41,9 @@ def trained(palate_simulator: Any) -> dict[str, tuple[UserData, Path]]:
 
 
 def _no_prefix_cache(model: Any) -> Any:
-    """Return the model in float32 without prefix caching, so a row's greedy output cannot depend on its batch.
+    """Return the model in float32 without prefix caching.
+
+    So a row's greedy output cannot depend on its batch.
 
     In bf16, CPU matmuls round differently for different batch shapes, so a base row may shift
     between a base-only and a mixed batch for reasons that have nothing to do with adapters

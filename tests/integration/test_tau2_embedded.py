@@ -225,5 +225,6 @@ def test_banking_episodes_search_the_kb_and_share_one_db_end_to_end(
                 if who == "assistant" and name == "KB_search" and ok and "doc_" in text}
     assert spoke <= searched, (spoke, calls)
     print(
-        f"banking: {len(spoke)} episodes where the user spoke, searches in {len(searched)}; calls {len(calls)}"
+        f"banking: {len(spoke)} episodes where the user spoke, "
+        f"searches in {len(searched)}; calls {len(calls)}"
     )

@@ -216,7 +216,8 @@ def test_a_streaming_engine_call_returns_when_its_work_ends_not_at_the_next_beat
     try:
         started = time.perf_counter()
         assert loop.run_streaming(work(), finished, sink, beat_s=20.0) == "over"
-        assert time.perf_counter() - started < 10.0  # it used to wait out one whole beat after the last result
+        # it used to wait out one whole beat after the last result
+        assert time.perf_counter() - started < 10.0
     finally:
         loop.close()
     assert sink.done_calls == [0, 1, 2] and sink.beats == 0

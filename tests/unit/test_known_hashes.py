@@ -65,7 +65,8 @@ def test_known_hashes_never_says_no_to_a_stored_hash(monkeypatch: pytest.MonkeyP
     known.add(_hash(i) for i in range(100, 130))
     assert all(known.may_contain(_hash(i)) for i in range(130))
     assert known.may_contain("made-up") and known.may_contain("another made-up one")  # not hex: always asked
-    assert sum(known.may_contain(_hash(i)) for i in range(130, 1130)) == 0  # 64-bit prefixes do not collide here
+    # 64-bit prefixes do not collide here
+    assert sum(known.may_contain(_hash(i)) for i in range(130, 1130)) == 0
 
 
 def test_the_writer_keeps_the_first_row_of_a_hash_in_one_flush_and_across_flushes(tmp_path: Path) -> None:

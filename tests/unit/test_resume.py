@@ -40,7 +40,8 @@ SCRIPT = textwrap.dedent("""
     pool = ModelPool.from_engines({"candidate": engine, "user": engine, "judge": engine})
     run = RunConfig(suite="selftest", db=sys.argv[1], progress=False, max_live=4)
     result = run_suite(run, pool=pool)
-    print("engine_calls", engine.calls, "done", result.stats.episodes_done, "skipped", result.stats.episodes_skipped)
+    stats = result.stats
+    print("engine_calls", engine.calls, "done", stats.episodes_done, "skipped", stats.episodes_skipped)
 """)
 
 

@@ -1,4 +1,4 @@
-"""ColumnFill: batches written into numpy arrays give what one dictionary encoding of the ordered rows gives."""
+"""ColumnFill: batches written into numpy arrays give what one dictionary encoding of the rows gives."""
 
 from __future__ import annotations
 

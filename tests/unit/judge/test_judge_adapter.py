@@ -1,4 +1,7 @@
-"""Serving a learned judge (``--judge-adapter``): attach, base check, cache keys, run identity, held-out rows."""
+"""Serving a learned judge (``--judge-adapter``).
+
+Attach, base check, cache keys, run identity, held-out rows.
+"""
 
 from __future__ import annotations
 
@@ -30,7 +33,10 @@ def _input(tmp_path: Path, n: int = 6) -> Path:
 
 def _adapter(folder: Path, *, weights: str = "a" * 64, base_identity: str | None = None,
              data: Path | None = None, heldout: list[str] | None = None) -> Path:
-    """Return a judge adapter folder as ``judge train`` writes it (metadata only: the fake engine loads nothing)."""
+    """Return a judge adapter folder as ``judge train`` writes it.
+
+    Metadata only: the fake engine loads nothing.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "adapter_config.json").write_text("{}", encoding="utf-8")
     meta = {
@@ -147,7 +153,10 @@ def test_vllm_lora_rank_fits_the_largest_adapter(tmp_path: Path) -> None:
 
 
 def _learned(prep: Any) -> dict[str, Any]:
-    """With the adapter: always the human's label (liked unless the number divides by 3); without: ``label_judge``."""
+    """With the adapter: always the human's label; without: ``label_judge``.
+
+    The human's label is liked unless the number divides by 3.
+    """
     if prep.request.lora is None:
         return label_judge(prep)
     liked = number(prep.prompt) % 3 != 0

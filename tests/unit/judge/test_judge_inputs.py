@@ -85,7 +85,8 @@ def test_load_items_runs_a_query_when_duckdb_source(tmp_path: Path) -> None:
         ),
         # the id used twice
         (
-            '{"id": "a", "conversation": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}',
+            '{"id": "a", "conversation": [{"role": "user", "content": "x"}, '
+            '{"role": "assistant", "content": "y"}]}',
             "a.jsonl:2: id: id 'a' already used at line 1",
         ),
     ],

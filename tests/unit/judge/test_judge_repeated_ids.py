@@ -37,7 +37,10 @@ def _read(
 
 
 def _reference(lines: list[str]) -> tuple[list[tuple[str, int]], list[tuple[int, str, str]]]:
-    """Return what a whole-file read with a dict of every id gives (ids here are valid, bad rows are '{bad')."""
+    """Return what a whole-file read with a dict of every id gives.
+
+    Ids here are valid; bad rows are '{bad'.
+    """
     first: dict[str, int] = {}
     items, quarantine = [], []
     for n, raw in enumerate(lines, start=1):

@@ -38,7 +38,8 @@ def test_rubric_identity_ignores_key_order_and_comments(tmp_path: Path) -> None:
         ('kind = "label"\nquestion = "q"\n[[labels]]\nname = "only"\n', "at least two"),
         # abstain repeating a label
         (
-            'kind = "label"\nquestion = "q"\nabstain = "no"\n[[labels]]\nname = "yes"\n[[labels]]\nname = "no"\n',
+            'kind = "label"\nquestion = "q"\nabstain = "no"\n'
+            '[[labels]]\nname = "yes"\n[[labels]]\nname = "no"\n',
             "labels must be distinct",
         ),
         # an unknown key (typo) is an error, not ignored

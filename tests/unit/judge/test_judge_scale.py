@@ -68,7 +68,9 @@ KILLED_JOB = textwrap.dedent("""
 
     engine = Killer(label_judge)
     options = {"input": sys.argv[2], "rubric": "ux-liked", "human_col": "human", "bootstrap": 20}
-    run = RunConfig(suite="judge", suite_config=options, db=sys.argv[1], progress=False, max_live=8, max_batch=8)
+    run = RunConfig(
+        suite="judge", suite_config=options, db=sys.argv[1], progress=False, max_live=8, max_batch=8
+    )
     result = run_suite(run, pool=ModelPool.from_engines({"judge": engine}))
     print("requests", len(engine.requests), "skipped", result.stats.episodes_skipped)
 """)

@@ -60,7 +60,8 @@ def test_judge_examples_put_loss_only_on_the_human_label_tokens(tmp_path: Path, 
         assert _decode(prepared.renderer, example.ids[cut:]) == item.human  # the label, nothing after it
         assert example.labels[cut:] == example.ids[cut:]
         messages = judge_messages(rubric, rubric.criteria_list()[0], item.conversation)
-        assert example.ids[:cut] == prepared.renderer.render(messages)[1]  # the very prompt `uxlocal judge` sends
+        # the very prompt `uxlocal judge` sends
+        assert example.ids[:cut] == prepared.renderer.render(messages)[1]
     assert _decode(prepared.renderer, prepared.train[0].ids).count("<|im_start|>assistant\n") == 1
 
 

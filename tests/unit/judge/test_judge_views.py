@@ -177,7 +177,8 @@ def test_confusion_and_reliability_views_count_every_scored_verdict(tmp_path: Pa
     con = duckdb.connect(str(tmp_path / "judge.duckdb"), read_only=True)
     assert con.execute("SELECT sum(n) FROM judge_confusion").fetchone()[0] == N
     bins = con.execute("SELECT bin, n FROM judge_reliability").fetchall()
-    assert sum(n for _, n in bins) == N and all(5 <= b <= 9 for b, _ in bins)  # confidence in own verdict >= 0.5
+    # confidence in the judge's own verdict >= 0.5
+    assert sum(n for _, n in bins) == N and all(5 <= b <= 9 for b, _ in bins)
     con.close()
     assert {"Judge confusion (human -> judge counts)", "Judge reliability diagram (binary labels)"} <= {
         t.title for t in result.tables}

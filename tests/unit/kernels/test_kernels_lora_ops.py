@@ -149,7 +149,10 @@ def test_a_slice_width_that_disagrees_with_the_adapter_is_a_clear_error() -> Non
 def _linear(
     x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, indices: torch.Tensor, ops: object
 ) -> torch.Tensor:
-    """Return what vLLM's LoRA linear layer does with the ops: fp32 shrink buffer, then add into a bf16 output."""
+    """Return what vLLM's LoRA linear layer does with the ops.
+
+    An fp32 shrink buffer, then an add into a bf16 output.
+    """
     mid = torch.zeros(x.shape[0], a.shape[-2])
     out = torch.zeros(x.shape[0], b.shape[-2] + 3, dtype=torch.bfloat16)
     ops.bgmv_shrink(x, a, mid, indices, 1.0)  # type: ignore[attr-defined]

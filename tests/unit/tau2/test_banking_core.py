@@ -193,14 +193,16 @@ def test_unlock_describes_the_tool_and_enables_the_call(banking: Domain, probes:
         (
             '{"user_id": "123"}',
             True,
-            "Error: Invalid arguments: KnowledgeTools.probe_write_0002() missing 1 required positional argument: 'amount'",
+            "Error: Invalid arguments: KnowledgeTools.probe_write_0002() "
+            "missing 1 required positional argument: 'amount'",
             False,
         ),
         # unexpected argument
         (
             '{"user_id": "123", "amount": 1, "extra": 2}',
             True,
-            "Error: Invalid arguments: KnowledgeTools.probe_write_0002() got an unexpected keyword argument 'extra'",
+            "Error: Invalid arguments: KnowledgeTools.probe_write_0002() "
+            "got an unexpected keyword argument 'extra'",
             False,
         ),
         # unreadable arguments

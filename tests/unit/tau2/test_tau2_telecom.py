@@ -335,7 +335,8 @@ def test_invalid_user_tool_calls_are_error_results_counted_toward_max_errors(
     assert [r[:3] for r in rows] == [("user", "check_status_bar", True), ("user", "fly_to_the_moon", False),
                                      ("user", "set_network_mode_preference", True),
                                      ("user", "set_apn_settings", False), ("user", "toggle_data", False)]
-    # an unknown mode is refused in the answer, not as an error (upstream's phone); an unknown APN name is an error
+    # an unknown mode is refused in the answer, not as an error (upstream's phone);
+    # an unknown APN name is an error
     assert "Tool 'fly_to_the_moon' not found." in rows[1][3] and "'6g' is not a valid option" in rows[2][4]
     assert "Input should be 'internet' or 'broken'" in rows[3][3]
     episode = run.episode()

@@ -69,7 +69,8 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
     (
         "book_reservation",
         _booking(cabin="first"),
-        "1 validation error for Reservation\ncabin\n  Input should be 'business', 'economy' or 'basic_economy'",
+        "1 validation error for Reservation\ncabin\n"
+        "  Input should be 'business', 'economy' or 'basic_economy'",
     ),  # not a cabin class
     (
         "book_reservation",

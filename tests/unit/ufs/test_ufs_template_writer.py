@@ -219,7 +219,7 @@ BANKING_BP = Blueprint(
 
 
 def test_account_tools_get_account_rules_not_device_rules() -> None:
-    """The banking domain's user tools: exact figures, humans only as instructed, no claimed-but-uncalled actions."""
+    """Banking user tools: exact figures, humans only as instructed, no claimed-but-uncalled actions."""
     criteria = template_criteria(BANKING_BP)
     modes = [c.mode for c in criteria]
     assert {"unsupported_state_claim", "ignores_conditional_instruction", "unexecuted_action_claim"} <= set(

@@ -301,7 +301,7 @@ def test_a_sampled_agent_gets_the_same_seed_for_every_proxy(tmp_path: Path, data
 def test_telecom_proxies_are_graded_on_tool_criteria_and_probed_for_missed_gold_writes(
     tmp_path: Path, data_dir: Path
 ) -> None:
-    """Issue 15: telecom runs under userproxy; template criteria grade tool use; the probe flags idle users."""
+    """Issue 15: telecom runs under userproxy; template criteria grade tool use; the probe flags idlers."""
     task = "[mobile_data_issue]airplane_mode_on|data_mode_off[PERSONA:None]"
     result = _run(tmp_path, data_dir, domains="telecom", tasks=task, criteria_template=True)
     assert result.stats.episodes_done == 2 and result.stats.episodes_failed == 0

@@ -351,7 +351,8 @@ def test_reply_scoring_grm_reads_the_verdict_from_label_probabilities(tmp_path: 
     scores = con.execute(
         "SELECT DISTINCT round(score, 6) FROM verdicts WHERE run_id = ?", [result.run_id]
     ).fetchall()
-    assert {s for (s,) in scores} <= {0.7, 0.5, 0.3, 0.9}  # score = P(good) / (P(good) + P(bad)) in both modes
+    # score = P(good) / (P(good) + P(bad)) in both modes
+    assert {s for (s,) in scores} <= {0.7, 0.5, 0.3, 0.9}
 
 
 def test_reply_scoring_is_part_of_the_run_identity(tmp_path: Path) -> None:

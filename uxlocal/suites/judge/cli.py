@@ -102,7 +102,7 @@ def _print_judged(result: Any) -> None:
 
 
 def register_commands(cli: click.Group) -> None:
-    """Add the suite's commands to the root ``uxlocal`` group (a hook the CLI finds in the suite's package)."""
+    """Add the suite's commands to the root ``uxlocal`` group (the CLI finds this hook in the package)."""
     cli.add_command(judge_cmd)
 
 

@@ -76,7 +76,7 @@ def comparison_rows(base: dict[str, Any], adapter: dict[str, Any],
 
 
 def _arm_key(config: dict[str, Any]) -> tuple[str, ...] | None:
-    """Return what both arms share (held-out selection, input, rubric, prompts, base model); None: not an arm."""
+    """Return what both arms share (held-out selection, input, rubric, prompts, base model), or None."""
     hashes = config.get("prompt_hashes", {})
     if "judge/heldout" not in hashes:
         return None

@@ -126,7 +126,7 @@ class Rubric(BaseModel):
         return pairs + ([(self.abstain, "the conversation does not let you tell")] if self.abstain else [])
 
     def criteria_list(self) -> tuple[Criterion, ...]:
-        """Return the criteria to judge (one ``overall`` criterion asking ``question`` when none are given)."""
+        """Return the criteria to judge (one ``overall`` criterion asking ``question`` if none is given)."""
         return self.criteria or (Criterion(name="overall", question=self.question),)
 
     def canonical(self) -> str:

@@ -191,7 +191,8 @@ class JudgeSuite(Suite):
         plan = SuitePlan(episodes=[],
                          stream=lambda: _chunks(config, rubric, asker, roles, run.limit, keep, distinct))
         next(plan.chunks(), None)
-        if keep is not None:  # the adapter recorded its held-out ids from this very input (its hash is checked)
+        # the adapter recorded its held-out ids from this very input (its hash is checked)
+        if keep is not None:
             plan.notes.append(f"{len(keep)} held-out rows of the adapter {config.heldout_of}")
         plan.notes.append(f"rubric {rubric.name} ({rubric.kind}, sha256 {rubric.sha256()[:12]}), "
                           f"{len(rubric.criteria_list())} criteria, judges: {', '.join(roles)}")

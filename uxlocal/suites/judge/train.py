@@ -256,7 +256,7 @@ RunFn = Callable[..., Any]
 """``uxlocal.cli.common.run_configured``: the runner sits above the suites, so the caller hands it in."""
 HeldoutJudge = Callable[[dict[str, Any]], list[dict[str, Any]]]
 PrefixProgress = Callable[[str, int, int], None]
-"""``(part, examples done, total)`` while the frozen layers' states are computed (``part``: train or held-out)."""
+"""``(part, examples done, total)`` while the frozen states are computed (``part``: train, held-out)."""
 """Runs ``uxlocal judge`` with these options and returns its verdict rows (``report.verdict_rows``)."""
 
 
@@ -388,7 +388,7 @@ def _free_gpu_cache() -> None:
 def train_judge(prepared: Prepared, base: ResolvedModel, out: str | Path, *, judge: HeldoutJudge,
                 settings: lora.TrainSettings = JUDGE_SETTINGS, on_step: lora.OnStep | None = None,
                 on_prefix: PrefixProgress | None = None) -> JudgeTrainResult:
-    """Train the adapter on the training part, save it, then judge the held-out part with the base and with it.
+    """Train the adapter on the training part, save it, then judge the held-out part with and without it.
 
     Both arms are ``uxlocal judge`` runs (``judge``) on the adapter's recorded held-out rows, so
     ``uxlocal judge INPUT --judge-adapter OUT --heldout-of OUT`` prints the adapter's numbers again.

@@ -165,7 +165,7 @@ def _tag(value: Any) -> str:
 
 
 def parse_mes_example(text: str, lang: str) -> list[DialogueLine]:
-    """Return example lines from a ``mes_example`` block (``You:``/name prefixes after placeholder filling)."""
+    """Return example lines from a ``mes_example`` block (``You:``/name prefixes, placeholders filled)."""
     lines: list[DialogueLine] = []
     you = _DEFAULTS["you"][lang]
     for raw in text.splitlines():

@@ -201,5 +201,5 @@ def palate_freeze_panel(out: Path, cards: str | None, keep: str | None, name: st
 
 
 def register_commands(cli: click.Group) -> None:
-    """Add the suite's commands to the root ``uxlocal`` group (a hook the CLI finds in the suite's package)."""
+    """Add the suite's commands to the root ``uxlocal`` group (the CLI finds this hook in the package)."""
     cli.add_command(palate_group)

@@ -89,7 +89,7 @@ def rubric_request(user: UserData, cfg: PalateConfig) -> GenRequest:
 def simulator_request(
     kind: str, user: UserData, view: CharacterView, history: list[Turn], cfg: PalateConfig, tag: str
 ) -> GenRequest:
-    """Return the request for the user seat's next message: prompted (profile + examples) or adapted (LoRA)."""
+    """Return the request for the user seat's next message: prompted (profile + examples) or LoRA-adapted."""
     sampling = Sampling(temperature=cfg.user_temperature, max_tokens=cfg.user_max_tokens)
     if kind == "lora":
         return GenRequest(

@@ -193,7 +193,10 @@ def prompted_sim_messages(
 
 
 def lora_sim_messages(view: CharacterView, lang: str, history: Sequence[Turn]) -> list[Message]:
-    """Return the adapted simulator's input: a one-line task, then the flipped conversation (its training format)."""
+    """Return the adapted simulator's input: a one-line task, then the flipped conversation.
+
+    That is its training format.
+    """
     system = render_template("sim_lora_system", lang, name=view.name, brief=view.brief)
     return [{"role": "system", "content": system}, *_flipped(history)]
 

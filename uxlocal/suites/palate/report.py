@@ -235,7 +235,8 @@ def _rubrics(con: Any, run_id: str) -> ReportTable:
         "PALATE personalized rubrics",
         ["user", "version", "source", "judge"],
         [(r["user_id"], r["rubric_version"], r["source"], r["judge_model"]) for r in rows],
-        f"read a rubric: uxlocal query --db {_db_path(con)} \"select criteria from palate_rubrics where user_id = 'u1'\"",
+        f"read a rubric: uxlocal query --db {_db_path(con)} "
+        "\"select criteria from palate_rubrics where user_id = 'u1'\"",
     )
 
 

@@ -105,5 +105,5 @@ def tau2_conformance(domains: str, recording: Path, tau2_data: Path, show: int) 
 
 
 def register_commands(cli: click.Group) -> None:
-    """Add the suite's commands to the root ``uxlocal`` group (a hook the CLI finds in the suite's package)."""
+    """Add the suite's commands to the root ``uxlocal`` group (the CLI finds this hook in the package)."""
     cli.add_command(tau2_group)

@@ -239,6 +239,6 @@ def ufs_frontier(db: str, axis: str, plot_path: Path | None) -> None:
 
 
 def register_commands(cli: click.Group) -> None:
-    """Add the suite's commands to the root ``uxlocal`` group (a hook the CLI finds in the suite's package)."""
+    """Add the suite's commands to the root ``uxlocal`` group (the CLI finds this hook in the package)."""
     cli.add_command(ingest_group)
     cli.add_command(ufs_group)

@@ -237,7 +237,7 @@ class UserProxySuite(Suite):
         return [f"pre-checks on {trajectories} trajectories: {flagged} flagged (view ufs_prechecks)"]
 
     def report(self, con: Any, run_id: str) -> list[ReportTable]:
-        """UFS by proxy (with intervals), by domain and by family, then effort deltas, frontier, pre-checks."""
+        """Return UFS by proxy (with intervals), domain and family, then effort, the frontier, pre-checks."""
         proxies = [r[0] for r in con.execute(
             "SELECT DISTINCT json_extract_string(info, '$.proxy') FROM episodes WHERE run_id = ? "
             "ORDER BY 1", [run_id]).fetchall() if r[0] is not None]
@@ -267,7 +267,8 @@ _REPORTS = (
     (
         "Agent effort when a family is violated",
         "ufs_effort_deltas",
-        "proxy, family, n_with, n_without, tool_calls_with, tool_calls_without, delta_tool_calls, delta_questions",
+        "proxy, family, n_with, n_without, tool_calls_with, tool_calls_without, "
+        "delta_tool_calls, delta_questions",
         "agent tool calls and questions, episodes with a violation minus those without",
     ),
     (
@@ -284,7 +285,7 @@ _REPORTS = (
 
 def _criteria(run: RunConfig, config: UserProxyConfig, set_name: str, root: Path,
               blueprints: dict[tuple[str, str], Blueprint]) -> dict[tuple[str, str], TaskCriteria]:
-    """Return the set's criteria, freezing ``--criteria-file`` (or templates for tasks it lacks) into it first."""
+    """Return the set's criteria, first freezing ``--criteria-file`` (or templates for tasks it lacks) in."""
     con = connect(run.db_path)
     try:
         if config.criteria_file is not None:

@@ -1,11 +1,11 @@
 """``uxlocal run uxbench``: T1 UX Judge, T2 UX Eval and T3 UX Recovery as scheduler episodes.
 
-One episode per item. T1 asks the judge once (label mode: a Choice over the two labels with
-label probabilities; reason mode: JSON ``{reasoning, verdict}``). T2 and T3 ask the candidate
-for a reply, then the judge for a label on it; the scheduler batches each step across items. ``--reply-scoring grm`` reads
-T2/T3 verdicts the way UXBench's GRM is read (spec §2.4): score = P(good)/(P(good)+P(bad)) from
-the label probabilities, good when score >= 0.5; any judge can stand there, a prompted model or
-one with a learned adapter.
+One episode per item. T1 asks the judge once (label mode: a Choice over the two labels with label
+probabilities; reason mode: JSON ``{reasoning, verdict}``). T2 and T3 ask the candidate for a reply,
+then the judge for a label on it; the scheduler batches each step across items. ``--reply-scoring
+grm`` reads T2/T3 verdicts the way UXBench's GRM is read (spec §2.4): score =
+P(good)/(P(good)+P(bad)) from the label probabilities, good when score >= 0.5; any judge can stand
+there, a prompted model or one with a learned adapter.
 
 Every verdict row names its judge; invalid outputs (cut off, context window, empty reply) are
 stored with ``valid = false`` and counted apart, never guessed. Point metrics come from

@@ -243,7 +243,7 @@ def template_criteria(blueprint: Blueprint) -> list[Criterion]:
 
 
 def template_task_criteria(blueprint: Blueprint, *, contract: str) -> TaskCriteria:
-    """Return a task's template criteria, screened, with ``template`` provenance (ready for ``save_criteria``)."""
+    """Return a task's template criteria, screened, with ``template`` provenance (for ``save_criteria``)."""
     items = screen(template_criteria(blueprint), blueprint)
     return TaskCriteria(blueprint.domain, blueprint.task_id, blueprint.sha256(), tuple(items),
                         Provenance("template", note=f"{TEMPLATE_VERSION}; contract: {contract}"))

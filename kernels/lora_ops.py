@@ -400,7 +400,7 @@ def add_product(
     target: torch.Tensor, rows: Rows, lhs: torch.Tensor, weights: tuple[torch.Tensor, ...], plan: Plan,
     widths: tuple[int, ...],
 ) -> None:
-    """Add ``lhs @ stacked_b(...)`` into ``target[rows]`` (one ``lhs`` row a target row).
+    """Add ``lhs @ stacked_b(...)`` into ``target[rows]`` (one ``lhs`` row per target row).
 
     The GEMM dtype is ``_product_dtype``'s.
     """

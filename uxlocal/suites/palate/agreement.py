@@ -68,7 +68,7 @@ def _by_session(turns: Iterable[ScoredTurn]) -> dict[str, list[ScoredTurn]]:
 
 
 def _agreement(counts: stats.PairCounts, tie: float) -> Agreement:
-    """Return the tie rule: a scorer tie on a pair the human orders earns ``tie``; human ties drop out."""
+    """Apply the tie rule: a scorer tie on a pair the human orders earns ``tie``; human ties drop out."""
     pairs = counts.concordant + counts.discordant + counts.y_tied
     value = (counts.concordant + tie * counts.y_tied) / pairs if pairs else None
     return Agreement(value, pairs, counts.y_tied, counts.missing)

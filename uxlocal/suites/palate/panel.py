@@ -177,7 +177,7 @@ def load_panel(spec: str) -> tuple[Panel, Path]:
 
 
 def panel_cards(panel: Panel, cards: list[Card], where: str | Path = "panel") -> list[Card]:
-    """Return the panel's cards in manifest order; refuses any card that is missing or changed."""
+    """Return the panel's cards in manifest order; refuse any card that is missing or changed."""
     by_id = {c.id: c for c in cards}
     hint = (
         f"if the change is intended, declare a new panel version: uxlocal palate freeze-panel "

@@ -180,7 +180,7 @@ def example_user_turns(user: UserData, count: int, *, turn_chars: int = 300) -> 
 def prompted_sim_messages(
     user: UserData, view: CharacterView, history: Sequence[Turn], *, examples: int = 6
 ) -> list[Message]:
-    """Return the prompted simulator: profile summary + example messages + the flipped conversation."""
+    """Return the prompted simulator's input: profile summary, example messages, the flipped conversation."""
     system = render_template(
         "sim_prompted_system",
         user.lang,

@@ -285,7 +285,7 @@ _REPORTS = (
 
 def _criteria(run: RunConfig, config: UserProxyConfig, set_name: str, root: Path,
               blueprints: dict[tuple[str, str], Blueprint]) -> dict[tuple[str, str], TaskCriteria]:
-    """Return the set's criteria, first freezing ``--criteria-file`` (or templates for tasks it lacks) in."""
+    """Return the set's criteria once ``--criteria-file`` (or templates for tasks it lacks) is frozen in."""
     con = connect(run.db_path)
     try:
         if config.criteria_file is not None:

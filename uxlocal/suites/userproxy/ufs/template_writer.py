@@ -250,7 +250,7 @@ def template_task_criteria(blueprint: Blueprint, *, contract: str) -> TaskCriter
 
 
 def template_summary(tasks: list[TaskCriteria]) -> dict[str, Any]:
-    """Count for the command's message: tasks, graded criteria, tasks under the minimum."""
+    """Count what the command's message shows: tasks, graded criteria, tasks under the minimum."""
     graded = [len(t.graded()) for t in tasks]
     return {"tasks": len(tasks), "criteria": sum(graded),
             "thin_tasks": [t.task_id for t, n in zip(tasks, graded, strict=True) if n < MIN_CRITERIA]}

@@ -16,22 +16,24 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def parser(description: str) -> argparse.ArgumentParser:
-    """An argument parser with the options every benchmark has."""
+    """Return an argument parser with the options every benchmark has."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--model", default="embedded", help="preset or HF folder (default: embedded)")
     p.add_argument("--json", dest="json_out", default=None, help="write the raw numbers to this file")
     return p
 
 
-def cli_parser(doc: str | None, add_cli_args: Callable[[argparse.ArgumentParser], None]) -> argparse.ArgumentParser:
-    """A script's whole parser: the shared options, then the script's own (``add_cli_args``)."""
+def cli_parser(
+    doc: str | None, add_cli_args: Callable[[argparse.ArgumentParser], None]
+) -> argparse.ArgumentParser:
+    """Return a script's whole parser: the shared options, then the script's own (``add_cli_args``)."""
     p = parser((doc or "").strip().splitlines()[0] if doc else "")
     add_cli_args(p)
     return p
 
 
 def module_command(module: str, *args: str) -> list[str]:
-    """The command that runs ``module`` (``benchmarks.NAME``) in a child; start it with ``cwd=REPO``.
+    """Return the command that runs ``module`` (``benchmarks.NAME``) in a child; start it with ``cwd=REPO``.
 
     ``-m`` from the checkout's root imports this tree's ``benchmarks`` and ``uxlocal``, whatever
     copy of uxlocal the interpreter has installed.
@@ -93,7 +95,9 @@ def report(title: str, config: dict[str, Any], rows: list[tuple[str, Any]], json
     print("=" * 64)
     if json_out:
         with open(json_out, "w") as handle:
-            json.dump({"title": title, "config": config, "results": dict(rows)}, handle, indent=2, default=str)
+            json.dump(
+                {"title": title, "config": config, "results": dict(rows)}, handle, indent=2, default=str
+            )
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:

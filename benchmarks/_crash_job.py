@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks._common import REPO, module_command
-
 from uxlocal.config import RunConfig
 from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
 from uxlocal.engine.pool import ModelPool
@@ -94,7 +93,7 @@ class JobResult:
     stderr_tail: str = ""
 
     def of(self, kind: str) -> list[dict[str, Any]]:
-        """The events of one kind, in order."""
+        """Return the events of one kind, in order."""
         return [e for e in self.events if e["event"] == kind]
 
     @property
@@ -147,7 +146,7 @@ def run_job(argv: list[str], *, kill_at: KillRule | None = None, timeout_s: floa
 
 
 def snapshot(db: str) -> dict[str, Any]:
-    """What a finished store holds, for comparing a resumed run with an uninterrupted one.
+    """Return what a finished store holds, for comparing a resumed run with an uninterrupted one.
 
     ``duplicates`` counts rows beyond the first per key (0 in a healthy store); ``scores`` are
     kept apart because label probabilities may move in the last digits with the batch's make-up.
@@ -167,7 +166,9 @@ def snapshot(db: str) -> dict[str, Any]:
                 "episodes": q("SELECT count(*) - count(DISTINCT episode_id) FROM episodes")[0][0],
                 "verdicts": q("SELECT count(*) - count(DISTINCT (episode_id, name)) FROM verdicts")[0][0],
                 "generations": q("SELECT count(*) - count(DISTINCT request_hash) FROM generations")[0][0],
-                "run_generations": q("SELECT count(*) - count(DISTINCT (episode_id, seq)) FROM run_generations")[0][0],
+                "run_generations": q(
+                    "SELECT count(*) - count(DISTINCT (episode_id, seq)) FROM run_generations"
+                )[0][0],
             },
         }
     finally:
@@ -186,7 +187,7 @@ def stored_hashes(db: str) -> set[str]:
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """The job's options (its own ``--model``; it writes no ``--json``: its events are the output)."""
+    """Add the job's options (its own ``--model``; it writes no ``--json``: its events are the output)."""
     p.add_argument("--db", required=True)
     p.add_argument("--model", default="embedded", help="judge preset or folder (default: embedded)")
     p.add_argument("--limit", type=int, default=24)

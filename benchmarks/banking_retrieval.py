@@ -75,8 +75,13 @@ def _context_tokens(model: str, domain: Path) -> tuple[list[tuple[str, Any]], st
     from uxlocal.engine.base import Sampling
     from uxlocal.engine.resolve import resolve
     from uxlocal.tau2 import Message, ToolCall
+    from uxlocal.tau2.domains.banking_knowledge.retrieval import (
+        format_hits,
+        load_knowledge_base,
+        search,
+        variant_policy,
+    )
     from uxlocal.tau2.episode.agent import GREETING, AgentSeat
-    from uxlocal.tau2.domains.banking_knowledge.retrieval import format_hits, load_knowledge_base, search, variant_policy
 
     tokenizer = AutoTokenizer.from_pretrained(resolve(model, prepare_missing=False).path)
     schemas, tools_note = _agent_tool_schemas()
@@ -107,7 +112,7 @@ def _context_tokens(model: str, domain: Path) -> tuple[list[tuple[str, Any]], st
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--data", type=Path, default=None, help="tau2 data dir (default: as uxlocal finds it)")
 
 

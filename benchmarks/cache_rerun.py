@@ -24,7 +24,7 @@ SUITE_ARGS = {
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--suite", default="selftest", choices=sorted(SUITE_ARGS))
 
 

@@ -14,7 +14,6 @@ import argparse
 import time
 
 from benchmarks._common import cli_parser, report, wait_quiet
-
 from uxlocal.engine.pool import ModelPool
 from uxlocal.engine.resolve import resolve
 
@@ -27,7 +26,7 @@ TEXTS = ["The hotel room was spotless but the wifi kept dropping.", "Fast shippi
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--requests", type=int, default=32)
     p.add_argument("--repeats", type=int, default=3)
 
@@ -45,7 +44,9 @@ def main(args: argparse.Namespace) -> None:
     for k in range(args.requests):
         chat = [{"role": "user", "content": f"Review {k}: {TEXTS[k % len(TEXTS)]}\nSummarise it as JSON."}]
         prompts.append(TokensPrompt(prompt_token_ids=slot.renderer.render(chat)[1]))
-    constrained = SamplingParams(temperature=0, max_tokens=160, structured_outputs=StructuredOutputsParams(json=SCHEMA))
+    constrained = SamplingParams(
+        temperature=0, max_tokens=160, structured_outputs=StructuredOutputsParams(json=SCHEMA)
+    )
     llm.generate(prompts[:2], constrained, use_tqdm=False)  # warm-up: grammar compile
     load = wait_quiet()
     best_a, best_b, lengths = float("inf"), float("inf"), []
@@ -59,13 +60,25 @@ def main(args: argparse.Namespace) -> None:
         llm.generate(prompts, plain, use_tqdm=False)
         best_b = min(best_b, time.perf_counter() - started)
     tokens = sum(lengths)
-    report("constrained decoding overhead (JSON schema vs free, equal token counts)",
-           {"model": model.name, "requests": args.requests, "grammar": "xgrammar", "repeats (best of)": args.repeats,
-            "load before timing": f"{load:.2f}"},
-           [("tokens per arm", tokens), ("constrained wall (s)", best_a), ("unconstrained wall (s)", best_b),
-            ("constrained tok/s", tokens / best_a), ("unconstrained tok/s", tokens / best_b),
-            ("overhead: 1 - constrained/unconstrained tok/s", 1 - (tokens / best_a) / (tokens / best_b))],
-           args.json_out)
+    report(
+        "constrained decoding overhead (JSON schema vs free, equal token counts)",
+        {
+            "model": model.name,
+            "requests": args.requests,
+            "grammar": "xgrammar",
+            "repeats (best of)": args.repeats,
+            "load before timing": f"{load:.2f}",
+        },
+        [
+            ("tokens per arm", tokens),
+            ("constrained wall (s)", best_a),
+            ("unconstrained wall (s)", best_b),
+            ("constrained tok/s", tokens / best_a),
+            ("unconstrained tok/s", tokens / best_b),
+            ("overhead: 1 - constrained/unconstrained tok/s", 1 - (tokens / best_a) / (tokens / best_b)),
+        ],
+        args.json_out,
+    )
 
 
 if __name__ == "__main__":

@@ -79,13 +79,17 @@ def compare(resumed: dict[str, Any], reference: dict[str, Any]) -> tuple[int, in
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--limit", type=int, default=40)
     p.add_argument("--max-batch", type=int, default=4)
     p.add_argument("--judge-mode", default="reason", choices=["label", "reason"])
     p.add_argument("--reason-max-tokens", type=int, default=128)
-    p.add_argument("--kill-at", type=float, default=0.6, help="share of the first run's run time (default 0.6)")
-    p.add_argument("--flush-every-s", type=float, default=None, help="scheduler commit interval (default 2 s)")
+    p.add_argument(
+        "--kill-at", type=float, default=0.6, help="share of the first run's run time (default 0.6)"
+    )
+    p.add_argument(
+        "--flush-every-s", type=float, default=None, help="scheduler commit interval (default 2 s)"
+    )
 
 
 def main(args: argparse.Namespace) -> None:

@@ -1,6 +1,7 @@
 """The CPU engine against the machine's roof: decode and prefill tokens/s per settings arm, in one run.
 
-    .venv/bin/python -m benchmarks.engine_roofline [--repeat 3] [--arms before,uxlocal,...] [--decode-tokens 16]
+    .venv/bin/python -m benchmarks.engine_roofline [--repeat 3] [--arms before,uxlocal,...]
+        [--decode-tokens 16]
 
 Measures the embedded model through uxlocal's own vLLM engine settings (``VllmEngine``):
 decode tokens/s at batch 1, 8, 32 and 64 (``--context`` random prompt tokens each, then
@@ -51,11 +52,11 @@ import statistics
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from benchmarks._common import REPO, cli_parser, module_command, wait_process_idle, wait_quiet
-
 from uxlocal import cpu_tuning
 
 DEFAULT_ARMS = "before,uxlocal,tcmalloc,iomp,bind,compile"
@@ -119,9 +120,9 @@ def serve_worker(spec: dict[str, Any]) -> None:
     Commands: ``{"op": "decode", "batch": B, "seed": S}``, ``{"op": "prefill", "length": N, "seed": S}``,
     ``{"op": "quit"}``; each answer is one ``RESULT_MARK`` line with ``tok_s``.
     """
+    from uxlocal.engine.resolve import resolve
     from uxlocal.engine.stack_room import call_with_stack_room
     from uxlocal.engine.vllm import VllmEngine
-    from uxlocal.engine.resolve import resolve
 
     model = resolve(spec["model"])
     model = model.model_copy(update={"engine_args": {**model.engine_args, **spec["engine_args"]}})
@@ -155,13 +156,17 @@ def measure_roof(copy_mib: int, gemm_n: int) -> dict[str, float]:
     src = torch.ones(copy_mib * 2**20, dtype=torch.uint8)
     dst = torch.empty_like(src)
     dst.copy_(src)
-    copy_s = min(_time(lambda: dst.copy_(src)) for _ in range(5))
+    copy = partial(dst.copy_, src)
+    copy_s = min(_time(copy) for _ in range(5))
     a = torch.randn(gemm_n, gemm_n, dtype=torch.bfloat16)
     b = torch.randn(gemm_n, gemm_n, dtype=torch.bfloat16)
     torch.matmul(a, b)
     gemm_s = min(_time(lambda: torch.matmul(a, b)) for _ in range(3))
-    del src, dst
-    return {"bandwidth_gbs": 2 * copy_mib * 2**20 / copy_s / 1e9, "gemm_tflops": 2 * gemm_n**3 / gemm_s / 1e12}
+    del src, dst, copy
+    return {
+        "bandwidth_gbs": 2 * copy_mib * 2**20 / copy_s / 1e9,
+        "gemm_tflops": 2 * gemm_n**3 / gemm_s / 1e12,
+    }
 
 
 def _time(fn: Any) -> float:
@@ -186,7 +191,9 @@ def model_shape(model_name: str) -> dict[str, float]:
             "weight_bytes": 2 * params, "lm_head_params": embed}
 
 
-def decode_bound(shape: dict[str, float], roof: dict[str, float], batch: int, context: int, tokens: int) -> float:
+def decode_bound(
+    shape: dict[str, float], roof: dict[str, float], batch: int, context: int, tokens: int
+) -> float:
     """tok/s if every step only had to read the weights and the batch's KV cache once at full bandwidth."""
     kv = batch * (context + tokens / 2) * shape["kv_bytes_per_token"]
     return batch * roof["bandwidth_gbs"] * 1e9 / (shape["weight_bytes"] + kv)
@@ -213,9 +220,15 @@ class Arm:
         """Longest wait after a measurement for the worker's threads to stop spinning."""
         self.log = open(log_dir / f"{name}.log", "w")
         worker = {**spec, "engine_args": engine_args, "stack_room": cpu_tuning.uses_stack_room(name)}
-        self.proc = subprocess.Popen(module_command("benchmarks.engine_roofline", "--worker", json.dumps(worker)),
-                                     env=child_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                     text=True, cwd=REPO)
+        self.proc = subprocess.Popen(
+            module_command("benchmarks.engine_roofline", "--worker", json.dumps(worker)),
+            env=child_env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            cwd=REPO,
+        )
         self.ready = self._read()
 
     def _read(self) -> dict[str, Any]:
@@ -294,7 +307,10 @@ def _fmt(m: tuple[float, float, float]) -> str:
 
 
 def print_report(summary: dict[str, Any], config: dict[str, Any]) -> None:
-    """Config, roof, one block per arm (tok/s median (range), fraction of bound, ratio over before), best last."""
+    """Print the config, the roof, then one block per arm, best last.
+
+    Each block: tok/s median (range), fraction of the bound, ratio over ``before``.
+    """
     print("=" * 78)
     print(" engine roofline: decode / prefill tokens/s per settings arm vs the machine's roof")
     print("-" * 78)
@@ -312,7 +328,10 @@ def print_report(summary: dict[str, Any], config: dict[str, Any]) -> None:
                 continue
             label = f"{key.split('@')[0]} tok/s @ {key.split('@')[1]}"
             label += " (batch)" if key.startswith("decode") else " (prompt tokens)"
-            print(f"   {label:<30} {_fmt(value['tok_s']):>24}  {value['fraction']:>8.3f}  {value['ratio']:>7.2f}")
+            print(
+                f"   {label:<30} {_fmt(value['tok_s']):>24}  "
+                f"{value['fraction']:>8.3f}  {value['ratio']:>7.2f}"
+            )
     print("-" * 78)
     print(f" best arm on {summary['goal_metric']}: {summary['best_arm']}   fraction of bandwidth bound "
           f"{summary['best_fraction']:.3f}")
@@ -352,16 +371,28 @@ def measure(arms: list[str], spec: dict[str, Any], repeat: int, roof_args: tuple
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
-    p.add_argument("--arms", default=DEFAULT_ARMS, help=f"comma-separated arms, '+' combines (default: {DEFAULT_ARMS})")
-    p.add_argument("--repeat", type=int, default=3, help="rounds over all arms; figures are medians (default 3)")
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    p.add_argument(
+        "--arms", default=DEFAULT_ARMS, help=f"comma-separated arms, '+' combines (default: {DEFAULT_ARMS})"
+    )
+    p.add_argument(
+        "--repeat", type=int, default=3, help="rounds over all arms; figures are medians (default 3)"
+    )
     p.add_argument("--batches", default="1,8,32,64", help="decode batch sizes (default 1,8,32,64)")
     p.add_argument("--context", type=int, default=96, help="prompt tokens before decoding (default 96)")
-    p.add_argument("--decode-tokens", type=int, default=16, help="timed decode tokens per request (default 16)")
+    p.add_argument(
+        "--decode-tokens", type=int, default=16, help="timed decode tokens per request (default 16)"
+    )
     p.add_argument("--prefill-lengths", default="512,2000", help="prefill prompt lengths (default 512,2000)")
-    p.add_argument("--prefill-prompts", type=int, default=2, help="prompts per prefill measurement (default 2)")
-    p.add_argument("--copy-mib", type=int, default=512, help="copy size for the bandwidth roof (default 512 MiB)")
-    p.add_argument("--gemm-n", type=int, default=4096, help="square bf16 GEMM size for the peak (default 4096)")
+    p.add_argument(
+        "--prefill-prompts", type=int, default=2, help="prompts per prefill measurement (default 2)"
+    )
+    p.add_argument(
+        "--copy-mib", type=int, default=512, help="copy size for the bandwidth roof (default 512 MiB)"
+    )
+    p.add_argument(
+        "--gemm-n", type=int, default=4096, help="square bf16 GEMM size for the peak (default 4096)"
+    )
     p.add_argument("--no-store", action="store_true", help="do not store the summary for `uxlocal doctor`")
 
 
@@ -370,9 +401,14 @@ def main(args: argparse.Namespace) -> None:
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     for arm in arms:
         cpu_tuning.arm_settings(arm)  # unknown names fail before any time is spent
-    spec = {"model": args.model, "batches": [int(b) for b in args.batches.split(",")], "context": args.context,
-            "decode_tokens": args.decode_tokens, "prefill_lengths": [int(n) for n in args.prefill_lengths.split(",")],
-            "prefill_prompts": args.prefill_prompts}
+    spec = {
+        "model": args.model,
+        "batches": [int(b) for b in args.batches.split(",")],
+        "context": args.context,
+        "decode_tokens": args.decode_tokens,
+        "prefill_lengths": [int(n) for n in args.prefill_lengths.split(",")],
+        "prefill_prompts": args.prefill_prompts,
+    }
     loads = [wait_quiet()]
     started = time.perf_counter()
     raw, roofs = measure(arms, spec, args.repeat, (args.copy_mib, args.gemm_n), loads)
@@ -386,8 +422,11 @@ def main(args: argparse.Namespace) -> None:
               "wall (s)": f"{time.perf_counter() - started:.0f}"}
     print_report(summary, config)
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"config": config, "spec": spec, "summary": summary, "raw": raw,
-                                                   "roofs": roofs}, indent=2))
+        Path(args.json_out).write_text(
+            json.dumps(
+                {"config": config, "spec": spec, "summary": summary, "raw": raw, "roofs": roofs}, indent=2
+            )
+        )
     if not args.no_store:
         print(f" stored for `uxlocal doctor`: {cpu_tuning.store_benchmark(summary, config)}")
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import hashlib
 import io
 import json
 import os
@@ -46,7 +45,6 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import REPO, cli_parser, module_command, report
-
 from uxlocal.engine.base import PreparedRequest
 from uxlocal.engine.fake import FakeEngine, Scripted
 from uxlocal.grammar import Choice
@@ -58,7 +56,7 @@ SERVED = "fake-model"
 
 
 def instant_answer(prepared: PreparedRequest) -> Scripted:
-    """A judge that costs nothing: label probabilities from the request hash (JSON: an empty object)."""
+    """Return a judge answer that costs nothing: label probabilities from the request hash (JSON: ``{}``)."""
     constraint = prepared.request.constraint
     if not isinstance(constraint, Choice):
         return "{}"
@@ -69,7 +67,7 @@ def instant_answer(prepared: PreparedRequest) -> Scripted:
 
 
 def instant_judge() -> FakeEngine:
-    """The in-process arm's engine: ``instant_answer`` for every request, nothing recorded."""
+    """Return the in-process arm's engine: ``instant_answer`` for every request, nothing recorded."""
     return FakeEngine(instant_answer, identity="instant-judge", record=False)
 
 
@@ -82,18 +80,29 @@ def write_conversations(path: Path, n: int) -> None:
         for start in range(0, n, 10_000):
             lines = []
             for i in range(start, min(n, start + 10_000)):
-                chat = [{"role": "user", "content": f"Question {i}: my order {i * 7 % 9973} has not arrived, "
-                                                    "what can I do about it this week?"},
-                        {"role": "assistant", "content": f"Sorry about order {i * 7 % 9973}. I have asked the "
-                                                         "courier and will write back within two days."}]
+                chat = [
+                    {
+                        "role": "user",
+                        "content": f"Question {i}: my order {i * 7 % 9973} has not arrived, "
+                        "what can I do about it this week?",
+                    },
+                    {
+                        "role": "assistant",
+                        "content": f"Sorry about order {i * 7 % 9973}. I have asked the "
+                        "courier and will write back within two days.",
+                    },
+                ]
                 lines.append(json.dumps({"id": f"c{i}", "conversation": chat,
                                          "thumb": "liked" if i % 3 else "disliked"}) + "\n")
             handle.write("".join(lines))
 
 
 def write_tokenizer(folder: Path) -> Path:
-    """A tokenizer folder without weights (byte-level BPE trained on the synthetic conversations,
-    ChatML template), as an openai-http preset's ``path``; the fake server reads the same file."""
+    """Return a tokenizer folder without weights, as an openai-http preset's ``path``.
+
+    Byte-level BPE trained on the synthetic conversations, ChatML template; the fake server reads
+    the same file.
+    """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -102,8 +111,11 @@ def write_tokenizer(folder: Path) -> Path:
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=4_000, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=4_000,
+        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tokenizer.train_from_iterator(sample.read_text(encoding="utf-8").splitlines(), trainer)
     sample.unlink()
     tokenizer.save(str(folder / "tokenizer.json"))
@@ -117,7 +129,7 @@ def write_tokenizer(folder: Path) -> Path:
 
 
 def write_rubric(path: Path, criteria: int) -> None:
-    """A binary label rubric (liked/disliked) with ``criteria`` criteria."""
+    """Write a binary label rubric (liked/disliked) with ``criteria`` criteria."""
     lines = ['name = "bench-labels"', 'kind = "label"', 'question = "Did the user like the reply?"',
              'positive = "liked"', "[[labels]]", 'name = "liked"', 'description = "the reply helped"',
              "[[labels]]", 'name = "disliked"', 'description = "the reply did not help"']
@@ -146,7 +158,9 @@ def _watch_first_verdict() -> dict[str, float]:
     return seen
 
 
-def judge_arm(arm: str, size: int, folder: Path, url: str | None, tokenizer: str | None = None) -> dict[str, Any]:
+def judge_arm(
+    arm: str, size: int, folder: Path, url: str | None, tokenizer: str | None = None
+) -> dict[str, Any]:
     """One ``uxlocal judge`` job of ``size`` conversations; its figures."""
     from uxlocal.config import RunConfig
     from uxlocal.engine.pool import ModelPool
@@ -164,7 +178,9 @@ def judge_arm(arm: str, size: int, folder: Path, url: str | None, tokenizer: str
         pool = ModelPool.from_engines({"judge": instant_judge()})
         models: dict[str, str] = {}
     else:
-        batched = f'path = "{tokenizer}"\n[engine_args]\nbatch_prompts = {HTTP_BATCH}\n' if arm == "http" else ""
+        batched = (
+            f'path = "{tokenizer}"\n[engine_args]\nbatch_prompts = {HTTP_BATCH}\n' if arm == "http" else ""
+        )
         (folder / "srv.toml").write_text(f'name = "srv"\nbackend = "openai-http"\nendpoints = ["{url}"]\n'
                                          f'served_model = "{SERVED}"\n' + batched, encoding="utf-8")
         os.environ["UXLOCAL_PRESETS"] = str(folder)
@@ -172,8 +188,18 @@ def judge_arm(arm: str, size: int, folder: Path, url: str | None, tokenizer: str
     seen = _watch_first_verdict()
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     started = time.perf_counter()
-    result = run_suite(RunConfig(suite="judge", suite_config=options, models=models, db=str(db), progress=False,
-                                 max_batch=1024, max_live=4096), pool=pool)
+    result = run_suite(
+        RunConfig(
+            suite="judge",
+            suite_config=options,
+            models=models,
+            db=str(db),
+            progress=False,
+            max_batch=1024,
+            max_live=4096,
+        ),
+        pool=pool,
+    )
     wall = time.perf_counter() - started
     verdicts = result.stats.requests
     judging = seen.get("last", started + wall) - started
@@ -247,8 +273,12 @@ def run_child(arm: str, size: int, *, url: str | None = None, tokenizer: str | N
         out = Path(tmp) / "arm.json"
         argv = ["--child", arm, "--size", str(size), "--json", str(out)] + (["--url", url] if url else [])
         argv += ["--tokenizer", tokenizer] if tokenizer else []
-        done = subprocess.run(module_command("benchmarks.harness_ceiling", *argv, *(["--profile"] if profile else [])),
-                              cwd=REPO, capture_output=True, text=True)
+        done = subprocess.run(
+            module_command("benchmarks.harness_ceiling", *argv, *(["--profile"] if profile else [])),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0 or not out.exists():
             raise RuntimeError(f"arm {arm} at {size} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
         return dict(json.loads(out.read_text(encoding="utf-8")))
@@ -275,7 +305,7 @@ def process_cpu_s(pid: int) -> float:
 
 
 def start_server(tokenizer: str) -> tuple[subprocess.Popen[str], str]:
-    """The instant OpenAI-compatible server in its own process; (process, base URL)."""
+    """Return the instant OpenAI-compatible server in its own process; (process, base URL)."""
     proc = subprocess.Popen(module_command("benchmarks._openai_fake", "--no-record", "--served", SERVED,
                                            "--tokenizer", tokenizer),
                             cwd=REPO, stdout=subprocess.PIPE, text=True)
@@ -284,10 +314,12 @@ def start_server(tokenizer: str) -> tuple[subprocess.Popen[str], str]:
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model``, unused here, and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model``, unused here, and ``--json``)."""
     p.add_argument("--sizes", default="10000,100000,1000000", help="conversations per judge arm (comma list)")
     p.add_argument("--arms", default=",".join(ARMS), help=f"which arms (comma list of {', '.join(ARMS)})")
-    p.add_argument("--profile-size", type=int, default=20_000, help="size of the profiled inproc run (0: none)")
+    p.add_argument(
+        "--profile-size", type=int, default=20_000, help="size of the profiled inproc run (0: none)"
+    )
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     p.add_argument("--size", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--url", default=None, help=argparse.SUPPRESS)
@@ -302,14 +334,19 @@ def _rows(arm: str, size: int, fig: dict[str, Any]) -> list[tuple[str, Any]]:
         return [(f"tau2 retail: steps/s ({fig['retail']['steps']:,} steps)", fig["retail"]["rate"]),
                 (f"tau2 telecom: steps/s ({fig['telecom']['steps']:,} steps)", fig["telecom"]["rate"]),
                 ("tau2: peak RSS (MB)", fig["peak_rss_mb"])]
-    rows = [(f"{arm} {size:,}: verdicts/s judging (to last stored)", fig["rate"]),
-            (f"{arm} {size:,}: verdicts/s end to end (with report)", fig["end_to_end"]),
-            (f"{arm} {size:,}: wall (s)", fig["wall_s"]),
-            (f"{arm} {size:,}: peak RSS (MB)", fig["peak_rss_mb"]), (f"{arm} {size:,}: store (MB)", fig["store_mb"]),
-            (f"{arm} {size:,}: first stored verdict (s)", fig["first_s"]),
-            (f"{arm} {size:,}: failed episodes", fig["failed"])]
+    rows = [
+        (f"{arm} {size:,}: verdicts/s judging (to last stored)", fig["rate"]),
+        (f"{arm} {size:,}: verdicts/s end to end (with report)", fig["end_to_end"]),
+        (f"{arm} {size:,}: wall (s)", fig["wall_s"]),
+        (f"{arm} {size:,}: peak RSS (MB)", fig["peak_rss_mb"]),
+        (f"{arm} {size:,}: store (MB)", fig["store_mb"]),
+        (f"{arm} {size:,}: first stored verdict (s)", fig["first_s"]),
+        (f"{arm} {size:,}: failed episodes", fig["failed"]),
+    ]
     if "server_cpu_s" in fig:
-        rows.append((f"{arm} {size:,}: fake server CPU / judging wall", fig["server_cpu_s"] / fig["judging_s"]))
+        rows.append(
+            (f"{arm} {size:,}: fake server CPU / judging wall", fig["server_cpu_s"] / fig["judging_s"])
+        )
     return rows
 
 

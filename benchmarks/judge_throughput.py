@@ -26,16 +26,42 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import cli_parser, report, wait_quiet
-
 from uxlocal.config import RunConfig
 from uxlocal.engine.pool import ModelPool
 from uxlocal.engine.resolve import resolve
 from uxlocal.rollout import Scheduler
 from uxlocal.suites.judge.suite import JudgeConfig, JudgeSuite
 
-WORDS = ("order", "delivery", "refund", "account", "password", "invoice", "weekend", "kitchen", "garden",
-         "printer", "battery", "schedule", "meeting", "project", "budget", "travel", "ticket", "hotel", "river",
-         "music", "recipe", "doctor", "insurance", "contract", "library", "station", "camera", "window")
+WORDS = (
+    "order",
+    "delivery",
+    "refund",
+    "account",
+    "password",
+    "invoice",
+    "weekend",
+    "kitchen",
+    "garden",
+    "printer",
+    "battery",
+    "schedule",
+    "meeting",
+    "project",
+    "budget",
+    "travel",
+    "ticket",
+    "hotel",
+    "river",
+    "music",
+    "recipe",
+    "doctor",
+    "insurance",
+    "contract",
+    "library",
+    "station",
+    "camera",
+    "window",
+)
 
 
 def _sentence(rng: random.Random) -> str:
@@ -44,7 +70,7 @@ def _sentence(rng: random.Random) -> str:
 
 
 def conversation(i: int, tokens: int) -> list[dict[str, str]]:
-    """A synthetic multi-turn chat of roughly ``tokens`` tokens (about 1.4 tokens per word here)."""
+    """Return a synthetic multi-turn chat of roughly ``tokens`` tokens (about 1.4 tokens per word here)."""
     rng = random.Random(i)
     turns: list[dict[str, str]] = []
     words = 0
@@ -59,18 +85,25 @@ def conversation(i: int, tokens: int) -> list[dict[str, str]]:
 
 
 def rubric_toml(k: int) -> str:
-    """A likert rubric with K criteria."""
+    """Return a likert rubric with K criteria."""
     lines = ['name = "bench"', 'kind = "likert"', 'question = "How good is the last reply?"', "scale = 5",
              "[anchors]", *[f'{p} = "point {p}"' for p in range(1, 6)]]
     for c in range(k):
-        lines += ["[[criteria]]", f'name = "c{c}"', f'question = "Criterion {c}: how well does the assistant\'s '
-                  f'last reply handle aspect number {c} of the user\'s request?"']
+        lines += [
+            "[[criteria]]",
+            f'name = "c{c}"',
+            f"question = \"Criterion {c}: how well does the assistant's "
+            f"last reply handle aspect number {c} of the user's request?\"",
+        ]
     return "\n".join(lines) + "\n"
 
 
 class CacheCounter:
-    """Wraps the vLLM engine's ``step`` (our engine steps it itself) to sum the prompt and cached
-    token counts of every finished request, as vLLM reports them."""
+    """Wrap the vLLM engine's ``step`` to count prompt and cached tokens.
+
+    Our engine steps it itself; the wrapper sums the prompt and cached token counts of every
+    finished request, as vLLM reports them.
+    """
 
     def __init__(self, llm: Any) -> None:
         self.llm = llm
@@ -81,6 +114,7 @@ class CacheCounter:
         engine.step = self
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the engine's step and count the prompt and cached tokens of the requests it finished."""
         outputs = self.original(*args, **kwargs)
         for out in outputs:
             if getattr(out, "finished", False):
@@ -113,10 +147,12 @@ def run_arm(pool: ModelPool, folder: Path, layout: str, counter: CacheCounter) -
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--conversations", type=int, default=6, help="N conversations (default 6)")
     p.add_argument("--criteria", type=int, default=8, help="K criteria per conversation (default 8)")
-    p.add_argument("--tokens", type=int, default=1200, help="about this many tokens per conversation (default 1200)")
+    p.add_argument(
+        "--tokens", type=int, default=1200, help="about this many tokens per conversation (default 1200)"
+    )
 
 
 def main(args: argparse.Namespace) -> None:
@@ -131,8 +167,13 @@ def main(args: argparse.Namespace) -> None:
         folder = Path(tmp)
         import json
 
-        (folder / "chats.jsonl").write_text("".join(json.dumps({"id": f"c{i}", "conversation": conversation(i, args.tokens)})
-                                                    + "\n" for i in range(args.conversations)), encoding="utf-8")
+        (folder / "chats.jsonl").write_text(
+            "".join(
+                json.dumps({"id": f"c{i}", "conversation": conversation(i, args.tokens)}) + "\n"
+                for i in range(args.conversations)
+            ),
+            encoding="utf-8",
+        )
         (folder / "bench.toml").write_text(rubric_toml(args.criteria), encoding="utf-8")
         llm.generate(["warm up"], use_tqdm=False)
         load = wait_quiet()
@@ -143,9 +184,13 @@ def main(args: argparse.Namespace) -> None:
               "vLLM prefix caching enabled": caching, "load average at start": round(load, 1)}
     rows: list[tuple[str, Any]] = []
     for name, arm in (("criterion_first", first), ("shared", shared)):
-        rows += [(f"{name}: wall (s)", arm["wall_s"]), (f"{name}: verdicts/s", arm["verdicts_per_s"]),
-                 (f"{name}: prompt tokens/s (incl. cached)", arm["prompt_tok_per_s"]),
-                 (f"{name}: prefix-cache hit rate", arm["hit_rate"]), (f"{name}: failed episodes", arm["failed"])]
+        rows += [
+            (f"{name}: wall (s)", arm["wall_s"]),
+            (f"{name}: verdicts/s", arm["verdicts_per_s"]),
+            (f"{name}: prompt tokens/s (incl. cached)", arm["prompt_tok_per_s"]),
+            (f"{name}: prefix-cache hit rate", arm["hit_rate"]),
+            (f"{name}: failed episodes", arm["failed"]),
+        ]
     rows.append(("shared/criterion_first verdicts/s", shared["verdicts_per_s"] / first["verdicts_per_s"]))
     report("uxlocal judge throughput: prompt layout", config, rows, args.json_out)
     pool.close()

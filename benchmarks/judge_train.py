@@ -1,6 +1,7 @@
 """Learned vs prompted judge: train a LoRA judge on the bundled feedback sample, compare held-out agreement.
 
-    .venv/bin/python -m benchmarks.judge_train [--model embedded] [--steps 80] [--top-layers 8] [--json out.json]
+    .venv/bin/python -m benchmarks.judge_train [--model embedded] [--steps 80] [--top-layers 8]
+        [--json out.json]
 
 Both arms run in one process on the same held-out rows (whole topics the adapter never saw):
 the base model prompted with ``ux-liked`` and the same model with the adapter, as two
@@ -26,16 +27,20 @@ MAX_TRAIN_S = 600.0
 
 
 def add_cli_args(parser: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``--model`` and ``--json`` come from ``_common.parser``)."""
+    """Add this benchmark's options (``--model`` and ``--json`` come from ``_common.parser``)."""
     from uxlocal import paths
     from uxlocal.suites.judge.config import JUDGE_SETTINGS
 
     sample = paths.data_dir() / "judge" / "train" / "feedback.jsonl"
-    parser.add_argument("--input", default=str(sample), help="rated conversations (default: the bundled sample)")
+    parser.add_argument(
+        "--input", default=str(sample), help="rated conversations (default: the bundled sample)"
+    )
     parser.add_argument("--rubric", default="ux-liked")
     parser.add_argument("--human-col", default="thumb")
     parser.add_argument("--group-col", default="topic")
-    parser.add_argument("--heldout", type=float, default=0.2, help="fraction of rows, whole groups (default 0.2)")
+    parser.add_argument(
+        "--heldout", type=float, default=0.2, help="fraction of rows, whole groups (default 0.2)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=JUDGE_SETTINGS.steps)
     parser.add_argument("--batch-size", type=int, default=JUDGE_SETTINGS.batch_size)
@@ -46,12 +51,17 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--modules", default=",".join(JUDGE_SETTINGS.target_modules),
                         help="linear layers to adapt, comma-separated")
     parser.add_argument("--out", default=None, help="adapter folder (default: a temporary folder)")
-    parser.add_argument("--db", default=None, help="store for the two held-out judge runs (default: temporary)")
+    parser.add_argument(
+        "--db", default=None, help="store for the two held-out judge runs (default: temporary)"
+    )
 
 
 def _log_step(report: Any) -> None:
     if report.step % 10 == 0 or report.step == report.steps:
-        print(f"  step {report.step}/{report.steps}  loss {report.loss:.3f}  {report.elapsed_s:.0f}s", flush=True)
+        print(
+            f"  step {report.step}/{report.steps}  loss {report.loss:.3f}  {report.elapsed_s:.0f}s",
+            flush=True,
+        )
 
 
 def _log_prefix(part: str, done: int, total: int) -> None:
@@ -81,17 +91,33 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     settings = judge_settings(steps=args.steps, batch_size=args.batch_size, lr=args.lr, rank=args.rank,
                               top_layers=args.top_layers, modules=args.modules, seed=args.seed)
     model = resolve(args.model)
-    spec = jt.JudgeTrainSpec(args.input, Columns(human=args.human_col, group=args.group_col),
-                             load_rubric(args.rubric), heldout=args.heldout, seed=args.seed, rubric_ref=args.rubric)
+    spec = jt.JudgeTrainSpec(
+        args.input,
+        Columns(human=args.human_col, group=args.group_col),
+        load_rubric(args.rubric),
+        heldout=args.heldout,
+        seed=args.seed,
+        rubric_ref=args.rubric,
+    )
     prepared = jt.prepare(spec, model, max_length=settings.max_length)
-    print(f"model {model.name} ({device()}), rubric {spec.rubric.name}, {len(prepared.split.train)} train rows, "
-          f"{len(prepared.split.heldout)} held-out rows (groups {', '.join(prepared.split.heldout_groups)})")
+    print(
+        f"model {model.name} ({device()}), rubric {spec.rubric.name}, "
+        f"{len(prepared.split.train)} train rows, "
+        f"{len(prepared.split.heldout)} held-out rows (groups {', '.join(prepared.split.heldout_groups)})"
+    )
     print(f"settings {json.dumps(settings.as_dict())}")
     with tempfile.TemporaryDirectory() as tmp:
         judge = jt.heldout_judge(run_configured, args.model, args.db or Path(tmp) / "judge.duckdb",
                                  spec.rubric.kind, spec.rubric.criteria_list()[0].name)
-        result = jt.train_judge(prepared, model, args.out or Path(tmp) / "adapter", judge=judge, settings=settings,
-                                on_step=_log_step, on_prefix=_log_prefix)
+        result = jt.train_judge(
+            prepared,
+            model,
+            args.out or Path(tmp) / "adapter",
+            judge=judge,
+            settings=settings,
+            on_step=_log_step,
+            on_prefix=_log_prefix,
+        )
     print(f"{'statistic':<12}{'base':>9}{'adapter':>9}{'diff':>9}  95% interval of diff")
     for name, before, after, diff, interval in jt.comparison_rows(result):
         print(f"{name:<12}{before or '-':>9}{after or '-':>9}{diff or '-':>9}  {interval or '-'}")

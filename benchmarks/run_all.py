@@ -28,8 +28,18 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from benchmarks import (cache_rerun, constrained_overhead, crash_resume, http_vs_inprocess, judge_throughput,
-                        lora_cpu, rollout_batching, store_ingest, streaming_overhead, uxbench_judge)
+from benchmarks import (
+    cache_rerun,
+    constrained_overhead,
+    crash_resume,
+    http_vs_inprocess,
+    judge_throughput,
+    lora_cpu,
+    rollout_batching,
+    store_ingest,
+    streaming_overhead,
+    uxbench_judge,
+)
 from benchmarks._common import REPO, cli_parser, module_command
 
 SCRIPTS: dict[str, ModuleType] = {module.__name__.rsplit(".", 1)[1]: module for module in (
@@ -49,13 +59,15 @@ def run_once(name: str, extra: list[str], timeout_s: float) -> dict[str, Any]:
                               capture_output=True, text=True, timeout=timeout_s, cwd=REPO)
         wall = time.perf_counter() - started
         if done.returncode != 0 or not out.exists():
-            raise RuntimeError(f"{name} failed (exit {done.returncode}):\n{(done.stderr or done.stdout)[-1500:]}")
+            raise RuntimeError(
+                f"{name} failed (exit {done.returncode}):\n{(done.stderr or done.stdout)[-1500:]}"
+            )
         results = json.loads(out.read_text())["results"]
     return {"results": results, "wall_s": wall, "load": load}
 
 
 def summarize(runs: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(label, 'median (min-max)') per result, in the script's own order; text results list each run's value."""
+    """Return (label, 'median (min-max)') per result, in the script's order; text lists each run's value."""
     rows = []
     for label in runs[0]["results"]:
         values = [run["results"].get(label) for run in runs]
@@ -97,12 +109,19 @@ def check_args(names: list[str], extra: dict[str, list[str]]) -> None:
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """The runner's options (it has no ``--model``: each script takes its own through ``--args``)."""
+    """Add the runner's options (it has no ``--model``: each script takes its own through ``--args``)."""
     p.add_argument("--repeat", type=int, default=3, help="runs per benchmark, in rounds (default 3)")
-    p.add_argument("--only", default=",".join(ORDER[:3]),
-                   help=f"comma-separated benchmarks (default: {','.join(ORDER[:3])}; known: {','.join(ORDER)})")
-    p.add_argument("--args", action="append", default=[], help="extra arguments for one script: name='--flag value'")
-    p.add_argument("--timeout-s", type=float, default=3600.0, help="kill one run after this long (default 3600)")
+    p.add_argument(
+        "--only",
+        default=",".join(ORDER[:3]),
+        help=f"comma-separated benchmarks (default: {','.join(ORDER[:3])}; known: {','.join(ORDER)})",
+    )
+    p.add_argument(
+        "--args", action="append", default=[], help="extra arguments for one script: name='--flag value'"
+    )
+    p.add_argument(
+        "--timeout-s", type=float, default=3600.0, help="kill one run after this long (default 3600)"
+    )
     p.add_argument("--json", dest="json_out", default=None, help="write every run's raw results to this file")
 
 

@@ -27,7 +27,6 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks._common import cli_parser, report, wait_quiet
-
 from uxlocal.engine.base import GenRequest, PreparedRequest, Sampling
 from uxlocal.engine.resolve import resolve
 
@@ -53,7 +52,7 @@ def _plain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--depths", default="0:200:10",
                    help="start:stop:step of extra caller frames (default 0:200:10)")
     p.add_argument("--requests", type=int, default=32, help="chats per generate call (default 32)")

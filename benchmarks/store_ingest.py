@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 from benchmarks._common import cli_parser, report, wait_quiet
-
 from uxlocal.store.db import connect
 from uxlocal.store.writer import StoreWriter
 
@@ -22,7 +21,7 @@ WORDS = "the quick brown fox jumps over a lazy dog while tea cools beside an ope
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--turns", type=int, default=1_000_000)
     p.add_argument("--flush-rows", type=int, default=100_000)
 

@@ -33,11 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import cli_parser, report, wait_quiet
-
 from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, Sampling, request_hash
 from uxlocal.engine.pool import ModelPool
-from uxlocal.grammar import Choice
 from uxlocal.engine.resolve import resolve
+from uxlocal.grammar import Choice
 from uxlocal.rollout import Scheduler
 from uxlocal.store.db import connect
 from uxlocal.store.writer import StoreWriter
@@ -98,7 +97,7 @@ def plain(engine: Any, prepared: list[PreparedRequest]) -> float:
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--requests", type=int, default=32)
     p.add_argument("--max-tokens", type=int, default=32)
     p.add_argument("--rounds", type=int, default=4)

@@ -19,12 +19,11 @@ import re
 from typing import Any
 
 from benchmarks._common import cli_parser, report, timed, wait_quiet
-
 from uxlocal.engine.base import GenRequest, Sampling
 from uxlocal.engine.pool import ModelPool
-from uxlocal.grammar import Choice
 from uxlocal.engine.resolve import resolve
 from uxlocal.episode import EpisodeContext, EpisodeSpec
+from uxlocal.grammar import Choice
 from uxlocal.rollout import Scheduler
 from uxlocal.suites.uxbench.data import SAMPLE_DIR, JudgeItem, load_judge
 from uxlocal.suites.uxbench.prompts import judge_messages, labels_for
@@ -50,21 +49,26 @@ def run_arm(pool: ModelPool, items: list[JudgeItem], constrained: bool, free_max
         if constrained:
             result = yield GenRequest("judge", messages, Sampling(temperature=0.0, max_tokens=8),
                                       Choice(labels_for(item.lang)))
-            verdicts[item.item_id] = None if not result.valid else (1 if result.parsed == labels_for(item.lang)[0]
-                                                                     else -1)
+            verdicts[item.item_id] = (
+                None if not result.valid else (1 if result.parsed == labels_for(item.lang)[0] else -1)
+            )
         else:
             result = yield GenRequest("judge", messages, Sampling(temperature=free_temperature,
                                                                   max_tokens=free_max_tokens))
             verdicts[item.item_id] = lenient_parse(result.text, item.lang)
 
-    specs = [EpisodeSpec(f"{'A' if constrained else 'B'}-{i.item_id}", (lambda it: lambda ctx: program(ctx, it))(i))
-             for i in items]
+    specs = [
+        EpisodeSpec(
+            f"{'A' if constrained else 'B'}-{i.item_id}", (lambda it: lambda ctx: program(ctx, it))(i)
+        )
+        for i in items
+    ]
     stats = Scheduler(pool).run(specs)
     return {"verdicts": verdicts, "stats": stats}
 
 
 def add_cli_args(p: argparse.ArgumentParser) -> None:
-    """This benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
+    """Add this benchmark's options (``cli_parser`` adds ``--model`` and ``--json``)."""
     p.add_argument("--data", default=str(SAMPLE_DIR), help="folder with the T1 files (default: samples)")
     p.add_argument("--items", type=int, default=40)
     p.add_argument("--free-max-tokens", type=int, default=4096)
@@ -86,7 +90,9 @@ def main(args: argparse.Namespace) -> None:
         llm.reset_prefix_cache()
         time_a, arm_a = timed(lambda: run_arm(pool, items, True, args.free_max_tokens))
         llm.reset_prefix_cache()
-        time_b, arm_b = timed(lambda: run_arm(pool, items, False, args.free_max_tokens, args.free_temperature))
+        time_b, arm_b = timed(
+            lambda: run_arm(pool, items, False, args.free_max_tokens, args.free_temperature)
+        )
     finally:
         pool.close()
     a, b = arm_a["verdicts"], arm_b["verdicts"]

@@ -26,7 +26,14 @@ from typing import Any
 import torch
 
 from .lora_ops import (
-    Plan, add_product, check_slice_width, clip_plan, plan_rows, plan_segments, shrink_dtype, stacked_a,
+    Plan,
+    add_product,
+    check_slice_width,
+    clip_plan,
+    plan_rows,
+    plan_segments,
+    shrink_dtype,
+    stacked_a,
 )
 
 
@@ -34,14 +41,18 @@ def lora_linear(
     y: torch.Tensor, x: torch.Tensor, lora_a_stacked: tuple[torch.Tensor, ...],
     lora_b_stacked: tuple[torch.Tensor, ...], scale: float, output_slices: tuple[int, ...], plan: Plan,
 ) -> None:
-    """``y[:, cols_i] += scale * x @ A_i.T @ B_i.T`` per slice on the rows with an adapter (see the module doc).
+    """Add ``scale * x @ A_i.T @ B_i.T`` into ``y[:, cols_i]`` per slice, on the rows with an adapter.
+
+    See the module doc.
 
     ``y`` (T, >= sum(output_slices)) in the model dtype; ``x`` (T', H); ``lora_a_stacked[i]``
     (S, 1, R, H); ``lora_b_stacked[i]`` (S, 1, output_slices[i], R); ``plan`` from the indices.
     Rows beyond ``min(T, T')`` are ignored.
     """
     if not (len(lora_a_stacked) == len(lora_b_stacked) == len(output_slices)):
-        raise ValueError(f"lora_linear: {len(lora_a_stacked)} A, {len(lora_b_stacked)} B, {len(output_slices)} slices")
+        raise ValueError(
+            f"lora_linear: {len(lora_a_stacked)} A, {len(lora_b_stacked)} B, {len(output_slices)} slices"
+        )
     for weights, width in zip(lora_b_stacked, output_slices, strict=True):
         check_slice_width(weights, width, "lora_linear", "slice width")
     m = min(plan.extent, x.shape[0], y.shape[0])

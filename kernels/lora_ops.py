@@ -92,7 +92,7 @@ class Plan:
 
     @classmethod
     def of(cls, groups: tuple[tuple[int, Rows], ...], extent: int) -> Plan:
-        """The plan of ``groups`` over rows ``0 .. extent-1``."""
+        """Return the plan of ``groups`` over rows ``0 .. extent-1``."""
         parts = [torch.arange(r.start, r.stop) if isinstance(r, slice) else r for _, r in groups]
         rows = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long)
         sizes = torch.tensor([len(part) for part in parts], dtype=torch.long)
@@ -112,8 +112,11 @@ class Plan:
 
     @functools.cached_property
     def computed(self) -> Rows:
-        """The rows whose products a multi-slot op computes: every row in place when at least half
-        have an adapter (base rows cost a little arithmetic but no gather), else the adapter rows."""
+        """Return the rows whose products a multi-slot op computes.
+
+        Every row in place when at least half have an adapter (base rows cost a little arithmetic
+        but no gather), else the adapter rows.
+        """
         return slice(0, self.extent) if 2 * len(self.rows) >= self.extent else self.rows
 
     @functools.cached_property
@@ -125,7 +128,7 @@ class Plan:
 
     @functools.cached_property
     def pick(self) -> torch.Tensor:
-        """Where each of ``rows``' own R-wide block lies in a ``(computed rows * k, R)`` view of their products."""
+        """Return where each of ``rows``' own R-wide block lies in the ``(computed rows * k, R)`` view."""
         index = self.rows if isinstance(self.computed, slice) else self.order
         return index * len(self.groups) + self.position
 
@@ -196,12 +199,12 @@ def _plan_rows(lora_indices_tensor: torch.Tensor) -> Plan:
 
 
 def plan_rows(lora_indices_tensor: torch.Tensor) -> Plan:
-    """The plan of one-index-per-row indices (bgmv); the last is reused while the indices are unchanged."""
+    """Return the plan of one-index-per-row indices (bgmv); the last is reused while they are unchanged."""
     return _rows_memo.get((lora_indices_tensor,), lambda: _plan_rows(lora_indices_tensor))
 
 
 def plan_segments(seq_len_tensor: torch.Tensor, lora_indices_tensor: torch.Tensor) -> Plan:
-    """The plan of per-segment indices (sgmv prefill metadata); reused like ``plan_rows``."""
+    """Return the plan of per-segment indices (sgmv prefill metadata); reused like ``plan_rows``."""
     return _segments_memo.get(
         (seq_len_tensor, lora_indices_tensor),
         lambda: plan_runs(tuple(lora_indices_tensor.tolist()), tuple(seq_len_tensor.tolist())),
@@ -281,7 +284,7 @@ _stacked = _StackedCache()
 
 
 def stacked_a(weights: tuple[torch.Tensor, ...], plan: Plan, dtype: torch.dtype) -> torch.Tensor:
-    """The active slots' A of every slice as one ``(n*k*R, H)`` matrix in ``dtype``.
+    """Return the active slots' A of every slice as one ``(n*k*R, H)`` matrix in ``dtype``.
 
     ``weights`` holds one stacked-A tensor per output slice (n of them, same rank and input
     width); the rows are slice-major, then slot blocks in ``plan.slots`` order.
@@ -310,7 +313,9 @@ def stacked_b(
         column = 0
         for i, (w, width) in enumerate(zip(weights, widths, strict=True)):
             chosen = slot_matrices(w).index_select(0, plan.slots)[:, :width]
-            out[i * k * rank : (i + 1) * k * rank, column : column + width] = chosen.permute(0, 2, 1).reshape(-1, width)
+            out[i * k * rank : (i + 1) * k * rank, column : column + width] = chosen.permute(0, 2, 1).reshape(
+                -1, width
+            )
             column += width
         return out
 
@@ -340,13 +345,18 @@ whole input to fp32 first costs about three times the GEMM itself."""
 
 
 def shrink_dtype(inputs: torch.Tensor, rows: int, wide: torch.dtype) -> torch.dtype:
-    """The GEMM dtype of a shrink over ``rows`` rows of ``inputs``: ``wide`` (the result's dtype,
-    usually fp32), or a 16-bit input's own dtype above ``LARGE_SHRINK`` elements."""
+    """Return the GEMM dtype of a shrink over ``rows`` rows of ``inputs``.
+
+    ``wide`` (the result's dtype, usually fp32), or a 16-bit input's own dtype above
+    ``LARGE_SHRINK`` elements.
+    """
     native = inputs.dtype not in (wide, torch.float32) and rows * inputs.shape[1] > LARGE_SHRINK
     return inputs.dtype if native else wide
 
 
-def shrink(inputs: torch.Tensor, weights: torch.Tensor, output: torch.Tensor, plan: Plan, scaling: float) -> None:
+def shrink(
+    inputs: torch.Tensor, weights: torch.Tensor, output: torch.Tensor, plan: Plan, scaling: float
+) -> None:
     """``output[rows, :R] = scaling * inputs[rows] @ A[slot].T`` for each (slot, rows) of ``plan``.
 
     One matmul against the active slots' A stacked (k*R columns, cached between calls, see
@@ -390,7 +400,10 @@ def add_product(
     target: torch.Tensor, rows: Rows, lhs: torch.Tensor, weights: tuple[torch.Tensor, ...], plan: Plan,
     widths: tuple[int, ...],
 ) -> None:
-    """``target[rows] += lhs @ stacked_b(...)`` (one ``lhs`` row per target row), GEMM dtype by ``_product_dtype``."""
+    """Add ``lhs @ stacked_b(...)`` into ``target[rows]`` (one ``lhs`` row per target row).
+
+    The GEMM dtype is ``_product_dtype``'s.
+    """
     if isinstance(rows, slice):
         target = target[rows]
         if _product_dtype(target, target.shape[0]) == target.dtype:
@@ -454,7 +467,7 @@ def _expand_width(weights: torch.Tensor, output_tensor: torch.Tensor) -> int:
 
 
 def check_slice_width(weights: torch.Tensor, width: int, where: str, name: str = "slice_size") -> None:
-    """A clear error when an adapter's output width is not the width of the slice it expands into."""
+    """Raise a clear error when an adapter's output width is not the width of the slice it expands into."""
     if weights.shape[-2] != width:
         raise ValueError(f"{where}: adapter output width {weights.shape[-2]} != {name} {width}")
 
@@ -479,7 +492,9 @@ def bgmv_expand(
 ) -> None:
     """Expand with one adapter index per row into the first ``min(O, O')`` output columns."""
     width = _expand_width(lora_b_weights, output_tensor)
-    expand(inputs, lora_b_weights, output_tensor[:, :width], plan_rows(lora_indices_tensor), width, add_inputs)
+    expand(
+        inputs, lora_b_weights, output_tensor[:, :width], plan_rows(lora_indices_tensor), width, add_inputs
+    )
 
 
 def bgmv_expand_slice(

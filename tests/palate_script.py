@@ -48,9 +48,13 @@ def respond(prepared: PreparedRequest) -> str:
     return judge_json(request.constraint.schema.get("title", ""), prepared.prompt)
 
 
-def simulator_prompts(user: Any, lora: str | None, renderer: Any, *, n: int, max_tokens: int) -> list[PreparedRequest]:
-    """``n`` LoRA-simulator requests over the user's held-out sessions (after the greeting, then
-    one exchange later), asking adapter ``lora`` (None = the base model)."""
+def simulator_prompts(
+    user: Any, lora: str | None, renderer: Any, *, n: int, max_tokens: int
+) -> list[PreparedRequest]:
+    """Return ``n`` LoRA-simulator requests over the user's held-out sessions.
+
+    After the greeting, then one exchange later, asking adapter ``lora`` (None = the base model).
+    """
     from uxlocal.engine.base import GenRequest, Sampling
     from uxlocal.suites.palate.render import lora_sim_messages, session_history, session_view
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 def assert_conversation_then_question(prompts: Sequence[str], conversation: Sequence[str],
                                       questions: Sequence[str]) -> str:
-    """The K prompts of one conversation share one prefix that holds the whole conversation.
+    """Assert that the K prompts of one conversation share one prefix holding the whole conversation.
 
     ``conversation``: pieces of the conversation as rendered (they must all lie in the common
     prefix); ``questions``: the piece only prompt k has (criterion, rubric), which must lie after

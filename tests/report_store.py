@@ -19,6 +19,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from palate_script import respond
+
 from uxlocal.config import RunConfig
 from uxlocal.engine.base import PreparedRequest
 from uxlocal.engine.fake import FakeEngine
@@ -27,8 +29,6 @@ from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.runner import run_suite
 from uxlocal.store.db import connect
 from uxlocal.tau2.layout import SAMPLE_DATA, SAMPLE_DOMAIN
-
-from palate_script import respond
 
 FAMILIES = ("premature_disclosure", "groundedness", "goal_deviation", "missed_information")
 
@@ -194,7 +194,7 @@ _CACHE: dict[str, Any] = {}
 
 
 def shared_demo_store(tmp_path_factory: Any) -> tuple[Path, dict[str, Any]]:
-    """The demo-shaped store, built once per pytest session (unit and browser tests share it)."""
+    """Return the demo-shaped store, built once per pytest session (unit and browser tests share it)."""
     if "store" not in _CACHE:
         folder = tmp_path_factory.mktemp("report-store")
         previous = os.environ.get("UXLOCAL_HOME")
@@ -211,7 +211,7 @@ def shared_demo_store(tmp_path_factory: Any) -> tuple[Path, dict[str, Any]]:
 
 
 def shared_demo_report(tmp_path_factory: Any) -> Any:
-    """The full ``Report`` (figures drawn) of the shared store, built once per session."""
+    """Return the full ``Report`` (figures drawn) of the shared store, built once per session."""
     if "report" not in _CACHE:
         from uxlocal.report import build_report
 

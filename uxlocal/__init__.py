@@ -16,6 +16,19 @@ from uxlocal.runner import run_suite
 
 __version__ = "0.1.0"
 __all__ = [
-    "Choice", "Engine", "EpisodeContext", "EpisodeSpec", "FakeEngine", "GenRequest", "GenResult", "JsonSchema",
-    "Outcome", "Regex", "RunConfig", "Sampling", "Scheduler", "SuiteConfig", "run_suite",
+    "Choice",
+    "Engine",
+    "EpisodeContext",
+    "EpisodeSpec",
+    "FakeEngine",
+    "GenRequest",
+    "GenResult",
+    "JsonSchema",
+    "Outcome",
+    "Regex",
+    "RunConfig",
+    "Sampling",
+    "Scheduler",
+    "SuiteConfig",
+    "run_suite",
 ]

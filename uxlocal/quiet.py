@@ -25,7 +25,7 @@ _TERMINAL: TextIO | None = None
 
 
 def terminal() -> TextIO | None:
-    """The stream on the real terminal while libraries are quieted, else None (use stdout as usual)."""
+    """Return the stream on the real terminal while libraries are quieted, else None (use stdout as usual)."""
     return _TERMINAL
 
 
@@ -64,7 +64,7 @@ def quiet_libraries(log_path: Path, *, title: str = "uxlocal") -> Iterator[TextI
 
 
 def _terminal_stream(saved_stdout: int) -> TextIO:
-    """A line-buffered text stream on a copy of the original fd 1, or ``sys.stdout`` if it is not fd 1."""
+    """Return a line-buffered text stream on a copy of the original fd 1 (``sys.stdout`` if not fd 1)."""
     try:
         on_fd1 = sys.stdout.fileno() == 1
     except (AttributeError, ValueError, io.UnsupportedOperation):

@@ -29,7 +29,7 @@ import numpy as np
 
 
 def _clean(value: Any) -> float | None:
-    """A finite float, or None for NaN/inf/None (libraries return NaN on degenerate input)."""
+    """Return a finite float, or None for NaN/inf/None (libraries return NaN on degenerate input)."""
     if value is None:
         return None
     value = float(value)
@@ -40,8 +40,10 @@ def _clean(value: Any) -> float | None:
 
 
 def _values(values: Sequence[Any] | np.ndarray) -> list[Any] | np.ndarray:
-    """What scikit-learn is given: an array as it is (a list of a million values costs ~8 bytes
-    each plus the objects), any other sequence as a list."""
+    """Return what scikit-learn is given: an array as it is, any other sequence as a list.
+
+    A list of a million values costs ~8 bytes each plus the objects, so arrays are not converted.
+    """
     return values if isinstance(values, np.ndarray) else list(values)
 
 
@@ -82,8 +84,10 @@ def quadratic_weighted_kappa(truth: Sequence[int], pred: Sequence[int], scale: S
 
 def macro_f1(truth: Sequence[Hashable] | np.ndarray, pred: Sequence[Hashable] | np.ndarray,
              counts: np.ndarray | None = None) -> float | None:
-    """Unweighted mean of per-class F1 over every class seen in ``truth`` or ``pred`` (``counts``:
-    as in ``cohen_kappa``)."""
+    """Return the unweighted mean of per-class F1 over every class seen in ``truth`` or ``pred``.
+
+    ``counts``: as in ``cohen_kappa``.
+    """
     from sklearn.metrics import f1_score
 
     if not len(truth):
@@ -97,8 +101,10 @@ def macro_f1(truth: Sequence[Hashable] | np.ndarray, pred: Sequence[Hashable] | 
 
 def auroc(positive: Sequence[bool] | np.ndarray, score: Sequence[float] | np.ndarray,
           counts: np.ndarray | None = None) -> float | None:
-    """Area under the ROC curve of ``score`` for the positive class (ties count one half;
-    ``counts``: as in ``cohen_kappa``)."""
+    """Return the area under the ROC curve of ``score`` for the positive class.
+
+    Ties count one half; ``counts``: as in ``cohen_kappa``.
+    """
     from sklearn.metrics import roc_auc_score
 
     array = isinstance(positive, np.ndarray)
@@ -112,13 +118,13 @@ ECE_BINS = 10
 
 
 def ece_bins(confidence: np.ndarray, bins: int = ECE_BINS) -> np.ndarray:
-    """The ECE bin of each confidence (int8 for up to 127 bins)."""
+    """Return the ECE bin of each confidence (int8 for up to 127 bins)."""
     return np.minimum((confidence * bins).astype(int), bins - 1).astype(np.int8 if bins < 128 else np.int64)
 
 
 def ece(confidence: Sequence[float], correct: Sequence[bool], bins: int = ECE_BINS,
         bin_index: np.ndarray | None = None) -> float | None:
-    """Expected calibration error (0-1): equal-width bins over [0, 1], the last bin closed.
+    """Return the expected calibration error (0-1): equal-width bins over [0, 1], the last bin closed.
 
     ``confidence`` is the probability the judge gave its own verdict; the gap between mean
     confidence and accuracy in each bin is weighted by the bin's share of items. ``bin_index``
@@ -389,8 +395,11 @@ def _plan(n: int, clusters: Sequence[Hashable] | None, strata: Sequence[Hashable
 
 
 def _all_distinct(clusters: Sequence[Hashable], n: int) -> bool:
-    """Whether every item is its own cluster: the plan is then the items', in the same order,
-    without a block per item (a million one-verdict conversations took ~250 MB of blocks)."""
+    """Tell whether every item is its own cluster.
+
+    The plan is then the items', in the same order, without a block per item (a million one-verdict
+    conversations took ~250 MB of blocks).
+    """
     if isinstance(clusters, np.ndarray) and clusters.dtype.kind in "iu":  # codes: no set of a million numbers
         return _increasing(clusters) or np.unique(clusters).size == n
     return len(set(clusters)) == n
@@ -402,17 +411,23 @@ def _increasing(values: np.ndarray) -> bool:
 
 
 def _singletons(blocks: list[np.ndarray]) -> "np.ndarray | list[np.ndarray]":
-    """A stratum whose clusters are single items, as those items: ``_draw`` then takes the same
-    picks with one numpy index instead of a Python loop over clusters (a judge report's bootstrap
-    over 100k conversations, one verdict each, spent most of its time there)."""
+    """Return a stratum whose clusters are single items, as those items.
+
+    ``_draw`` then takes the same picks with one numpy index instead of a Python loop over clusters
+    (a judge report's bootstrap over 100k conversations, one verdict each, spent most of its time
+    there).
+    """
     if all(len(block) == 1 for block in blocks):
         return np.concatenate(blocks) if blocks else np.arange(0)
     return blocks
 
 
 def _draw(plan: Plan, rng: np.random.Generator) -> Draw:
-    """One resample of every stratum; each drawn unit gets a fresh number (positions are their own
-    units, and the draw says so with no array, unless some stratum draws clusters)."""
+    """Draw one resample of every stratum; each drawn unit gets a fresh number.
+
+    Positions are their own units, and the draw says so with no array, unless some stratum draws
+    clusters.
+    """
     indices, units, next_unit = [], [], 0
     clustered = any(isinstance(stratum, list) for stratum in plan)
     for stratum in plan:

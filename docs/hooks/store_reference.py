@@ -19,7 +19,9 @@ _CREATE_VIEW = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP(?:ORARY)?\s
 # a header field starts a comment line or follows " | ": "metric: x | grain: y"
 _FIELD = re.compile(r"(?:^|\s\|\s+)([a-z][a-z_]*):\s")
 _CREATE_TABLE = re.compile(r"^\s*CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.I)
-_ADD_COLUMN = re.compile(r"^\s*ALTER\s+TABLE\s+(\w+)\s+ADD\s+COLUMN\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)[^-]*--\s*(.+)$", re.I)
+_ADD_COLUMN = re.compile(
+    r"^\s*ALTER\s+TABLE\s+(\w+)\s+ADD\s+COLUMN\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)[^-]*--\s*(.+)$", re.I
+)
 _COLUMN_NOTE = re.compile(r"^\s+(\w+)\s+[A-Za-z][^-]*--\s*(.+)$")
 
 
@@ -36,7 +38,11 @@ def view_files(root: Path) -> list[Path]:
     """Every SQL file that defines metric views: the shared folder first, then each suite's."""
     shared = sorted((root / "db" / "views").glob("*.sql"))
     common = [p for p in shared if p.name == "common.sql"]
-    return common + [p for p in shared if p not in common] + sorted((root / "uxlocal" / "suites").glob("**/views.sql"))
+    return (
+        common
+        + [p for p in shared if p not in common]
+        + sorted((root / "uxlocal" / "suites").glob("**/views.sql"))
+    )
 
 
 def parse_header(lines: list[str]) -> dict[str, str]:
@@ -70,21 +76,25 @@ def parse_views(path: Path) -> list[ViewDoc]:
         if match:
             fields = parse_header(block)
             if "metric" not in fields:
-                raise ValueError(f"{path}:{number}: view {match.group(1)} has no '-- metric: ... | grain: ...' header")
+                raise ValueError(
+                    f"{path}:{number}: view {match.group(1)} has no '-- metric: ... | grain: ...' header"
+                )
             views.append(ViewDoc(match.group(1), path, number, fields))
         block = []
     return views
 
 
 def views_markdown(root: Path) -> str:
-    """The views section: one heading per file, one entry per view with its header fields."""
+    """Return the views section: one heading per file, one entry per view with its header fields."""
     out: list[str] = []
     for path in view_files(root):
         views = parse_views(path)
         if not views:
             continue
         rel = path.relative_to(root).as_posix()
-        out.append(f"### {_file_title(path)}\n\n`{rel}`: {len(views)} view{'s' if len(views) != 1 else ''}.\n")
+        out.append(
+            f"### {_file_title(path)}\n\n`{rel}`: {len(views)} view{'s' if len(views) != 1 else ''}.\n"
+        )
         for view in views:
             out.append(f"#### `{view.name}`\n")
             for key, value in view.fields.items():
@@ -97,7 +107,7 @@ def views_markdown(root: Path) -> str:
 
 
 def tables_markdown() -> str:
-    """The tables of a store migrated from nothing, with the migrations' column comments."""
+    """Return the tables of a store migrated from nothing, with the migrations' column comments."""
     import duckdb
 
     from uxlocal import paths
@@ -121,7 +131,7 @@ def tables_markdown() -> str:
 
 
 def column_notes(files: list[Path]) -> dict[tuple[str, str], str]:
-    """The trailing ``-- comment`` of each column in CREATE TABLE blocks and ADD COLUMN lines."""
+    """Return the trailing ``-- comment`` of each column in CREATE TABLE blocks and ADD COLUMN lines."""
     notes: dict[tuple[str, str], str] = {}
     for path in files:
         table = ""
@@ -152,5 +162,5 @@ def _file_title(path: Path) -> str:
 
 
 def _escape(text: str) -> str:
-    """SQL comments as Markdown text: no table breaks, no tags, no emphasis from ``U*(q)``."""
+    """Render SQL comments as Markdown text: no table breaks, no tags, no emphasis from ``U*(q)``."""
     return text.replace("|", "\\|").replace("<", "&lt;").replace("*", "\\*")

@@ -110,7 +110,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def viewer_url(demo: tuple[Path, dict[str, Any]]) -> Iterator[str]:
-    """The viewer on a free loopback port, in a thread, for the whole session."""
+    """Yield the viewer on a free loopback port, in a thread, for the whole session."""
     import uvicorn
 
     from uxlocal.report.viewer import HOST, create_app

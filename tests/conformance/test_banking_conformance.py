@@ -52,6 +52,7 @@ def test_tool_cards_use_upstreams_words_when_the_domain_has_them() -> None:
         "Tool unlocked: update_transaction_rewards_3847\n"
         "Description: Update the rewards_earned field on a credit card transaction.\n\n"
     )
-    assert "  - new_rewards_earned: string (required) - The corrected rewards value (e.g., '6300 points')" in (
-        card.content
+    assert (
+        "  - new_rewards_earned: string (required) - The corrected rewards value (e.g., '6300 points')"
+        in (card.content)
     )

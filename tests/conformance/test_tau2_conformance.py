@@ -43,11 +43,15 @@ def test_the_table_command_prints_one_row_per_domain() -> None:
 
     from uxlocal.cli import cli
 
-    result = CliRunner().invoke(cli, ["tau2", "conformance", "--domain", "mock", "--recording", str(RECORDING),
-                                      "--tau2-data", str(DATA)])
+    result = CliRunner().invoke(
+        cli,
+        ["tau2", "conformance", "--domain", "mock", "--recording", str(RECORDING), "--tau2-data", str(DATA)],
+    )
     assert result.exit_code == 0, result.output
     row = next(line for line in result.output.splitlines() if line.startswith("| mock "))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == "330 / 2,005" and cells[2] == "4/4" and cells[3] == "2/2"
-    missing = CliRunner().invoke(cli, ["tau2", "conformance", "--domain", "nowhere", "--recording", str(RECORDING)])
+    missing = CliRunner().invoke(
+        cli, ["tau2", "conformance", "--domain", "nowhere", "--recording", str(RECORDING)]
+    )
     assert missing.exit_code != 0 and "no recorded suite" in missing.output

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from benchmarks import _crash_job as crash_job
-
 from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, Sampling, request_hash
 from uxlocal.engine.pool import ModelPool
 from uxlocal.engine.vllm import admission_cost
@@ -70,7 +69,9 @@ def test_vllm_rerun_after_sigkill_mid_tick_generates_only_unfinished_requests(
     assert [(h, valid) for h, _, valid, _ in after["generations"]] == \
         [(h, valid) for h, _, valid, _ in before["generations"]]
     from_cache = {e for e, _, h in after["run_generations"] if h in finished}
-    assert [v for v in after["verdicts"] if v[0] in from_cache] == [v for v in before["verdicts"] if v[0] in from_cache]
+    assert [v for v in after["verdicts"] if v[0] in from_cache] == [
+        v for v in before["verdicts"] if v[0] in from_cache
+    ]
     assert [(e, n, valid) for e, n, _, valid in after["verdicts"]] == \
         [(e, n, valid) for e, n, _, valid in before["verdicts"]]
     # P(good) from label walks moves with the batch's make-up and the threads' split of the work:
@@ -105,17 +106,45 @@ def _prepare(pool: ModelPool, request: GenRequest, seed: int | None = None) -> P
 
 def test_vllm_sink_gets_each_result_once_and_texts_match_a_plain_generate_call(vllm_pool: ModelPool) -> None:
     engine: Any = vllm_pool.slot("judge").engine
-    asks = [f"Review {k}: {'great service' if k % 2 else 'cold food, rude staff'}. Good or bad?" for k in range(4)]
-    batch = [_prepare(vllm_pool, GenRequest("judge", ({"role": "user", "content": a},), Sampling(max_tokens=4),
-                                            Choice(("good", "bad")))) for a in asks]
-    batch.append(_prepare(vllm_pool, GenRequest("judge", ({"role": "user", "content": "回复：好的。满意吗？"},),
-                                                Sampling(max_tokens=8), Choice(("好", "差")))))
+    asks = [
+        f"Review {k}: {'great service' if k % 2 else 'cold food, rude staff'}. Good or bad?" for k in range(4)
+    ]
+    batch = [
+        _prepare(
+            vllm_pool,
+            GenRequest(
+                "judge", ({"role": "user", "content": a},), Sampling(max_tokens=4), Choice(("good", "bad"))
+            ),
+        )
+        for a in asks
+    ]
+    batch.append(
+        _prepare(
+            vllm_pool,
+            GenRequest(
+                "judge",
+                ({"role": "user", "content": "回复：好的。满意吗？"},),
+                Sampling(max_tokens=8),
+                Choice(("好", "差")),
+            ),
+        )
+    )
     schema = {"type": "object", "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5}},
               "required": ["score"]}
     batch.append(_prepare(vllm_pool, GenRequest("judge", ({"role": "user", "content": "Rate 1-5 as JSON."},),
                                                 Sampling(max_tokens=24), JsonSchema(schema))))
-    batch += [_prepare(vllm_pool, GenRequest("judge", ({"role": "user", "content": f"Tell a fact ({k})."},),
-                                             Sampling(temperature=0.8, max_tokens=12)), seed=100 + k) for k in range(2)]
+    batch += [
+        _prepare(
+            vllm_pool,
+            GenRequest(
+                "judge",
+                ({"role": "user", "content": f"Tell a fact ({k})."},),
+                Sampling(temperature=0.8, max_tokens=12),
+            ),
+            seed=100 + k,
+        )
+        for k in range(2)
+    ]
     batch.append(_prepare(vllm_pool, GenRequest("judge", ({"role": "user", "content": "word " * 4000},),
                                                 Sampling(max_tokens=4))))
     sink = _Recorder()
@@ -138,8 +167,18 @@ def test_vllm_window_keeps_at_most_window_requests_in_the_engine(vllm_pool: Mode
     engine: Any = vllm_pool.slot("judge").engine
     batch = [_prepare(vllm_pool, GenRequest("judge", ({"role": "user", "content": f"Name a colour ({k})."},),
                                             Sampling(max_tokens=3 + 2 * (k % 4)))) for k in range(9)]
-    batch += [_prepare(vllm_pool, GenRequest("judge", ({"role": "user", "content": f"Order {k} came late. OK?"},),
-                                             Sampling(max_tokens=4), Choice(("yes", "no")))) for k in range(3)]
+    batch += [
+        _prepare(
+            vllm_pool,
+            GenRequest(
+                "judge",
+                ({"role": "user", "content": f"Order {k} came late. OK?"},),
+                Sampling(max_tokens=4),
+                Choice(("yes", "no")),
+            ),
+        )
+        for k in range(3)
+    ]
     whole = engine.generate(batch)
     sink = _Recorder()
     llm = engine.llm
@@ -165,7 +204,9 @@ def test_vllm_window_keeps_at_most_window_requests_in_the_engine(vllm_pool: Mode
     assert costs == sorted(costs) and entered != sorted(entered)
     assert in_engine[0] == 3 and max(in_engine) <= 3 and len(in_engine) > 1  # filled, never over, refilled
     # a batch of another make-up may shift greedy text on CPU bf16: compare structure, not words
-    assert all(r.completion_tokens <= b.request.sampling.max_tokens for r, b in zip(rolled, batch, strict=True))
+    assert all(
+        r.completion_tokens <= b.request.sampling.max_tokens for r, b in zip(rolled, batch, strict=True)
+    )
     assert all(r.finish_reason in ("stop", "length") for r in rolled)
     for a, b in zip(rolled[9:], whole[9:], strict=True):
         assert a.valid and b.valid and a.label_probs is not None and b.label_probs is not None

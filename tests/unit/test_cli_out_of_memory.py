@@ -12,7 +12,7 @@ cli_main = importlib.import_module("uxlocal.cli.main")  # the module (the packag
 
 @pytest.fixture(autouse=True)
 def _no_process_changes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """main() would re-exec with preloads and set the compile default in os.environ: keep both out."""
+    """Keep main()'s re-exec with preloads and its compile default in os.environ out of the test."""
     monkeypatch.setenv("UXLOCAL_NO_PRELOAD", "1")
     monkeypatch.setenv("UXLOCAL_CPU_COMPILE", "0")
 
@@ -21,7 +21,9 @@ def _raise_oom(**_: object) -> None:
     raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block of size 256.0 KiB\nmore")
 
 
-def test_out_of_memory_says_how_to_resume(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_out_of_memory_says_how_to_resume(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(cli_main.cli, "main", _raise_oom)
     monkeypatch.setattr("sys.argv", ["uxlocal", "query", "--db", "x.duckdb", "select 1"])
     monkeypatch.delenv("UXLOCAL_DEBUG", raising=False)

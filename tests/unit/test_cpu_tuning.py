@@ -35,7 +35,9 @@ def test_preload_wanted_is_empty_when_off_or_done(fake_libraries: None, env: dic
     assert cpu_tuning.preload_wanted(env) == []
 
 
-def test_preload_wanted_is_empty_when_a_gpu_is_present(fake_libraries: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_preload_wanted_is_empty_when_a_gpu_is_present(
+    fake_libraries: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("uxlocal._env._has_cuda_device", lambda: True)
     assert cpu_tuning.preload_wanted({}) == []
 
@@ -46,11 +48,15 @@ def test_preload_wanted_skips_a_library_already_preloaded(fake_libraries: None) 
 
 
 def test_with_preload_puts_paths_first_and_keeps_others_once() -> None:
-    env = cpu_tuning.with_preload({"LD_PRELOAD": "/a/liby.so:/usr/local/lib/x/libiomp5.so", "K": "v"}, ["/usr/local/lib/x/libiomp5.so"])
+    env = cpu_tuning.with_preload(
+        {"LD_PRELOAD": "/a/liby.so:/usr/local/lib/x/libiomp5.so", "K": "v"}, ["/usr/local/lib/x/libiomp5.so"]
+    )
     assert env == {"LD_PRELOAD": "/usr/local/lib/x/libiomp5.so:/a/liby.so", "K": "v"}
 
 
-def test_reexec_execs_the_same_command_with_ld_preload(fake_libraries: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reexec_execs_the_same_command_with_ld_preload(
+    fake_libraries: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls: list[tuple[str, list[str], dict[str, str]]] = []
     monkeypatch.setattr(os, "execve", lambda exe, argv, env: calls.append((exe, argv, env)))
     monkeypatch.setattr(sys, "orig_argv", ["python", "-m", "uxlocal.cli", "doctor"])
@@ -73,7 +79,9 @@ def test_reexec_does_nothing_when_opted_out(fake_libraries: None, monkeypatch: p
 
 def test_reexec_preloads_the_real_libraries_in_a_child_process(tmp_path: Path) -> None:
     if not cpu_tuning.preload_paths():
-        pytest.skip("neither tcmalloc nor Intel OpenMP is installed here (.ci/setup installs tcmalloc as root)")
+        pytest.skip(
+            "neither tcmalloc nor Intel OpenMP is installed here (.ci/setup installs tcmalloc as root)"
+        )
     code = ("from uxlocal.cpu_tuning import reexec_with_preload, preloaded_libraries; reexec_with_preload(); "
             "import json; print(json.dumps(preloaded_libraries()))")
     env = {k: v for k, v in os.environ.items()
@@ -167,7 +175,9 @@ def test_cli_compiles_by_default_except_the_demo(monkeypatch: pytest.MonkeyPatch
     assert cpu_tuning.cpu_engine_args(2048)["enforce_eager"] is (expected == "0")
 
 
-def test_cli_compile_default_keeps_the_users_value_and_ignores_bare_options(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_compile_default_keeps_the_users_value_and_ignores_bare_options(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("UXLOCAL_CPU_COMPILE", "0")
     cpu_tuning.set_cli_compile_default(["run", "uxbench"])
     assert os.environ["UXLOCAL_CPU_COMPILE"] == "0"
@@ -207,7 +217,9 @@ def test_doctor_roofline_row_shows_the_stored_figures() -> None:
     assert path.is_file() and str(path).startswith(os.environ["UXLOCAL_HOME"])
     check, status, detail = doctor.roofline_row()
     assert (check, status) == ("engine roofline", "measured")
-    assert "before 375 tok/s (0.26 of bound)" in detail and "tcmalloc 600 tok/s" in detail and "1.60x" in detail
+    assert (
+        "before 375 tok/s (0.26 of bound)" in detail and "tcmalloc 600 tok/s" in detail and "1.60x" in detail
+    )
 
 
 def test_doctor_preload_rows_report_active_missing_and_opted_out(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -220,4 +232,7 @@ def test_doctor_preload_rows_report_active_missing_and_opted_out(monkeypatch: py
     monkeypatch.setattr(cpu_tuning, "find_library", FAKE.get)
     monkeypatch.setenv("UXLOCAL_NO_PRELOAD", "1")
     rows = dict((r[0], r[1:]) for r in doctor.preload_rows())
-    assert rows["preload intel openmp"][0] == "inactive" and "UXLOCAL_NO_PRELOAD=1" in rows["preload intel openmp"][1]
+    assert (
+        rows["preload intel openmp"][0] == "inactive"
+        and "UXLOCAL_NO_PRELOAD=1" in rows["preload intel openmp"][1]
+    )

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from benchmarks import _crash_job as crash_job
-
 from benchmarks._openai_fake import FakeOpenAI
 
 LIMIT, MAX_BATCH = 32, 4

@@ -50,7 +50,11 @@ def test_docs_build_strict_lists_every_table_and_view(tmp_path: Path) -> None:
     hook = _hook()
     names = [view.name for path in hook.view_files(ROOT) for view in hook.parse_views(path)]
     assert len(names) >= 50  # every suite's views, not one file's
-    missing = [name for name in names + ["runs", "episodes", "generations", "verdicts"] if f"<code>{name}</code>" not in store]
+    missing = [
+        name
+        for name in names + ["runs", "episodes", "generations", "verdicts"]
+        if f"<code>{name}</code>" not in store
+    ]
     assert not missing
     api = (site / "api" / "index.html").read_text(encoding="utf-8")
     assert "run_suite" in api and "FakeEngine" in api

@@ -1,5 +1,7 @@
-"""Every ``uxlocal`` command shown in the README's and the docs' code blocks names a real command and
-real options, so the quick-starts cannot drift from the CLI."""
+"""Every ``uxlocal`` command in the README's and the docs' code blocks is real.
+
+Each names a real command and real options, so the quick-starts cannot drift from the CLI.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ SHELL_OPERATORS = {"&&", ";", "|", "||", "(", ")", "done", "do"}
 
 
 def shown_commands(text: str) -> list[list[str]]:
-    """The argument lists of every ``uxlocal`` call in a page's shell code blocks (```bash)."""
+    """Return the argument lists of every ``uxlocal`` call in a page's shell code blocks (```bash)."""
     calls: list[list[str]] = []
     for block in FENCE.findall(text):
         joined = re.sub(r"\\\n\s*", " ", block)

@@ -1,5 +1,8 @@
-"""The openai-http API key comes from the environment and is never stored (issue 18): after a run
-against a local server that requires it, neither the store file's bytes nor any table holds it."""
+"""The openai-http API key comes from the environment and is never stored (issue 18).
+
+After a run against a local server that requires it, neither the store file's bytes nor any table
+holds it.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks._openai_fake import FakeOpenAI
 from click.testing import CliRunner
 
+from benchmarks._openai_fake import FakeOpenAI
 from uxlocal.cli import cli
 from uxlocal.engine.http import KEY_REDACTED
 from uxlocal.store.db import connect

@@ -1,5 +1,8 @@
-"""The openai-http backend against a fake OpenAI-compatible server: constraints, label probabilities,
-retries (5xx yes, 4xx no), timeouts, least-loaded dispatch, and a killed server then a resumed run."""
+"""The openai-http backend against a fake OpenAI-compatible server.
+
+Constraints, label probabilities, retries (5xx yes, 4xx no), timeouts, least-loaded dispatch, and a
+killed server then a resumed run.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks._openai_fake import FakeOpenAI
 from click.testing import CliRunner
 
+from benchmarks._openai_fake import FakeOpenAI
 from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, Sampling
 from uxlocal.engine.http import EndpointError, HttpEngine, HttpOptions, MessagesRenderer
 from uxlocal.engine.labelprobs import TokenTable, settle_in_proportion, start_walk
+from uxlocal.engine.resolve import resolve
 from uxlocal.errors import InputError, UxlocalError
 from uxlocal.grammar import Choice, JsonSchema, Regex
-from uxlocal.engine.resolve import resolve
 
 FAST = HttpOptions(max_retries=2, backoff_s=0.01, backoff_max_s=0.05, connect_timeout_s=1.0, timeout_s=5.0)
 
@@ -72,8 +75,12 @@ def test_http_choice_json_and_text_results_parse_with_label_probs(server: FakeOp
 
 def test_http_maps_constraints_to_vllm_structured_outputs(server: FakeOpenAI) -> None:
     engine = _engine(server)
-    _generate(engine, _ask("a", Choice(("yes", "no")), max_tokens=50), _ask("b", JsonSchema({"type": "object"})),
-              _ask("c", Regex(r"\d+"), temperature=0.5, seed=None))
+    _generate(
+        engine,
+        _ask("a", Choice(("yes", "no")), max_tokens=50),
+        _ask("b", JsonSchema({"type": "object"})),
+        _ask("c", Regex(r"\d+"), temperature=0.5, seed=None),
+    )
     by_text = {body["messages"][0]["content"]: body for body in server.chats}
     assert by_text["a"]["structured_outputs"] == {"choice": ["yes", "no"]}
     assert by_text["a"]["max_tokens"] == 4 and by_text["a"]["logprobs"] is True  # label bytes + end token
@@ -130,13 +137,22 @@ def test_http_never_retries_4xx_and_returns_an_invalid_result(server: FakeOpenAI
 
 def test_http_retries_a_4xx_only_when_the_preset_opts_in(server: FakeOpenAI) -> None:
     server.fail_next(2, 429)
-    (result,) = _generate(_engine(server, options=FAST.model_copy(update={"retry_statuses": [429]})), _ask("hi"))
+    (result,) = _generate(
+        _engine(server, options=FAST.model_copy(update={"retry_statuses": [429]})), _ask("hi")
+    )
     assert result.valid and len(server.chats) == 3
 
 
 def test_http_context_overflow_is_context_window_without_retry(server: FakeOpenAI) -> None:
-    server.hook = lambda path, body: (400, {"error": {"message": "This model's maximum context length is 2048 "
-                                                                 "tokens. However, your prompt contains 4000"}})
+    server.hook = lambda path, body: (
+        400,
+        {
+            "error": {
+                "message": "This model's maximum context length is 2048 "
+                "tokens. However, your prompt contains 4000"
+            }
+        },
+    )
     (result,) = _generate(_engine(server), _ask("long"))
     assert result.finish_reason == "context_window" and not result.valid and len(server.chats) == 1
 
@@ -269,7 +285,8 @@ def test_settle_in_proportion_follows_existing_mass() -> None:
 def _preset(folder: Path, server: FakeOpenAI) -> None:
     (folder / "srv.toml").write_text(
         f'name = "srv"\nbackend = "openai-http"\nendpoints = ["{server.url}"]\nserved_model = "fake-model"\n'
-        'engine_args = { max_retries = 1, backoff_s = 0.01, backoff_max_s = 0.02, connect_timeout_s = 1.0 }\n')
+        "engine_args = { max_retries = 1, backoff_s = 0.01, backoff_max_s = 0.02, connect_timeout_s = 1.0 }\n"
+    )
 
 
 def test_killed_server_stops_the_run_with_a_clear_error_and_the_run_resumes(
@@ -294,7 +311,9 @@ def test_killed_server_stops_the_run_with_a_clear_error_and_the_run_resumes(
 
     server.hook = die_after_ten
     first = CliRunner().invoke(cli, args)
-    assert first.exit_code == 1 and "failed 2 times" in first.output and "run the same command" in first.output
+    assert (
+        first.exit_code == 1 and "failed 2 times" in first.output and "run the same command" in first.output
+    )
     import duckdb
 
     con = duckdb.connect(str(db), read_only=True)
@@ -338,7 +357,9 @@ class _TinyTokenizer(MessagesRenderer):
         return [b"a", b"b", b"c", b"ab", b""]
 
 
-def test_http_exact_walk_uses_token_ids_and_asks_completions_off_the_generated_path(server: FakeOpenAI) -> None:
+def test_http_exact_walk_uses_token_ids_and_asks_completions_off_the_generated_path(
+    server: FakeOpenAI,
+) -> None:
     import math
 
     def answer(path: str, body: dict[str, Any]) -> tuple[int, Any]:
@@ -348,8 +369,14 @@ def test_http_exact_walk_uses_token_ids_and_asks_completions_off_the_generated_p
             return 200, {"choices": [{"text": "c", "logprobs": {"top_logprobs": [tops]}}]}
         assert body["return_tokens_as_token_ids"] is True
         alts = [{"token": f"token_id:{i}", "logprob": math.log(p)} for i, p in ((3, 0.5), (0, 0.3), (1, 0.2))]
-        content = [{"token": "token_id:3", "logprob": math.log(0.5), "top_logprobs": alts},
-                   {"token": "token_id:4", "logprob": 0.0, "top_logprobs": [{"token": "token_id:4", "logprob": 0.0}]}]
+        content = [
+            {"token": "token_id:3", "logprob": math.log(0.5), "top_logprobs": alts},
+            {
+                "token": "token_id:4",
+                "logprob": 0.0,
+                "top_logprobs": [{"token": "token_id:4", "logprob": 0.0}],
+            },
+        ]
         return 200, {"choices": [{"message": {"content": "ab"}, "finish_reason": "stop",
                                   "logprobs": {"content": content}}], "usage": {}}
 
@@ -373,7 +400,11 @@ def test_models_list_shows_an_http_preset_as_ready(server: FakeOpenAI, tmp_path:
     line = next(row for row in result.output.splitlines() if "srv" in row and "openai-http" in row)
     assert "yes" in line
     model = resolve("srv")
-    assert model.endpoints == (server.url,) and model.served_model == "fake-model" and model.max_model_len == 4096
+    assert (
+        model.endpoints == (server.url,)
+        and model.served_model == "fake-model"
+        and model.max_model_len == 4096
+    )
 
 
 class _IdsByText(_TinyTokenizer):
@@ -388,8 +419,11 @@ def _p_first(ids: list[int]) -> float:
 
 
 def _label_server(server: FakeOpenAI, *, refuse: int | None = None) -> None:
-    """Answers chat and list-of-prompts completions with the same P(a) per prompt; ``refuse``: a
-    prompt id the server rejects (400), alone or inside a list, as vLLM rejects the whole list."""
+    """Answer chat and list-of-prompts completions with the same P(a) per prompt.
+
+    ``refuse``: a prompt id the server rejects (400), alone or inside a list, as vLLM rejects the
+    whole list.
+    """
     import math
 
     def position(p: float) -> dict[str, Any]:
@@ -419,7 +453,9 @@ def _label_requests(n: int) -> list[GenRequest]:
     return [_ask("q" * (k + 1), Choice(("a", "b"))) for k in range(n)]
 
 
-def test_http_batches_label_requests_into_completions_with_the_chat_path_probabilities(server: FakeOpenAI) -> None:
+def test_http_batches_label_requests_into_completions_with_the_chat_path_probabilities(
+    server: FakeOpenAI,
+) -> None:
     _label_server(server)
     model = resolve(f"{server.url}#fake-model")
     batched = _generate(HttpEngine(model, _IdsByText(), FAST.model_copy(update={"batch_prompts": 3})),
@@ -465,5 +501,7 @@ def test_fake_server_answers_a_list_of_prompts_with_one_choice_each() -> None:
     assert [c["index"] for c in body["choices"]] == [0, 1]
     logprobs = body["choices"][1]["logprobs"]
     assert logprobs["tokens"] == ["token_id:97", "token_id:98"]
-    assert logprobs["top_logprobs"][0] == pytest.approx({"token_id:97": -0.35667494, "token_id:99": -1.2039728})
+    assert logprobs["top_logprobs"][0] == pytest.approx(
+        {"token_id:97": -0.35667494, "token_id:99": -1.2039728}
+    )
     assert len(fake.completions({"prompt": [5, 6]})["choices"]) == 1  # one token-id prompt

@@ -1,6 +1,8 @@
-"""One generation row per request hash without a key index (migration 003): the writer's
-``KnownHashes`` filter, its duplicate check, and a cache that only asks the store about hashes it
-may hold."""
+"""One generation row per request hash without a key index (migration 003).
+
+The writer's ``KnownHashes`` filter, its duplicate check, and a cache that only asks the store about
+hashes it may hold.
+"""
 
 from __future__ import annotations
 
@@ -33,9 +35,14 @@ def _stored(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
 
 def test_the_generations_table_has_no_key_index(tmp_path: Path) -> None:
     con = connect(tmp_path / "s.duckdb")
-    kinds = con.execute("SELECT constraint_type FROM duckdb_constraints() WHERE table_name = 'generations'").fetchall()
+    kinds = con.execute(
+        "SELECT constraint_type FROM duckdb_constraints() WHERE table_name = 'generations'"
+    ).fetchall()
     assert ("PRIMARY KEY",) not in kinds and ("NOT NULL",) in kinds
-    assert con.execute("SELECT count(*) FROM duckdb_indexes() WHERE table_name = 'generations'").fetchone()[0] == 0
+    assert (
+        con.execute("SELECT count(*) FROM duckdb_indexes() WHERE table_name = 'generations'").fetchone()[0]
+        == 0
+    )
 
 
 def test_prefix_is_the_same_in_python_and_in_sql() -> None:
@@ -59,7 +66,8 @@ def test_known_hashes_never_says_no_to_a_stored_hash(monkeypatch: pytest.MonkeyP
     known.add(_hash(i) for i in range(100, 130))
     assert all(known.may_contain(_hash(i)) for i in range(130))
     assert known.may_contain("made-up") and known.may_contain("another made-up one")  # not hex: always asked
-    assert sum(known.may_contain(_hash(i)) for i in range(130, 1130)) == 0  # 64-bit prefixes do not collide here
+    # 64-bit prefixes do not collide here
+    assert sum(known.may_contain(_hash(i)) for i in range(130, 1130)) == 0
 
 
 def test_the_writer_keeps_the_first_row_of_a_hash_in_one_flush_and_across_flushes(tmp_path: Path) -> None:
@@ -72,7 +80,9 @@ def test_the_writer_keeps_the_first_row_of_a_hash_in_one_flush_and_across_flushe
     writer.add_many("generations", [_generation(_hash(2), "third"), _generation(_hash(3), "first"),
                                     _generation("made-up", "first"), _generation("made-up", "second")])
     writer.close()
-    assert _stored(con) == sorted([(_hash(1), "first"), (_hash(2), "first"), (_hash(3), "first"), ("made-up", "first")])
+    assert _stored(con) == sorted(
+        [(_hash(1), "first"), (_hash(2), "first"), (_hash(3), "first"), ("made-up", "first")]
+    )
 
 
 def test_a_new_writer_knows_what_an_earlier_process_stored(tmp_path: Path) -> None:
@@ -101,7 +111,9 @@ def test_a_closed_writer_lets_go_of_its_known_hashes_and_reads_them_again_when_u
     assert writer._known is None  # the report that follows a run does not hold them
     writer.add_many("generations", [_generation(_hash(i), "new") for i in range(3, 8)])
     writer.close()
-    assert sorted(_stored(con)) == sorted([(_hash(i), "old") for i in range(5)] + [(_hash(i), "new") for i in (5, 6, 7)])
+    assert sorted(_stored(con)) == sorted(
+        [(_hash(i), "old") for i in range(5)] + [(_hash(i), "new") for i in (5, 6, 7)]
+    )
 
 
 def test_direct_inserts_of_generations_skip_hashes_the_table_holds(tmp_path: Path) -> None:

@@ -5,8 +5,23 @@ import pytest
 from uxlocal.engine.labelprobs import expand, expand_off_path, expand_on_path, max_label_tokens, start_walk
 
 # a toy vocabulary: id -> bytes
-VOCAB = [b"", b"good", b"g", b"b", b"bad", b"ad", b"ood", b"\xe5", b"\xa5\xbd", b"\xb7\xae", b"\xe5\xa5", b"\xbd",
-         b"\xe5\xb7", b"\xae", b"x"]
+VOCAB = [
+    b"",
+    b"good",
+    b"g",
+    b"b",
+    b"bad",
+    b"ad",
+    b"ood",
+    b"\xe5",
+    b"\xa5\xbd",
+    b"\xb7\xae",
+    b"\xe5\xa5",
+    b"\xbd",
+    b"\xe5\xb7",
+    b"\xae",
+    b"x",
+]
 EOS = {0}
 
 

@@ -56,12 +56,18 @@ def _metrics(db: Path) -> dict[str, Any]:
         q = lambda sql: sorted(con.execute(sql).fetchall(), key=repr)  # noqa: E731
         return {
             "selftest_summary": q("SELECT * FROM selftest_summary"),
-            "episodes": q("SELECT run_id, episode_id, item_id, status, termination, reward, n_turns FROM episodes"),
-            "verdicts": q("SELECT run_id, episode_id, name, label, score, valid, label_probs::VARCHAR FROM verdicts"),
+            "episodes": q(
+                "SELECT run_id, episode_id, item_id, status, termination, reward, n_turns FROM episodes"
+            ),
+            "verdicts": q(
+                "SELECT run_id, episode_id, name, label, score, valid, label_probs::VARCHAR FROM verdicts"
+            ),
             "turns": q("SELECT run_id, episode_id, idx, role, content, request_hash FROM turns"),
             "generations": q("SELECT request_hash, text, valid FROM generations"),
-            "usage": q("SELECT run_id, status, episodes_done, generations, prompt_tokens, completion_tokens, "
-                       "invalid_generations FROM run_summary"),
+            "usage": q(
+                "SELECT run_id, status, episodes_done, generations, prompt_tokens, completion_tokens, "
+                "invalid_generations FROM run_summary"
+            ),
             "items": q("SELECT run_id, item_id, task FROM items"),
         }
     finally:
@@ -79,7 +85,9 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return paths
 
 
-def test_shards_split_items_disjointly_and_merge_equals_unsharded_run(shards: dict[str, Path], tmp_path: Path) -> None:
+def test_shards_split_items_disjointly_and_merge_equals_unsharded_run(
+    shards: dict[str, Path], tmp_path: Path
+) -> None:
     s0 = {r[0] for r in _rows(shards["s0"], "SELECT episode_id FROM episodes")}
     s1 = {r[0] for r in _rows(shards["s1"], "SELECT episode_id FROM episodes")}
     assert s0 and s1 and not s0 & s1 and len(s0 | s1) == 12
@@ -123,7 +131,9 @@ def test_identical_duplicate_episodes_are_dropped(shards: dict[str, Path], tmp_p
     assert _metrics(merged) == _metrics(shards["full"])
 
 
-def test_conflicting_duplicates_stop_the_merge_and_leave_no_output(shards: dict[str, Path], tmp_path: Path) -> None:
+def test_conflicting_duplicates_stop_the_merge_and_leave_no_output(
+    shards: dict[str, Path], tmp_path: Path
+) -> None:
     other = tmp_path / "s0-other.duckdb"
     _run(other, "0/2", salt="different engine")
     merged = tmp_path / "merged.duckdb"

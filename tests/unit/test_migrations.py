@@ -5,7 +5,6 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from uxlocal import paths
 from uxlocal.errors import UxlocalError
 from uxlocal.store.db import connect, load_views, migrate, migration_files, view_files
 

@@ -1,5 +1,8 @@
-"""The network guard itself (tests/netguard.py): it must stop and record what leaves the machine, and
-let loopback through, or the "no network" tests built on it prove nothing."""
+"""The network guard itself (tests/netguard.py).
+
+It must stop and record what leaves the machine, and let loopback through, or the "no network" tests
+built on it prove nothing.
+"""
 
 from __future__ import annotations
 

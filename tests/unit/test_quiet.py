@@ -26,8 +26,13 @@ print("after", flush=True)
 
 def test_quiet_libraries_sends_fd_output_to_the_log_and_keeps_ours_on_screen(tmp_path: Path) -> None:
     log = tmp_path / "logs" / "demo.log"
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(log)], capture_output=True, text=True, timeout=60,
-                          cwd=Path(__file__).resolve().parents[2])
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(log)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["before", "ours", "after"] and done.stderr == ""
     text = log.read_text()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from _tiny_model import tiny_model_folder
 
 from uxlocal.engine.render import HfChatRenderer, TemplateRenderer, byte_level_vocab

@@ -40,7 +40,8 @@ SCRIPT = textwrap.dedent("""
     pool = ModelPool.from_engines({"candidate": engine, "user": engine, "judge": engine})
     run = RunConfig(suite="selftest", db=sys.argv[1], progress=False, max_live=4)
     result = run_suite(run, pool=pool)
-    print("engine_calls", engine.calls, "done", result.stats.episodes_done, "skipped", result.stats.episodes_skipped)
+    stats = result.stats
+    print("engine_calls", engine.calls, "done", stats.episodes_done, "skipped", stats.episodes_skipped)
 """)
 
 
@@ -48,8 +49,13 @@ def _run(tmp_path: Path, db: Path, kill_after: int) -> subprocess.CompletedProce
     script = tmp_path / "job.py"
     script.write_text(SCRIPT)
     env = {**os.environ, "UXLOCAL_FLUSH_EVERY_S": "0"}
-    return subprocess.run([sys.executable, str(script), str(db), str(kill_after)], capture_output=True, text=True,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, str(script), str(db), str(kill_after)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 def _snapshot(db: Path) -> dict[str, object]:

@@ -31,8 +31,12 @@ def dialogue(ctx: EpisodeContext, name: str, steps: int, seen: dict[str, list[st
 
 
 def specs(n: int, steps: int, seen: dict[str, list[str]]) -> list[EpisodeSpec]:
-    return [EpisodeSpec(f"ep{i}", (lambda i: lambda ctx: dialogue(ctx, f"ep{i}", steps, seen))(i), item_id=f"i{i}")
-            for i in range(n)]
+    return [
+        EpisodeSpec(
+            f"ep{i}", lambda ctx, i=i: dialogue(ctx, f"ep{i}", steps, seen), item_id=f"i{i}"
+        )
+        for i in range(n)
+    ]
 
 
 def test_scheduler_batches_one_engine_call_per_tick() -> None:
@@ -54,7 +58,9 @@ def test_list_asks_are_answered_together_in_order() -> None:
     got: list[Any] = []
 
     def program(ctx: EpisodeContext) -> Any:
-        results = yield [GenRequest("judge", ({"role": "user", "content": f"q{k}"},), constraint=None) for k in range(3)]
+        results = yield [
+            GenRequest("judge", ({"role": "user", "content": f"q{k}"},), constraint=None) for k in range(3)
+        ]
         got.extend(r.text for r in results)
 
     engine = FakeEngine(echo)
@@ -80,7 +86,9 @@ def test_identical_requests_in_one_tick_are_generated_once() -> None:
     def program(ctx: EpisodeContext) -> Any:
         yield GenRequest("candidate", ({"role": "user", "content": "same"},))
 
-    Scheduler(ModelPool.from_engines({"candidate": engine})).run([EpisodeSpec(f"e{i}", program) for i in range(4)])
+    Scheduler(ModelPool.from_engines({"candidate": engine})).run(
+        [EpisodeSpec(f"e{i}", program) for i in range(4)]
+    )
     assert len(engine.requests) == 1
     del seen
 
@@ -100,7 +108,9 @@ def test_unknown_role_fails_only_that_episode() -> None:
     def program(ctx: EpisodeContext) -> Any:
         yield GenRequest("judge", ({"role": "user", "content": "x"},))
 
-    stats = Scheduler(ModelPool.from_engines({"candidate": FakeEngine(echo)})).run([EpisodeSpec("e", program)])
+    stats = Scheduler(ModelPool.from_engines({"candidate": FakeEngine(echo)})).run(
+        [EpisodeSpec("e", program)]
+    )
     assert stats.episodes_failed == 1 and "no model bound to role 'judge'" in stats.failures[0]
 
 
@@ -131,7 +141,9 @@ def test_rerun_with_store_makes_zero_engine_calls(tmp_path: Any) -> None:
     con = connect(tmp_path / "s.duckdb")
     seen: dict[str, list[str]] = {}
     first = FakeEngine(echo)
-    Scheduler(ModelPool.from_engines({"candidate": first}), run_id="r1", writer=StoreWriter(con)).run(specs(4, 2, seen))
+    Scheduler(ModelPool.from_engines({"candidate": first}), run_id="r1", writer=StoreWriter(con)).run(
+        specs(4, 2, seen)
+    )
     second = FakeEngine(echo)
     stats = Scheduler(ModelPool.from_engines({"candidate": second}), run_id="r2",
                       writer=StoreWriter(con)).run(specs(4, 2, seen))
@@ -146,19 +158,26 @@ def test_store_rows_follow_the_episode(tmp_path: Any) -> None:
     seen: dict[str, list[str]] = {}
     Scheduler(ModelPool.from_engines({"candidate": FakeEngine(echo)}), run_id="r",
               writer=StoreWriter(con)).run(specs(2, 3, seen))
-    rows = con.execute("SELECT episode_id, list(idx ORDER BY idx) FROM turns GROUP BY 1 ORDER BY 1").fetchall()
+    rows = con.execute(
+        "SELECT episode_id, list(idx ORDER BY idx) FROM turns GROUP BY 1 ORDER BY 1"
+    ).fetchall()
     assert rows == [("ep0", [0, 1, 2]), ("ep1", [0, 1, 2])]
-    assert con.execute("SELECT count(*), sum(reward) FROM episodes WHERE status='done'").fetchone() == (2, 2.0)
+    assert con.execute("SELECT count(*), sum(reward) FROM episodes WHERE status='done'").fetchone() == (
+        2,
+        2.0,
+    )
     assert isinstance(con, duckdb.DuckDBPyConnection)
 
 
 # ---- issue 20: generations are saved while the engine still works ------------------------------
 def _stored(con: Any) -> int:
-    """Committed generations, read through a cursor of its own (what a crash would leave)."""
+    """Count committed generations through a cursor of its own (what a crash would leave)."""
     return int(con.cursor().execute("SELECT count(*) FROM generations").fetchone()[0])
 
 
-def test_scheduler_commits_each_generation_inside_one_engine_call_when_flush_every_s_is_0(tmp_path: Any) -> None:
+def test_scheduler_commits_each_generation_inside_one_engine_call_when_flush_every_s_is_0(
+    tmp_path: Any,
+) -> None:
     con = connect(tmp_path / "s.duckdb")
     seen_committed: list[int] = []
 

@@ -46,7 +46,7 @@ def test_rank_statistics_are_none_when_input_is_constant() -> None:
 def test_cohen_kappa_matches_observed_and_chance_agreement() -> None:
     truth = ["a", "a", "b", "b", "c", "a", "b", "c"]
     pred = ["a", "b", "b", "b", "c", "a", "c", "a"]
-    po = np.mean([t == p for t, p in zip(truth, pred)])
+    po = np.mean([t == p for t, p in zip(truth, pred, strict=True)])
     pe = sum(truth.count(k) * pred.count(k) for k in "abc") / len(truth) ** 2
     assert stats.cohen_kappa(truth, pred) == pytest.approx((po - pe) / (1 - pe))
     assert stats.accuracy(truth, pred) == pytest.approx(po)
@@ -57,9 +57,9 @@ def test_macro_f1_averages_per_class_f1() -> None:
     pred = ["a", "b", "b", "b", "a", "a"]
     f1 = []
     for k in "abc":
-        tp = sum(t == k and p == k for t, p in zip(truth, pred))
-        fp = sum(t != k and p == k for t, p in zip(truth, pred))
-        fn = sum(t == k and p != k for t, p in zip(truth, pred))
+        tp = sum(t == k and p == k for t, p in zip(truth, pred, strict=True))
+        fp = sum(t != k and p == k for t, p in zip(truth, pred, strict=True))
+        fn = sum(t == k and p != k for t, p in zip(truth, pred, strict=True))
         f1.append(2 * tp / (2 * tp + fp + fn))
     assert stats.macro_f1(truth, pred) == pytest.approx(sum(f1) / 3)
 
@@ -67,7 +67,11 @@ def test_macro_f1_averages_per_class_f1() -> None:
 def test_auroc_counts_ties_as_one_half() -> None:
     positive = [True, True, False, False, True]
     score = [0.9, 0.4, 0.4, 0.1, 0.6]
-    pairs = [(p, n) for p in [s for s, y in zip(score, positive) if y] for n in [s for s, y in zip(score, positive) if not y]]
+    pairs = [
+        (p, n)
+        for p in [s for s, y in zip(score, positive, strict=True) if y]
+        for n in [s for s, y in zip(score, positive, strict=True) if not y]
+    ]
     expected = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p, n in pairs) / len(pairs)
     assert stats.auroc(positive, score) == pytest.approx(expected)
     assert stats.auroc([True, True], [0.1, 0.2]) is None
@@ -84,7 +88,7 @@ def test_ece_weights_bin_gaps_by_bin_share() -> None:
 def test_quadratic_weighted_kappa_matches_weight_matrix_formula() -> None:
     human, judge, scale = [1, 2, 3, 4, 5, 3, 2], [1, 3, 3, 5, 4, 2, 2], [1, 2, 3, 4, 5]
     n = len(human)
-    observed = sum((h - j) ** 2 for h, j in zip(human, judge)) / n
+    observed = sum((h - j) ** 2 for h, j in zip(human, judge, strict=True)) / n
     expected = sum(human.count(a) * judge.count(b) * (a - b) ** 2 for a in scale for b in scale) / n ** 2
     assert stats.quadratic_weighted_kappa(human, judge, scale) == pytest.approx(1 - observed / expected)
 
@@ -145,7 +149,14 @@ def test_pair_counts_match_a_pair_loop_within_groups(seed: int) -> None:
     y = [None if rng.random() < 0.15 else float(v) for v in rng.integers(1, 5, size=15)]
     groups = [f"g{v}" for v in rng.integers(0, 1 + seed, size=15)]
     counts = stats.pair_counts(x, y, groups)
-    fields = (counts.concordant, counts.discordant, counts.x_tied, counts.y_tied, counts.both_tied, counts.missing)
+    fields = (
+        counts.concordant,
+        counts.discordant,
+        counts.x_tied,
+        counts.y_tied,
+        counts.both_tied,
+        counts.missing,
+    )
     assert fields == _pairs_reference(x, y, groups)
 
 
@@ -186,8 +197,12 @@ def test_bootstrap_many_numbers_each_drawn_cluster_copy_apart() -> None:
 
 def test_bootstrap_many_statistics_share_their_resamples() -> None:
     values = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
-    result = stats.bootstrap_many({"sum": lambda d: float(values[d.index].sum()),
-                                   "mean": lambda d: float(values[d.index].mean())}, 5, n_resamples=200, seed=4)
+    result = stats.bootstrap_many(
+        {"sum": lambda d: float(values[d.index].sum()), "mean": lambda d: float(values[d.index].mean())},
+        5,
+        n_resamples=200,
+        seed=4,
+    )
     assert result["sum"].low == pytest.approx(5 * result["mean"].low)  # type: ignore[operator]
     assert result["sum"].high == pytest.approx(5 * result["mean"].high)  # type: ignore[operator]
 

@@ -1,12 +1,15 @@
-"""DuckDB without the network (issue 18): every connection is offline and locked, ``uxlocal query``
-refuses INSTALL/LOAD in well under a second without opening a socket, and local files still work."""
+"""DuckDB without the network (issue 18).
+
+Every connection is offline and locked, ``uxlocal query`` refuses INSTALL/LOAD in well under a
+second without opening a socket, and local files still work.
+"""
 
 from __future__ import annotations
 
 import re
 import time
-from types import SimpleNamespace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import duckdb
@@ -14,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from uxlocal.cli import cli
-from uxlocal.store.db import connect
 from uxlocal.errors import InputError
+from uxlocal.store.db import connect
 from uxlocal.store.offline import NO_EXTENSIONS_DIR, OFFLINE_CONFIG, open_duckdb, resource_config
 
 PACKAGE = Path(__file__).resolve().parents[2] / "uxlocal"
@@ -157,25 +160,39 @@ def test_open_duckdb_gives_one_thread_per_two_cores_up_to_two_and_32mb_each(
     monkeypatch.delenv("UXLOCAL_DUCKDB_THREADS", raising=False)
     monkeypatch.delenv("UXLOCAL_DUCKDB_MEMORY", raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
-    assert resource_config() == {"threads": threads, "memory_limit": f"{64 + 32 * threads}MB"}  # 32 MB a thread
+    assert resource_config() == {
+        "threads": threads,
+        "memory_limit": f"{64 + 32 * threads}MB",
+    }  # 32 MB a thread
     with open_duckdb(tmp_path / "t.duckdb") as con:
         assert _setting(con, "threads") == str(threads)
     monkeypatch.setenv("UXLOCAL_DUCKDB_THREADS", "3")
-    assert resource_config() == {"threads": 3, "memory_limit": "160MB"}  # the environment wins, the cap follows
+    assert resource_config() == {
+        "threads": 3,
+        "memory_limit": "160MB",
+    }  # the environment wins, the cap follows
     monkeypatch.setenv("UXLOCAL_DUCKDB_MEMORY", "100MB")
     assert resource_config() == {"threads": 3, "memory_limit": "100MB"}  # unless a cap is asked for too
 
 
-@pytest.mark.parametrize(("name", "value", "problem"), [("UXLOCAL_DUCKDB_MEMORY", "lots", "UXLOCAL_DUCKDB_MEMORY='lots'"),
-                                                       ("UXLOCAL_DUCKDB_THREADS", "0", "UXLOCAL_DUCKDB_THREADS='0'")])
-def test_open_duckdb_names_a_bad_resource_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
-                                                  value: str, problem: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "value", "problem"),
+    [
+        ("UXLOCAL_DUCKDB_MEMORY", "lots", "UXLOCAL_DUCKDB_MEMORY='lots'"),
+        ("UXLOCAL_DUCKDB_THREADS", "0", "UXLOCAL_DUCKDB_THREADS='0'"),
+    ],
+)
+def test_open_duckdb_names_a_bad_resource_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, value: str, problem: str
+) -> None:
     monkeypatch.setenv(name, value)
     with pytest.raises(InputError, match=re.escape(problem)):
         open_duckdb(tmp_path / "c.duckdb")
 
 
-def test_open_duckdb_gives_a_large_store_a_cap_in_proportion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_open_duckdb_gives_a_large_store_a_cap_in_proportion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from uxlocal.store import offline
 
     monkeypatch.delenv("UXLOCAL_DUCKDB_MEMORY", raising=False)
@@ -187,13 +204,17 @@ def test_open_duckdb_gives_a_large_store_a_cap_in_proportion(tmp_path: Path, mon
     monkeypatch.setattr(offline, "_store_caps", {})
     assert resource_config(small)["memory_limit"] == "96MB"  # a small store: the default for one thread
     real_stat = Path.stat
-    monkeypatch.setattr(Path, "stat", lambda self, **kw: SimpleNamespace(st_size=3_000_000_000, st_mode=0o100644))
+    monkeypatch.setattr(
+        Path, "stat", lambda self, **kw: SimpleNamespace(st_size=3_000_000_000, st_mode=0o100644)
+    )
     assert resource_config(big)["memory_limit"] == "1800MB"  # 0.6 of a 3 GB store
     monkeypatch.setattr(Path, "stat", real_stat)
     assert resource_config(big)["memory_limit"] == "1800MB"  # fixed for the process: reopening must match
     monkeypatch.setattr(offline, "_store_caps", {})
     monkeypatch.setenv("UXLOCAL_DUCKDB_THREADS", "2")
-    monkeypatch.setattr(Path, "stat", lambda self, **kw: SimpleNamespace(st_size=200_000_000, st_mode=0o100644))
+    monkeypatch.setattr(
+        Path, "stat", lambda self, **kw: SimpleNamespace(st_size=200_000_000, st_mode=0o100644)
+    )
     assert resource_config(big)["memory_limit"] == "128MB"  # 0.6 of 200 MB is less than two threads' default
     monkeypatch.setattr(Path, "stat", real_stat)
     monkeypatch.setattr(offline, "_store_caps", {str(big.resolve()): "1800MB"})  # as first opened above

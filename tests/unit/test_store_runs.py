@@ -19,9 +19,17 @@ MODEL = SimpleNamespace(identity="m1", name="tiny", path="/models/tiny", backend
 
 
 def _run() -> NewRun:
-    return NewRun(run_id="r1", suite="selftest", config={"b": 1, "a": 2}, config_sha256="abc", versions={"x": "1"},
-                  git_commit=None, started_at=NOW, models={"judge": MODEL},  # type: ignore[dict-item]
-                  items=[{"item_id": "i1", "task": "t"}, {"item_id": "i2", "task": "t"}])
+    return NewRun(
+        run_id="r1",
+        suite="selftest",
+        config={"b": 1, "a": 2},
+        config_sha256="abc",
+        versions={"x": "1"},
+        git_commit=None,
+        started_at=NOW,
+        models={"judge": MODEL},  # type: ignore[dict-item]
+        items=[{"item_id": "i1", "task": "t"}, {"item_id": "i2", "task": "t"}],
+    )
 
 
 def _episode(con: object, episode_id: str, status: str) -> None:
@@ -47,7 +55,9 @@ def test_reopening_a_run_removes_rows_of_unfinished_episodes_only() -> None:
     begin_run(con, _run())
     _episode(con, "e-done", "done")
     _episode(con, "e-failed", "failed")
-    con.execute("INSERT INTO turns (run_id, episode_id, idx, role, content) VALUES ('r1', 'e-never', 0, 'user', 'x')")
+    con.execute(
+        "INSERT INTO turns (run_id, episode_id, idx, role, content) VALUES ('r1', 'e-never', 0, 'user', 'x')"
+    )
     assert begin_run(con, _run()) is True
     assert finished_episodes(con, "r1") == {"e-done"}
     assert con.execute("SELECT DISTINCT episode_id FROM turns").fetchall() == [("e-done",)]
@@ -63,7 +73,9 @@ def test_end_run_marks_failed_when_an_episode_failed() -> None:
     assert con.execute("SELECT status FROM runs").fetchone() == ("done",)
 
 
-def _items(n: int, *, stop_after: int | None = None, error: BaseException | None = None) -> Iterator[dict[str, str]]:
+def _items(
+    n: int, *, stop_after: int | None = None, error: BaseException | None = None
+) -> Iterator[dict[str, str]]:
     for i in range(n):
         if stop_after is not None and i == stop_after and error is not None:
             raise error
@@ -92,5 +104,6 @@ def test_begin_run_leaves_no_run_when_an_item_row_is_bad(monkeypatch: pytest.Mon
     con = connect(":memory:")
     with pytest.raises(ValueError, match="bad row"):
         begin_run(con, replace(_run(), items=_items(7, stop_after=5, error=ValueError("bad row"))))
-    assert [con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("runs", "items", "run_models")] == [
-        0, 0, 0]
+    assert [
+        con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("runs", "items", "run_models")
+    ] == [0, 0, 0]

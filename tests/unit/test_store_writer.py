@@ -52,10 +52,14 @@ def test_flush_is_atomic_across_tables(con: duckdb.DuckDBPyConnection) -> None:
     assert con.execute("SELECT count(*) FROM turns").fetchone() == (0,)
 
 
-def test_the_writer_checkpoints_once_a_table_has_a_row_group_of_new_rows(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """Committed rows stay in the write-ahead log (DuckDB's own threshold is 1 GiB) until one table
-    has had ``CHECKPOINT_ROWS`` new rows; the writer's checkpoint then moves them into the file."""
+def test_the_writer_checkpoints_once_a_table_has_a_row_group_of_new_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Committed rows stay in the write-ahead log until a table has ``CHECKPOINT_ROWS`` new rows.
+
+    DuckDB's own threshold is 1 GiB; once one table has had ``CHECKPOINT_ROWS`` new rows, the
+    writer's checkpoint moves them into the file.
+    """
     monkeypatch.setattr(writer_module, "CHECKPOINT_ROWS", 250)
     db = tmp_path / "store.duckdb"
     con = connect(db)

@@ -1,5 +1,6 @@
-"""A suite outside uxlocal's tree plugs in through the ``uxlocal.suites`` entry point: its run, its
-command, its view and its report section (issue 31, item 1).
+"""A suite outside uxlocal's tree plugs in through the ``uxlocal.suites`` entry point.
+
+Its run, its command, its view and its report section (issue 31, item 1).
 
 The example package (``tests/plugin_example``) is installed with pip into a temporary folder put
 on ``sys.path``, as a third party's would be; the judge is the scripted fake engine.
@@ -32,7 +33,7 @@ TRUE_SENTENCES = ("Water is wet.", "Two plus two is four.")
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example installed by pip (no network, no dependencies) into a fresh target folder.
+    """Return the example installed by pip (no network, no dependencies) into a fresh target folder.
 
     Where pip cannot build it offline (no setuptools in the venv), the same layout is written by
     hand: the package plus a ``*.dist-info`` whose ``entry_points.txt`` comes from its pyproject.
@@ -64,7 +65,7 @@ def _install_by_hand(source: Path, target: Path) -> None:
 
 @pytest.fixture
 def plugin(installed: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The example on ``sys.path``; every registry it joined is restored afterwards."""
+    """Yield the example on ``sys.path``; every registry it joined is restored afterwards."""
     monkeypatch.syspath_prepend(str(installed))
     before = dict(cli.commands)
     cli.suite_commands_added = False

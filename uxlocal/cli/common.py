@@ -11,8 +11,10 @@ from uxlocal.clikit import RUN_OPTION_FIELDS, parse_models, print_result
 
 def run_configured(suite_name: str, suite_config: Mapping[str, Any], common: Mapping[str, Any], *,
                    suite: Any = None, show: Callable[[Any], None] | None = None) -> Any:
-    """Build the ``RunConfig`` (the only place the CLI does), run the suite and print its result
-    (with ``show``, or the common summary line and the suite's tables)."""
+    """Build the ``RunConfig`` (the only place the CLI does), run the suite and print its result.
+
+    The result is printed with ``show``, or as the common summary line and the suite's tables.
+    """
     from uxlocal.config import RunConfig
     from uxlocal.runner import bind_roles, resolve_models, run_suite
     from uxlocal.suites.base import get_suite

@@ -36,7 +36,7 @@ class RootGroup(click.Group):
         return super().list_commands(ctx)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        """A core command, else a suite's (suites are loaded only for a name the core lacks)."""
+        """Return a core command, else a suite's (suites are loaded only for a name the core lacks)."""
         if cmd_name not in self.commands:
             self.add_suite_commands()
         return super().get_command(ctx, cmd_name)
@@ -119,7 +119,7 @@ def main() -> None:
 
 
 def out_of_store_memory(exc: Exception) -> str:
-    """What to do when DuckDB hits uxlocal's memory cap (``uxlocal.store.offline``)."""
+    """Return what to do when DuckDB hits uxlocal's memory cap (``uxlocal.store.offline``)."""
     from uxlocal.store.offline import LARGE_STORE_MB, MEMORY_ENV
 
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -55,7 +55,7 @@ def report_cmd(db: str, run_ids: tuple[str, ...], html_path: str | None, fmt: st
 
 
 def _report_target(html_path: str | None, fmt: str | None, out: str | None) -> tuple[str, str | None]:
-    """Resolve ``--html`` / ``--format`` / ``--out`` into (format, file or None); conflicts are usage errors."""
+    """Resolve ``--html``, ``--format`` and ``--out`` into (format, file or None); conflicts: usage errors."""
     if html_path and fmt not in (None, "html"):
         raise click.UsageError(f"--html writes HTML; drop --format {fmt} (or use --format {fmt} --out FILE)")
     if html_path and out:

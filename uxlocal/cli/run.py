@@ -1,5 +1,7 @@
-"""``uxlocal run SUITE`` (one subcommand per registered suite, options from its config class) and
-``uxlocal demo``."""
+"""``uxlocal run SUITE`` and ``uxlocal demo``.
+
+``run`` has one subcommand per registered suite, with options from its config class.
+"""
 
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ class SuiteGroup(click.Group):
         return sorted(suites())
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        """The named suite's command, or None (click then says it does not exist)."""
+        """Return the named suite's command, or None (click then says it does not exist)."""
         from uxlocal.suites.base import suite_class
 
         cls = suite_class(name)

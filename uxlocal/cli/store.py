@@ -13,8 +13,14 @@ from uxlocal.errors import InputError
 @click.command(name="query", context_settings=CONTEXT)
 @click.argument("sql")
 @read_store_option()
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
-              help="Output format.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
 def query_cmd(sql: str, db: str, fmt: str) -> None:
     """Run read-only SQL over a store (metric views included).
 
@@ -41,9 +47,14 @@ def query_cmd(sql: str, db: str, fmt: str) -> None:
 @click.command(name="merge", context_settings=CONTEXT)
 @click.argument("out", type=click.Path(dir_okay=False))
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--on-conflict", type=click.Choice(["error", "first"]), default="error", show_default=True,
-              envvar="UXLOCAL_ON_CONFLICT",
-              help="An episode in several inputs with different results: stop, or keep the first finished copy.")
+@click.option(
+    "--on-conflict",
+    type=click.Choice(["error", "first"]),
+    default="error",
+    show_default=True,
+    envvar="UXLOCAL_ON_CONFLICT",
+    help="An episode in several inputs with different results: stop, or keep the first finished copy.",
+)
 def merge_cmd(out: str, inputs: tuple[str, ...], on_conflict: str) -> None:
     """Merge stores (e.g. shards of one run) into a new store.
 

@@ -2,10 +2,10 @@
 
 ``store.db.connect(read_only=True)`` loads each view file (``store.db.view_files``) whole and stops
 at the first view that fails. A read-only store cannot be migrated, so a store written before a
-newer migration (say, before ``002_ufs_criteria.sql``) fails there even though most views would work. Reports must
-still open such a store: on that failure we reopen it and create the views one statement at a time,
-skipping those that do not bind and saying which. The suites' sections then meet a missing view
-and turn it into a note, as they do for any other missing view.
+newer migration (say, before ``002_ufs_criteria.sql``) fails there even though most views would
+work. Reports must still open such a store: on that failure we reopen it and create the views one
+statement at a time, skipping those that do not bind and saying which. The suites' sections then
+meet a missing view and turn it into a note, as they do for any other missing view.
 """
 
 from __future__ import annotations

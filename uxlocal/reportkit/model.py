@@ -11,8 +11,11 @@ from typing import Any
 
 @dataclass
 class ReportTable:
-    """A titled table: what a suite's ``report`` returns and every output (terminal, HTML,
-    Markdown, viewer) prints, cells formatted by ``tables.format_cell``."""
+    """A titled table: what a suite's ``report`` returns.
+
+    Every output (terminal, HTML, Markdown, viewer) prints it, cells formatted by
+    ``tables.format_cell``.
+    """
 
     title: str
     columns: list[str]

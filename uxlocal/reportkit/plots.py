@@ -325,7 +325,14 @@ def scatter_svg(
         ax = fig.subplots()
         for i, (label, points) in enumerate(series):
             xs = [x + jitter * (2 * ((k * 0.618034) % 1.0) - 1) for k, (x, _) in enumerate(points)]
-            ax.scatter(xs, [y for _, y in points], s=14, alpha=0.6, color=colour(i), label=f"{label} (n={len(points)})")
+            ax.scatter(
+                xs,
+                [y for _, y in points],
+                s=14,
+                alpha=0.6,
+                color=colour(i),
+                label=f"{label} (n={len(points)})",
+            )
         if lims is not None:
             ax.plot(lims, lims, linestyle="--", color=MUTED, linewidth=1, label="judge = human")
             ax.set(xlim=(lims[0] - 0.5, lims[1] + 0.5), ylim=(lims[0] - 0.5, lims[1] + 0.5))

@@ -85,6 +85,9 @@ def register_figure(key: str) -> Callable[[FigureFn], FigureFn]:
 
 
 def registered_sections() -> list[SectionSpec]:
-    """Every section registered so far, in display order (importing the suites' section modules
-    is the caller's job: ``uxlocal.report.build.section_specs``)."""
+    """Return every section registered so far, in display order.
+
+    Importing the suites' section modules is the caller's job:
+    ``uxlocal.report.build.section_specs``.
+    """
     return sorted(_SECTIONS.values(), key=lambda s: (s.order, s.key))

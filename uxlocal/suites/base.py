@@ -63,7 +63,7 @@ class SuitePlan:
     reads it twice (items into the store, then the episodes to run), never holding all of it."""
 
     def chunks(self) -> Iterator[PlanChunk]:
-        """The plan chunk by chunk (one chunk when it is held whole)."""
+        """Yield the plan chunk by chunk (one chunk when it is held whole)."""
         if self.stream is None:
             yield PlanChunk(self.items, self.episodes, self.quarantine)
             return
@@ -127,7 +127,7 @@ class Suite:
         raise NotImplementedError
 
     def report(self, con: Any, run_id: str) -> list[ReportTable]:
-        """Result tables for one run, read from the suite's SQL views."""
+        """Return result tables for one run, read from the suite's SQL views."""
         return []
 
     def after_run(self, config: SuiteConfig, con: Any, run_id: str) -> list[str]:
@@ -135,7 +135,7 @@ class Suite:
         return []
 
     def demo(self) -> DemoSpec | None:
-        """Settings for ``uxlocal demo`` (None = not part of the demo)."""
+        """Return settings for ``uxlocal demo`` (None = not part of the demo)."""
         return None
 
 
@@ -159,8 +159,10 @@ def suites() -> dict[str, type[Suite]]:
 
 
 def suite_class(name: str) -> type[Suite] | None:
-    """The named suite's class, loading only its own entry point (importing every suite costs
-    ~0.3 s, one about half of that); or None."""
+    """Return the named suite's class, or None, loading only its own entry point.
+
+    Importing every suite costs ~0.3 s, one about half of that.
+    """
     if name not in _SUITES:
         for ep in suite_entry_points():
             if ep.name == name:
@@ -169,7 +171,7 @@ def suite_class(name: str) -> type[Suite] | None:
 
 
 def get_suite(name: str) -> Suite:
-    """An instance of the named suite."""
+    """Return an instance of the named suite."""
     from uxlocal.errors import InputError
 
     cls = suite_class(name)

@@ -69,8 +69,11 @@ def demo_data() -> DemoData:
 
 
 def data_hashes(root: Path, domains: Sequence[str]) -> dict[str, str]:
-    """sha256 of every data file a run of ``domains`` reads, keyed ``tau2-data/<domain>/<file>``
-    (the tools files with upstream's words, when used, as ``tau2-tools/<domain>/<file>``)."""
+    """Return the sha256 of every data file a run of ``domains`` reads.
+
+    Keyed ``tau2-data/<domain>/<file>`` (the tools files with upstream's words, when used, as
+    ``tau2-tools/<domain>/<file>``).
+    """
     hashes: dict[str, str] = {}
     for name in domains:
         spec = domain_spec(name)

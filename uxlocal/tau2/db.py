@@ -219,11 +219,11 @@ class CopyOnWriteRows(Generic[Row]):
         return bool(self._own)
 
     def shared_rows(self) -> Mapping[str, Row]:
-        """The snapshot's rows, shared by every episode and never changed (read-only)."""
+        """Return the snapshot's rows, shared by every episode and never changed (read-only)."""
         return self._base
 
     def own_rows(self) -> Mapping[str, Row]:
-        """The rows this episode copied, replaced or added, which override the shared ones."""
+        """Return the rows this episode copied, replaced or added, which override the shared ones."""
         return self._own
 
 
@@ -312,7 +312,8 @@ class Database:
     def dump(self) -> dict[str, Any]:
         """Return the whole DB as plain data (slow; for tests, debugging and exports)."""
         out: dict[str, Any] = {
-            name: {k: r.model_dump(warnings=False) for k, r in table.items()} for name, table in self._tables.items()
+            name: {k: r.model_dump(warnings=False) for k, r in table.items()}
+            for name, table in self._tables.items()
         }
         out.update({name: _dump_value(getattr(self, name)) for name in self._snapshot.plain})
         return out

@@ -62,8 +62,11 @@ class ReplayMismatch:
 
 
 class Environment:
-    """Tools and DBs of one episode: ``Environment.for_task(domain, task)``, or ``Environment(domain)``
-    for a task-free one (the domain's full toolkits on fresh copies of its DBs)."""
+    """Tools and DBs of one episode.
+
+    ``Environment.for_task(domain, task)``, or ``Environment(domain)`` for a task-free one (the
+    domain's full toolkits on fresh copies of its DBs).
+    """
 
     def __init__(self, domain: Domain, task: Task | None = None) -> None:
         self.domain = domain
@@ -245,7 +248,7 @@ class Environment:
             raise InitialStateError(f"cannot apply the initial state: {err}") from None
 
     def _user_tools_on_agent_db(self) -> None:
-        """What tau2 does after patching the agent DB: its user tools are pointed at the agent's DB.
+        """Do what tau2 does after patching the agent DB: point its user tools at the agent's DB.
 
         In a domain with a user DB of its own (mock), the user's tools then run on the agent DB
         (and fail there), and the state has no user DB; we do the same, since a model can tell.
@@ -284,10 +287,12 @@ class Environment:
         return self.agent_db if side == "assistant" else self.user_db if side == "user" else None
 
     def _callable(self, name: str, requestor: str) -> tuple[ToolSpec, DomainDB]:
-        """The seat's tool by name. As in tau2, a user tool the task does not offer still runs
-        (only the prompt leaves it out), and so does a tool the domain lists in ``unlisted_tools``
-        (banking's discoverable tools called by name); a seat without such a tool is told so in
-        tau2's words."""
+        """Return the seat's tool by name.
+
+        As in tau2, a user tool the task does not offer still runs (only the prompt leaves it out),
+        and so does a tool the domain lists in ``unlisted_tools`` (banking's discoverable tools
+        called by name); a seat without such a tool is told so in tau2's words.
+        """
         if requestor not in ("assistant", "user"):
             raise ToolError(f"unknown requestor {requestor!r}; use 'assistant' or 'user'")
         toolkit, db = self._toolkit(requestor), self._db(requestor)

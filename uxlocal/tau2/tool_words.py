@@ -53,7 +53,7 @@ class SeatWords:
     discoverable: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def lookup(self, name: str) -> dict[str, Any] | None:
-        """The file's schema for tool ``name``, listed or discoverable; ``None`` when it has none."""
+        """Return the file's schema for tool ``name``, listed or discoverable; ``None`` when it has none."""
         return self.listed.get(name) or self.discoverable.get(name)
 
 
@@ -70,7 +70,7 @@ class ToolWords:
         return first.path.parent if first is not None else None
 
     def schema(self, seat: str, spec: ToolSpec) -> dict[str, Any]:
-        """The schema a model sees for one of our tools: the file's when it has the tool, else ours."""
+        """Return the schema a model sees for one of our tools: the file's when it has the tool, else ours."""
         words = self.seats.get(seat)
         theirs = words.lookup(spec.name) if words is not None else None
         return copy.deepcopy(theirs) if theirs is not None else spec.openai_schema()
@@ -107,7 +107,9 @@ def load_tool_words(folder: Path | None) -> ToolWords | None:
     """Read a domain's tools files from ``folder`` (``None`` or no files: ``None``, our own words)."""
     if folder is None:
         return None
-    seats = {seat: _read_seat(folder / file) for seat, file in SEAT_FILES.items() if (folder / file).is_file()}
+    seats = {
+        seat: _read_seat(folder / file) for seat, file in SEAT_FILES.items() if (folder / file).is_file()
+    }
     return ToolWords(seats) if seats else None
 
 
@@ -136,7 +138,7 @@ def _by_name(path: Path, schemas: list[Any], key: str) -> dict[str, dict[str, An
 
 
 def structure(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A function schema without its words: ``$ref`` resolved, descriptions and titles dropped.
+    """Return a function schema without its words: ``$ref`` resolved, descriptions and titles dropped.
 
     Also dropped, as they say nothing a validator does differently: a ``null`` default, and on
     the arguments object itself ``additionalProperties: false`` and an empty ``required`` (every
@@ -173,9 +175,11 @@ def _strip(node: Any, defs: Mapping[str, Any]) -> Any:
 
 
 def _unwrap_nullable(node: dict[str, Any]) -> dict[str, Any]:
-    """``anyOf [X, null]`` as ``X``: our prompt schemas write an optional field so (``schemas.py``),
-    pydantic's (upstream's) keep the ``anyOf``; a validator treats both alike (telecom's nested
-    ``APNSettings`` is where they meet)."""
+    """Read ``anyOf [X, null]`` as ``X``.
+
+    Our prompt schemas write an optional field so (``schemas.py``), pydantic's (upstream's) keep the
+    ``anyOf``; a validator treats both alike (telecom's nested ``APNSettings`` is where they meet).
+    """
     options = node.get("anyOf")
     if not isinstance(options, list) or len(options) != 2 or {"type": "null"} not in options:
         return node

@@ -69,7 +69,7 @@ class ToolSpec:
         return f"{self.qualifier}.{self.name}" if self.qualifier else self.name
 
     def signature_problem(self, arguments: Mapping[str, Any]) -> str | None:
-        """What Python would say when binding ``arguments`` to the tool, or ``None`` if they bind."""
+        """Return what Python would say when binding ``arguments`` to the tool, or ``None`` if they bind."""
         fields = self.args_model.model_fields
         unknown = next((key for key in arguments if key not in fields), None)
         if unknown is not None:

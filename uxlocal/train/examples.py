@@ -31,12 +31,12 @@ class Example:
         return sum(label != IGNORE for label in self.labels)
 
     def target_ids(self) -> list[int]:
-        """The labelled token ids, in order (what the loss is about)."""
+        """Return the labelled token ids, in order (what the loss is about)."""
         return [label for label in self.labels if label != IGNORE]
 
 
 def completion_example(prompt_ids: Sequence[int], target_ids: Sequence[int]) -> Example:
-    """A prompt with no loss followed by a completion that carries all of it."""
+    """Return a prompt with no loss followed by a completion that carries all of it."""
     return Example(list(prompt_ids) + list(target_ids), [IGNORE] * len(prompt_ids) + list(target_ids))
 
 

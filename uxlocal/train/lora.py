@@ -124,7 +124,7 @@ def autocast(where: str) -> Any:
 
 
 def load_base(path: str) -> tuple[Any, str]:
-    """The base model in fp32 (master weights) on the best device, and that device.
+    """Return the base model in fp32 (master weights) on the best device, and that device.
 
     On a GPU gradient checkpointing is switched on (a 7B base then fits with long prompts); it
     recomputes activations and changes no result.
@@ -144,7 +144,7 @@ def load_base(path: str) -> tuple[Any, str]:
 
 
 def pad_id(model: Any) -> int:
-    """A token id to pad with (never attended to, never labelled)."""
+    """Return a token id to pad with (never attended to, never labelled)."""
     eos = model.config.eos_token_id
     eos = eos[0] if isinstance(eos, list) and eos else eos
     return int(eos if isinstance(eos, int) else 0)
@@ -177,12 +177,14 @@ class FrozenPrefix:
     """Per example, in the examples' order: a ``(len(ids), hidden)`` tensor."""
 
     def take(self, indices: Sequence[int]) -> "FrozenPrefix":
-        """The states of these examples, in this order."""
+        """Return the states of these examples, in this order."""
         return FrozenPrefix(self.start, [self.states[i] for i in indices])
 
 
 @contextlib.contextmanager
-def decoder_window(model: Any, start: int, stop: int | None = None, *, final_norm: bool = True) -> Iterator[None]:
+def decoder_window(
+    model: Any, start: int, stop: int | None = None, *, final_norm: bool = True
+) -> Iterator[None]:
     """Let the model's forward run only decoder layers ``[start:stop]`` (and, optionally, no final norm).
 
     With ``start > 0`` the forward takes ``inputs_embeds``: the hidden states entering layer ``start``.
@@ -210,7 +212,7 @@ def first_adapted_layer(model: Any, settings: TrainSettings) -> int:
 def frozen_prefix(model: Any, examples: Sequence[Example], start: int, pad: int, where: str, *,
                   batch_size: int = 8, budget_bytes: int = PREFIX_BUDGET_BYTES,
                   on_batch: Callable[[int, int], None] | None = None) -> FrozenPrefix | None:
-    """The states entering layer ``start`` of every example, or None (nothing frozen, or over budget).
+    """Return the states entering layer ``start`` of every example, or None (nothing frozen, or over budget).
 
     Computed in left-padded batches with the model's own masking, so each example's states equal
     those of its own full forward. ``on_batch(done, total)`` reports examples done.
@@ -300,7 +302,7 @@ def lr_factor(step: int, settings: TrainSettings) -> float:
 
 
 def batches(count: int, settings: TrainSettings) -> list[list[int]]:
-    """Example indices of every step: seeded shuffled passes over the data, cut into batches."""
+    """Return example indices of every step: seeded shuffled passes over the data, cut into batches."""
     rng = random.Random(settings.seed)
     order: list[int] = []
     plan = []

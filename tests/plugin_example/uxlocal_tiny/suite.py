@@ -6,9 +6,9 @@ from typing import Any
 
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import GenRequest, Sampling
+from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome, Program
 from uxlocal.grammar import Choice
 from uxlocal.reportkit.model import ReportTable
-from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome, Program
 from uxlocal.store.db import query
 from uxlocal.suites.base import Suite, SuitePlan
 
@@ -49,6 +49,6 @@ class TinySuite(Suite):
         return SuitePlan(episodes, items)
 
     def report(self, con: Any, run_id: str) -> list[ReportTable]:
-        """The ``tiny_summary`` view for this run."""
+        """Return the ``tiny_summary`` view for this run."""
         cols, rows = query(con, "SELECT * EXCLUDE (run_id) FROM tiny_summary WHERE run_id = ?", [run_id])
         return [ReportTable("tiny", cols, rows)]

@@ -18,7 +18,7 @@ from uxlocal.runner import RunResult, run_suite
 
 
 def chat(i: int) -> list[dict[str, str]]:
-    """A two-turn conversation whose user text carries its number."""
+    """Return a two-turn conversation whose user text carries its number."""
     return [{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"answer {i}"}]
 
 
@@ -28,7 +28,7 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 def number(prompt: str) -> int:
-    """The conversation number a judge prompt is about."""
+    """Return the conversation number a judge prompt is about."""
     match = re.search(r"question (\d+)", prompt)
     assert match, prompt
     return int(match.group(1))

@@ -1,4 +1,4 @@
-"""ColumnFill: batches written into numpy arrays give what one dictionary encoding of the ordered rows gives."""
+"""ColumnFill: batches written into numpy arrays give what one dictionary encoding of the rows gives."""
 
 from __future__ import annotations
 
@@ -45,7 +45,9 @@ def test_filled_columns_equal_the_whole_column_encodings(size: int, monkeypatch:
     assert arrays["points"].dtype == object and arrays["points"].tolist() == ordered["points"].to_pylist()
     assert arrays["grp"].tolist() == ordered["grp"].to_pylist()
     first_seen: dict[str, int] = {}
-    assert arrays["cluster"].tolist() == [first_seen.setdefault(g, len(first_seen)) for g in ordered["grp"].to_pylist()]
+    assert arrays["cluster"].tolist() == [
+        first_seen.setdefault(g, len(first_seen)) for g in ordered["grp"].to_pylist()
+    ]
     assert arrays["cluster"].dtype == np.int64
     assert arrays["flip"].tolist() == ordered["flip"].to_pylist()
 

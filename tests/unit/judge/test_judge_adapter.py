@@ -1,4 +1,7 @@
-"""Serving a learned judge (``--judge-adapter``): attach, base check, cache keys, run identity, held-out rows."""
+"""Serving a learned judge (``--judge-adapter``).
+
+Attach, base check, cache keys, run identity, held-out rows.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from typing import Any
 import duckdb
 import pytest
 
+from tests.unit.judge.conftest import chat, label_judge, number, write_jsonl
 from uxlocal.config import RunConfig
 from uxlocal.engine.fake import FakeEngine
 from uxlocal.engine.pool import ModelPool
@@ -19,22 +23,31 @@ from uxlocal.suites.judge import adapter as ja
 from uxlocal.suites.judge.inputs import input_sha256
 from uxlocal.suites.judge.suite import JudgeSuite
 
-from tests.unit.judge.conftest import chat, label_judge, number, write_jsonl
-
 
 def _input(tmp_path: Path, n: int = 6) -> Path:
-    rows = [{"id": f"c{i}", "conversation": chat(i), "thumb": "liked" if i % 2 else "disliked"} for i in range(n)]
+    rows = [
+        {"id": f"c{i}", "conversation": chat(i), "thumb": "liked" if i % 2 else "disliked"} for i in range(n)
+    ]
     return write_jsonl(tmp_path / "chats.jsonl", rows)
 
 
 def _adapter(folder: Path, *, weights: str = "a" * 64, base_identity: str | None = None,
              data: Path | None = None, heldout: list[str] | None = None) -> Path:
-    """A judge adapter folder as ``judge train`` writes it (metadata only: the fake engine loads nothing)."""
+    """Return a judge adapter folder as ``judge train`` writes it.
+
+    Metadata only: the fake engine loads nothing.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "adapter_config.json").write_text("{}", encoding="utf-8")
-    meta = {"base_name": "fake", "base_path": "", "base_identity": base_identity or resolve_spec("fake").identity,
-            "weights_sha256": weights, "data_source": str(data), "data_sha256": input_sha256(str(data)) if data else "",
-            "split": {"heldout_ids": heldout or []}}
+    meta = {
+        "base_name": "fake",
+        "base_path": "",
+        "base_identity": base_identity or resolve_spec("fake").identity,
+        "weights_sha256": weights,
+        "data_source": str(data),
+        "data_sha256": input_sha256(str(data)) if data else "",
+        "split": {"heldout_ids": heldout or []},
+    }
     (folder / ja.META_FILE).write_text(json.dumps(meta), encoding="utf-8")
     return folder
 
@@ -62,7 +75,9 @@ def test_judge_adapter_weights_hash_enters_cache_keys_and_run_identity(tmp_path:
     assert {r.request.lora for r in engine.requests} == {"judge-adapter"}
     assert {r.request.lora for r in base_engine.requests} == {None}
     _adapter(tmp_path / "ad", weights="b" * 64, data=data)  # retrained in the same folder
-    second, retrained = _run(tmp_path, {"input": str(data), "human_col": "thumb", "judge_adapter": str(folder)})
+    second, retrained = _run(
+        tmp_path, {"input": str(data), "human_col": "thumb", "judge_adapter": str(folder)}
+    )
     assert len({base.run_id, first.run_id, second.run_id}) == 3
     keys = [{r.request_hash for r in e.requests} for e in (base_engine, engine, retrained)]
     assert len(keys[0]) == len(keys[1]) == len(keys[2]) == 6
@@ -72,7 +87,9 @@ def test_judge_adapter_weights_hash_enters_cache_keys_and_run_identity(tmp_path:
 def test_judge_adapter_on_judge2_leaves_the_prompted_judge_on_the_base(tmp_path: Path) -> None:
     data = _input(tmp_path, 4)
     folder = _adapter(tmp_path / "ad", data=data)
-    _, engine = _run(tmp_path, {"input": str(data), "judge_adapter": f"judge2={folder}"}, roles=("judge", "judge2"))
+    _, engine = _run(
+        tmp_path, {"input": str(data), "judge_adapter": f"judge2={folder}"}, roles=("judge", "judge2")
+    )
     by_role = {(r.request.role, r.request.lora) for r in engine.requests}
     assert by_role == {("judge", None), ("judge2", "judge2-adapter")}
 
@@ -113,7 +130,9 @@ def test_judge_heldout_of_judges_only_the_adapters_heldout_rows(tmp_path: Path) 
     result, engine = _run(tmp_path, {"input": str(data), "human_col": "thumb", "heldout_of": str(folder)})
     assert len(engine.requests) == 2
     with duckdb.connect(str(tmp_path / "j.duckdb")) as con:
-        items = con.execute("SELECT item_id FROM items WHERE run_id = ? ORDER BY 1", [result.run_id]).fetchall()
+        items = con.execute(
+            "SELECT item_id FROM items WHERE run_id = ? ORDER BY 1", [result.run_id]
+        ).fetchall()
     assert items == [("c1",), ("c4",)]
 
 
@@ -134,12 +153,17 @@ def test_vllm_lora_rank_fits_the_largest_adapter(tmp_path: Path) -> None:
 
 
 def _learned(prep: Any) -> dict[str, Any]:
-    """With the adapter: always the human's label (liked unless the number divides by 3); without: ``label_judge``."""
+    """With the adapter: always the human's label; without: ``label_judge``.
+
+    The human's label is liked unless the number divides by 3.
+    """
     if prep.request.lora is None:
         return label_judge(prep)
     liked = number(prep.prompt) % 3 != 0
-    return {"text": "liked" if liked else "disliked",
-            "label_probs": {"liked": 0.9 if liked else 0.1, "disliked": 0.1 if liked else 0.9, "unclear": 0.0}}
+    return {
+        "text": "liked" if liked else "disliked",
+        "label_probs": {"liked": 0.9 if liked else 0.1, "disliked": 0.1 if liked else 0.9, "unclear": 0.0},
+    }
 
 
 def test_report_shows_learned_vs_prompted_judge_and_both_reliability_curves(tmp_path: Path) -> None:
@@ -148,7 +172,9 @@ def test_report_shows_learned_vs_prompted_judge_and_both_reliability_curves(tmp_
     from uxlocal.suites.judge import compare
     from uxlocal.suites.judge.report import verdict_rows
 
-    rows = [{"id": f"c{i}", "conversation": chat(i), "thumb": "liked" if i % 3 else "disliked"} for i in range(12)]
+    rows = [
+        {"id": f"c{i}", "conversation": chat(i), "thumb": "liked" if i % 3 else "disliked"} for i in range(12)
+    ]
     data = write_jsonl(tmp_path / "chats.jsonl", rows)
     folder = _adapter(tmp_path / "ad", data=data, heldout=[f"c{i}" for i in range(12)])
     options = {"input": str(data), "human_col": "thumb", "heldout_of": str(folder)}

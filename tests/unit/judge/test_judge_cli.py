@@ -31,10 +31,24 @@ def scripted_fake(monkeypatch: pytest.MonkeyPatch) -> list[FakeEngine]:
 
 def test_judge_cli_prints_counts_agreement_and_query_agrees(tmp_path: Path, scripted_fake: list[FakeEngine],
                                                             network_guard: Any) -> None:
-    path = write_jsonl(tmp_path / "mine.jsonl", [{"id": i, "conversation": chat(i), "thumb": i % 2} for i in range(8)])
+    path = write_jsonl(
+        tmp_path / "mine.jsonl", [{"id": i, "conversation": chat(i), "thumb": i % 2} for i in range(8)]
+    )
     db = str(tmp_path / "j.duckdb")
-    args = ["judge", str(path), "--rubric", "ux-liked", "-m", "judge=fake", "--human-col", "thumb", "--db", db,
-            "--bootstrap", "50"]
+    args = [
+        "judge",
+        str(path),
+        "--rubric",
+        "ux-liked",
+        "-m",
+        "judge=fake",
+        "--human-col",
+        "thumb",
+        "--db",
+        db,
+        "--bootstrap",
+        "50",
+    ]
     result = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "Judge verdicts" in result.output and "disliked 4, liked 4" in result.output
@@ -43,12 +57,18 @@ def test_judge_cli_prints_counts_agreement_and_query_agrees(tmp_path: Path, scri
                                      "select accuracy, n from judge_label_agreement"])
     assert query.output.strip().splitlines()[1] == "1.0,8"
     again = CliRunner().invoke(cli, args, catch_exceptions=False)
-    assert "(resumed)" in again.output and "0 engine calls" in again.output and "8 items already judged" in again.output
+    assert (
+        "(resumed)" in again.output
+        and "0 engine calls" in again.output
+        and "8 items already judged" in again.output
+    )
     assert "kappa" in again.output  # the finished run reports again from the store
     assert network_guard.attempts == []  # the judge path (inputs, rubrics, store, report) stays offline
 
 
-def test_judge_cli_exits_2_with_file_line_column_when_row_is_bad(tmp_path: Path, scripted_fake: list[FakeEngine]) -> None:
+def test_judge_cli_exits_2_with_file_line_column_when_row_is_bad(
+    tmp_path: Path, scripted_fake: list[FakeEngine]
+) -> None:
     path = write_jsonl(tmp_path / "bad.jsonl", [{"conversation": chat(1), "thumb": "maybe"}])
     from uxlocal.cli import main
 

@@ -47,32 +47,53 @@ def test_load_items_runs_a_query_when_duckdb_source(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     with duckdb.connect(str(db)) as con:
         con.execute("CREATE TABLE t (k VARCHAR, p VARCHAR, a VARCHAR, b VARCHAR, pref VARCHAR)")
-        con.execute("INSERT INTO t VALUES ('k1', 'pick one', 'left', 'right', 'A'), ('k2', 'again', 'l', 'r', 'tie')")
-    loaded = load_items(f"duckdb:{db}::select * from t order by k", Columns(id="k", prompt="p", response_a="a",
-                                                                          response_b="b", human="pref"),
-                        pairwise=True)
-    assert [(i.item_id, i.response_a, i.human) for i in loaded.items] == [("k1", "left", "A"), ("k2", "l", "tie")]
+        con.execute(
+            "INSERT INTO t VALUES ('k1', 'pick one', 'left', 'right', 'A'), ('k2', 'again', 'l', 'r', 'tie')"
+        )
+    loaded = load_items(
+        f"duckdb:{db}::select * from t order by k",
+        Columns(id="k", prompt="p", response_a="a", response_b="b", human="pref"),
+        pairwise=True,
+    )
+    assert [(i.item_id, i.response_a, i.human) for i in loaded.items] == [
+        ("k1", "left", "A"),
+        ("k2", "l", "tie"),
+    ]
     assert loaded.items[0].conversation == ({"role": "user", "content": "pick one"},)
 
 
-@pytest.mark.parametrize(("line", "expected"), [
-    # not JSON at all
-    ("{oops", "a.jsonl:2: invalid JSON"),
-    # a list instead of an object
-    ("[1, 2]", "a.jsonl:2: is not a JSON object"),
-    # conversation missing entirely (and no prompt/response columns)
-    ('{"id": "b"}', "a.jsonl:2: prompt: is missing"),
-    # a role chat templates reject
-    ('{"id": "b", "conversation": [{"role": "narrator", "content": "x"}]}', "a.jsonl:2: conversation: message 0 has role"),
-    # a JSON string that is not JSON
-    ('{"id": "b", "conversation": "[{"}', "a.jsonl:2: conversation: is a string but not JSON"),
-    # nothing to judge
-    ('{"id": "b", "conversation": [{"role": "user", "content": "x"}]}', "a.jsonl:2: conversation: has no assistant turn"),
-    # the id used twice
-    ('{"id": "a", "conversation": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}',
-     "a.jsonl:2: id: id 'a' already used at line 1"),
-])
-def test_load_items_names_file_line_and_column_when_row_is_bad(tmp_path: Path, line: str, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        # not JSON at all
+        ("{oops", "a.jsonl:2: invalid JSON"),
+        # a list instead of an object
+        ("[1, 2]", "a.jsonl:2: is not a JSON object"),
+        # conversation missing entirely (and no prompt/response columns)
+        ('{"id": "b"}', "a.jsonl:2: prompt: is missing"),
+        # a role chat templates reject
+        (
+            '{"id": "b", "conversation": [{"role": "narrator", "content": "x"}]}',
+            "a.jsonl:2: conversation: message 0 has role",
+        ),
+        # a JSON string that is not JSON
+        ('{"id": "b", "conversation": "[{"}', "a.jsonl:2: conversation: is a string but not JSON"),
+        # nothing to judge
+        (
+            '{"id": "b", "conversation": [{"role": "user", "content": "x"}]}',
+            "a.jsonl:2: conversation: has no assistant turn",
+        ),
+        # the id used twice
+        (
+            '{"id": "a", "conversation": [{"role": "user", "content": "x"}, '
+            '{"role": "assistant", "content": "y"}]}',
+            "a.jsonl:2: id: id 'a' already used at line 1",
+        ),
+    ],
+)
+def test_load_items_names_file_line_and_column_when_row_is_bad(
+    tmp_path: Path, line: str, expected: str
+) -> None:
     path = tmp_path / "a.jsonl"
     path.write_text(json.dumps({"id": "a", "conversation": chat(1)}) + "\n" + line + "\n", encoding="utf-8")
     with pytest.raises(InputError) as err:
@@ -94,8 +115,10 @@ def test_load_items_reports_bad_human_value_with_its_column(tmp_path: Path) -> N
 
 def test_load_items_quarantines_bad_rows_when_skip_bad_rows(tmp_path: Path) -> None:
     path = tmp_path / "a.jsonl"
-    path.write_text(json.dumps({"conversation": chat(1)}) + "\n\n{bad\n" + json.dumps({"conversation": chat(3)}) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps({"conversation": chat(1)}) + "\n\n{bad\n" + json.dumps({"conversation": chat(3)}) + "\n",
+        encoding="utf-8",
+    )
     loaded = load_items(str(path), Columns(), skip_bad_rows=True)
     assert [i.source_line for i in loaded.items] == [1, 4]  # the blank line still counts
     assert [(q.line, q.raw) for q in loaded.quarantine] == [(3, "{bad")]

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from uxlocal.errors import InputError
-from uxlocal.suites.judge.inputs import Columns, DistinctIds, iter_loaded
 from uxlocal.suites.judge import seen_ids
+from uxlocal.suites.judge.inputs import Columns, DistinctIds, iter_loaded
 from uxlocal.suites.judge.seen_ids import SeenIds, digests
 
 from .conftest import chat
@@ -26,7 +26,9 @@ def _row(item_id: str) -> str:
     return json.dumps({"id": item_id, "conversation": chat(1)})
 
 
-def _read(path: Path, chunk_rows: int, skip: bool = True) -> tuple[list[tuple[str, int]], list[tuple[int, str, str]]]:
+def _read(
+    path: Path, chunk_rows: int, skip: bool = True
+) -> tuple[list[tuple[str, int]], list[tuple[int, str, str]]]:
     items, quarantine = [], []
     for chunk in iter_loaded(str(path), Columns(), skip_bad_rows=skip, chunk_rows=chunk_rows):
         items += [(i.item_id, i.source_line) for i in chunk.items]
@@ -35,7 +37,10 @@ def _read(path: Path, chunk_rows: int, skip: bool = True) -> tuple[list[tuple[st
 
 
 def _reference(lines: list[str]) -> tuple[list[tuple[str, int]], list[tuple[int, str, str]]]:
-    """What a whole-file read with a dict of every id gives (ids here are valid, bad rows are '{bad')."""
+    """Return what a whole-file read with a dict of every id gives.
+
+    Ids here are valid; bad rows are '{bad'.
+    """
     first: dict[str, int] = {}
     items, quarantine = [], []
     for n, raw in enumerate(lines, start=1):
@@ -61,8 +66,13 @@ def test_quarantine_matches_whole_file_read_for_every_chunk_size(tmp_path: Path)
         items, quarantine = _read(path, chunk_rows)
         assert items == expected_items, chunk_rows
         # the reader's JSON message is longer; compare its start
-        assert [(n, raw) for n, _, raw in quarantine] == [(n, raw) for n, _, raw in expected_quarantine], chunk_rows
-        assert all(got.startswith(want) for (_, got, _), (_, want, _) in zip(quarantine, expected_quarantine))
+        assert [(n, raw) for n, _, raw in quarantine] == [(n, raw) for n, _, raw in expected_quarantine], (
+            chunk_rows
+        )
+        assert all(
+            got.startswith(want)
+            for (_, got, _), (_, want, _) in zip(quarantine, expected_quarantine, strict=True)
+        )
 
 
 def test_repeat_of_an_earlier_chunk_names_both_lines(tmp_path: Path) -> None:
@@ -85,7 +95,9 @@ def test_first_error_in_file_order_wins_across_the_chunk_check(tmp_path: Path) -
 
 
 @pytest.mark.parametrize("max_level", [1 << 18, 1_000])
-def test_seen_ids_finds_first_lines_across_merged_levels(monkeypatch: pytest.MonkeyPatch, max_level: int) -> None:
+def test_seen_ids_finds_first_lines_across_merged_levels(
+    monkeypatch: pytest.MonkeyPatch, max_level: int
+) -> None:
     monkeypatch.setattr(seen_ids, "MAX_LEVEL", max_level)
     seen = SeenIds()
     for start in range(0, 5_000, 100):  # 50 chunks: levels merge as they grow
@@ -118,7 +130,9 @@ def test_digests_differ_for_ids_that_differ() -> None:
 def _read_with(path: Path, distinct: DistinctIds, chunk_rows: int = 3,
                skip: bool = True) -> tuple[list[tuple[str, int]], list[tuple[int, str, str]]]:
     items, quarantine = [], []
-    for chunk in iter_loaded(str(path), Columns(), skip_bad_rows=skip, chunk_rows=chunk_rows, distinct=distinct):
+    for chunk in iter_loaded(
+        str(path), Columns(), skip_bad_rows=skip, chunk_rows=chunk_rows, distinct=distinct
+    ):
         items += [(i.item_id, i.source_line) for i in chunk.items]
         quarantine += [(q.line, q.reason, q.raw) for q in chunk.quarantine]
     return items, quarantine
@@ -154,7 +168,9 @@ def test_a_second_read_of_an_unchanged_file_with_distinct_ids_skips_the_check_ac
     assert unread.stamp is None  # a read that stops early records nothing
 
 
-def test_a_changed_file_or_repeats_across_chunks_keep_the_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_changed_file_or_repeats_across_chunks_keep_the_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     built = _counting_seen_ids(monkeypatch)
     path = _write(tmp_path / "d.jsonl", [_row(f"id{n}") for n in range(10)])
     distinct = DistinctIds()

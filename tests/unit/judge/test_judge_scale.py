@@ -1,5 +1,7 @@
-"""Issue 32: a long judge job forgets committed results without changing a stored row, and a killed
-streamed run resumes with exactly one verdict per conversation."""
+"""Issue 32: a long judge job forgets committed results without changing a stored row.
+
+And a killed streamed run resumes with exactly one verdict per conversation.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +25,10 @@ ROWS = ("SELECT v.item_id, v.name, v.label, v.score, v.label_probs, v.value, g.p
 
 def _input(tmp_path: Path) -> Path:
     # c10..c19 repeat the conversations of c0..c9: the same prompts, answered from the cache
-    rows = [{"id": f"c{i}", "conversation": chat(i % 10), "human": "liked" if i % 2 else "disliked"} for i in range(20)]
+    rows = [
+        {"id": f"c{i}", "conversation": chat(i % 10), "human": "liked" if i % 2 else "disliked"}
+        for i in range(20)
+    ]
     return write_jsonl(tmp_path / "in.jsonl", rows)
 
 
@@ -63,7 +68,9 @@ KILLED_JOB = textwrap.dedent("""
 
     engine = Killer(label_judge)
     options = {"input": sys.argv[2], "rubric": "ux-liked", "human_col": "human", "bootstrap": 20}
-    run = RunConfig(suite="judge", suite_config=options, db=sys.argv[1], progress=False, max_live=8, max_batch=8)
+    run = RunConfig(
+        suite="judge", suite_config=options, db=sys.argv[1], progress=False, max_live=8, max_batch=8
+    )
     result = run_suite(run, pool=ModelPool.from_engines({"judge": engine}))
     print("requests", len(engine.requests), "skipped", result.stats.episodes_skipped)
 """)
@@ -75,8 +82,13 @@ def _job(tmp_path: Path, db: Path, source: Path, kill_after: int) -> subprocess.
                           capture_output=True, text=True, env=env, timeout=180, cwd=Path(__file__).parents[3])
 
 
-def test_killed_streamed_judge_run_resumes_without_rejudging_and_ends_with_one_verdict_each(tmp_path: Path) -> None:
-    rows = [{"id": f"c{i}", "conversation": chat(i), "human": "liked" if i % 2 else "disliked"} for i in range(200)]
+def test_killed_streamed_judge_run_resumes_without_rejudging_and_ends_with_one_verdict_each(
+    tmp_path: Path,
+) -> None:
+    rows = [
+        {"id": f"c{i}", "conversation": chat(i), "human": "liked" if i % 2 else "disliked"}
+        for i in range(200)
+    ]
     source = write_jsonl(tmp_path / "in.jsonl", rows)
     db = tmp_path / "crash.duckdb"
     killed = _job(tmp_path, db, source, kill_after=9)
@@ -109,9 +121,14 @@ def test_label_statistics_on_coded_columns_equal_those_on_the_label_strings() ->
             for _ in range(300)]
     idx = rng.integers(0, 300, size=300)
     human, label = [rows[i]["human_label"] for i in idx], [rows[i]["label"] for i in idx]
-    expected = {"accuracy": stats.accuracy(human, label), "kappa": stats.cohen_kappa(human, label),
-                "macro_f1": stats.macro_f1(human, label),
-                "auroc": stats.auroc([h == "liked" for h in human], [rows[i]["score"] for i in idx]),
-                "ece": stats.ece([rows[i]["confidence"] for i in idx], [a == b for a, b in zip(label, human)])}
+    expected = {
+        "accuracy": stats.accuracy(human, label),
+        "kappa": stats.cohen_kappa(human, label),
+        "macro_f1": stats.macro_f1(human, label),
+        "auroc": stats.auroc([h == "liked" for h in human], [rows[i]["score"] for i in idx]),
+        "ece": stats.ece(
+            [rows[i]["confidence"] for i in idx], [a == b for a, b in zip(label, human, strict=True)]
+        ),
+    }
     got = {name: f(idx) for name, f in report.agreement_statistics("label", rows).items()}
     assert all(v is not None for v in expected.values()) and got == pytest.approx(expected)

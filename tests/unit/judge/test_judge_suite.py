@@ -23,13 +23,23 @@ def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
 
 
 def _label_input(tmp_path: Path, n: int = 6) -> Path:
-    return write_jsonl(tmp_path / "in.jsonl", [{"id": f"c{i}", "conversation": chat(i),
-                                                 "human": "liked" if i % 2 else "disliked"} for i in range(n)])
+    return write_jsonl(
+        tmp_path / "in.jsonl",
+        [
+            {"id": f"c{i}", "conversation": chat(i), "human": "liked" if i % 2 else "disliked"}
+            for i in range(n)
+        ],
+    )
 
 
 def test_judge_stores_every_label_probability_and_rubric_identity(tmp_path: Path, run_judge: Any) -> None:
-    result, engine = run_judge({"input": str(_label_input(tmp_path)), "rubric": "ux-liked", "human_col": "human"})
-    rows = _rows(tmp_path / "judge.duckdb", "SELECT item_id, label, score, label_probs, value FROM verdicts ORDER BY item_id")
+    result, engine = run_judge(
+        {"input": str(_label_input(tmp_path)), "rubric": "ux-liked", "human_col": "human"}
+    )
+    rows = _rows(
+        tmp_path / "judge.duckdb",
+        "SELECT item_id, label, score, label_probs, value FROM verdicts ORDER BY item_id",
+    )
     assert len(rows) == 6 and engine.calls == 1
     probs = json.loads(rows[1][3])
     assert set(probs) == {"liked", "disliked", "unclear"}
@@ -57,11 +67,16 @@ def _pair_judge(prep: PreparedRequest) -> dict[str, Any]:
     return {"text": max(probs, key=probs.__getitem__), "label_probs": probs}
 
 
-def test_judge_pairwise_swap_in_input_flips_reconciled_preference_exactly(tmp_path: Path, run_judge: Any) -> None:
+def test_judge_pairwise_swap_in_input_flips_reconciled_preference_exactly(
+    tmp_path: Path, run_judge: Any
+) -> None:
     rows = [{"id": "p", "prompt": "question 1", "response_a": "strong", "response_b": "weak", "pref": "A"}]
     swapped = [{**rows[0], "response_a": "weak", "response_b": "strong", "pref": "B"}]
-    run_judge({"input": str(write_jsonl(tmp_path / "a.jsonl", rows)), "rubric": "preference", "human_col": "pref"},
-              _pair_judge, db=tmp_path / "a.duckdb")
+    run_judge(
+        {"input": str(write_jsonl(tmp_path / "a.jsonl", rows)), "rubric": "preference", "human_col": "pref"},
+        _pair_judge,
+        db=tmp_path / "a.duckdb",
+    )
     run_judge({"input": str(write_jsonl(tmp_path / "b.jsonl", swapped)), "rubric": "preference",
                "human_col": "pref"}, _pair_judge, db=tmp_path / "b.duckdb")
     a = _rows(tmp_path / "a.duckdb", "SELECT label, score, label_probs FROM judge_verdicts")[0]
@@ -70,9 +85,17 @@ def test_judge_pairwise_swap_in_input_flips_reconciled_preference_exactly(tmp_pa
     assert a[1] == pytest.approx((0.70 + 0.45) / 2)  # P(strong better), orders averaged
     assert json.loads(a[2])["A"] == pytest.approx(json.loads(b[2])["B"])
     assert json.loads(a[2])["tie"] == pytest.approx(json.loads(b[2])["tie"])
-    orders = _rows(tmp_path / "a.duckdb", "SELECT name, label FROM verdicts WHERE name LIKE '%:ab' OR name LIKE '%:ba'")
-    assert sorted(orders) == [("judge:overall:ab", "A"), ("judge:overall:ba", "A")]  # both pick the first shown
-    bias = _rows(tmp_path / "a.duckdb", "SELECT flip_rate, first_position_rate, agreement FROM judge_pairwise_agreement")
+    orders = _rows(
+        tmp_path / "a.duckdb", "SELECT name, label FROM verdicts WHERE name LIKE '%:ab' OR name LIKE '%:ba'"
+    )
+    assert sorted(orders) == [
+        ("judge:overall:ab", "A"),
+        ("judge:overall:ba", "A"),
+    ]  # both pick the first shown
+    bias = _rows(
+        tmp_path / "a.duckdb",
+        "SELECT flip_rate, first_position_rate, agreement FROM judge_pairwise_agreement",
+    )
     assert bias == [(1.0, 1.0, 1.0)]
 
 
@@ -82,25 +105,34 @@ def test_judge_stores_invalid_verdict_with_reason_and_never_guesses(tmp_path: Pa
             return {"text": "", "finish_reason": "context_window"}
         return {"text": "liked"}
     run_judge({"input": str(_label_input(tmp_path, 3)), "rubric": "ux-liked"}, script)
-    rows = _rows(tmp_path / "judge.duckdb", "SELECT item_id, valid, label, status FROM judge_verdicts ORDER BY item_id")
+    rows = _rows(
+        tmp_path / "judge.duckdb", "SELECT item_id, valid, label, status FROM judge_verdicts ORDER BY item_id"
+    )
     assert rows[2] == ("c2", False, None, "context_window")
     counts = dict(_rows(tmp_path / "judge.duckdb", "SELECT outcome, n FROM judge_counts"))
     assert counts == {"liked": 2, "invalid: context_window": 1}
 
 
 def test_judge_runs_several_judges_and_names_each(tmp_path: Path, run_judge: Any) -> None:
-    from uxlocal.engine.pool import ModelPool
     from uxlocal.config import RunConfig
+    from uxlocal.engine.pool import ModelPool
     from uxlocal.runner import run_suite
     from uxlocal.suites.judge.suite import JudgeSuite
 
     first = FakeEngine(lambda p: "liked", identity="judge-one")
     second = FakeEngine(lambda p: "liked" if number(p.prompt) % 2 else "disliked", identity="judge-two")
     pool = ModelPool.from_engines({"judge": first, "judge2": second})
-    run = RunConfig(suite="judge", suite_config={"input": str(_label_input(tmp_path, 4)), "rubric": "ux-liked"},
-                    models={"judge": "judge-one", "judge2": "judge-two"}, db=str(tmp_path / "j.duckdb"), progress=False)
+    run = RunConfig(
+        suite="judge",
+        suite_config={"input": str(_label_input(tmp_path, 4)), "rubric": "ux-liked"},
+        models={"judge": "judge-one", "judge2": "judge-two"},
+        db=str(tmp_path / "j.duckdb"),
+        progress=False,
+    )
     run_suite(run, pool=pool, suite=JudgeSuite())
-    per_judge = _rows(tmp_path / "j.duckdb", "SELECT judge_role, count(*) FROM judge_verdicts GROUP BY 1 ORDER BY 1")
+    per_judge = _rows(
+        tmp_path / "j.duckdb", "SELECT judge_role, count(*) FROM judge_verdicts GROUP BY 1 ORDER BY 1"
+    )
     assert per_judge == [("judge", 4), ("judge2", 4)]
     assert _rows(tmp_path / "j.duckdb", "SELECT n, label_agreement FROM judge_interjudge") == [(4, 0.5)]
     assert _rows(tmp_path / "j.duckdb", "SELECT count(*), max(n_judges) FROM judge_panel") == [(4, 2)]
@@ -111,7 +143,9 @@ def test_judge_rerun_makes_zero_engine_calls(tmp_path: Path, run_judge: Any) -> 
     run_judge(options)
     again, engine = run_judge(options, fresh=True)
     assert engine.calls == 0 and again.stats.cache_hits == 6
-    assert _rows(tmp_path / "judge.duckdb", "SELECT count(*) FROM judge_verdicts") == [(12,)]  # two runs, 6 each
+    assert _rows(tmp_path / "judge.duckdb", "SELECT count(*) FROM judge_verdicts") == [
+        (12,)
+    ]  # two runs, 6 each
 
 
 def test_judge_resume_after_crash_leaves_no_duplicate_verdicts(tmp_path: Path, run_judge: Any) -> None:
@@ -128,9 +162,12 @@ def test_judge_resume_after_crash_leaves_no_duplicate_verdicts(tmp_path: Path, r
 
 def test_judge_asks_every_criterion_of_a_conversation_in_one_step(tmp_path: Path, run_judge: Any) -> None:
     rubric = tmp_path / "two.toml"
-    rubric.write_text('kind = "likert"\nquestion = "q"\nscale = 3\n[anchors]\n1 = "bad"\n2 = "ok"\n3 = "good"\n'
-                      '[[criteria]]\nname = "clear"\nquestion = "Is it clear?"\n'
-                      '[[criteria]]\nname = "kind"\nquestion = "Is it kind?"\n', encoding="utf-8")
+    rubric.write_text(
+        'kind = "likert"\nquestion = "q"\nscale = 3\n[anchors]\n1 = "bad"\n2 = "ok"\n3 = "good"\n'
+        '[[criteria]]\nname = "clear"\nquestion = "Is it clear?"\n'
+        '[[criteria]]\nname = "kind"\nquestion = "Is it kind?"\n',
+        encoding="utf-8",
+    )
     _, engine = run_judge({"input": str(_label_input(tmp_path, 3)), "rubric": str(rubric)}, lambda p: "2")
     prompts = [p.prompt for p in engine.requests]
     assert len(prompts) == 6
@@ -144,7 +181,15 @@ def test_judge_each_assistant_turn_unit_judges_turn_prefixes(tmp_path: Path, run
     rubric.write_text('kind = "label"\nquestion = "ok?"\nunit = "each_assistant_turn"\n'
                       '[[labels]]\nname = "yes"\n[[labels]]\nname = "no"\n', encoding="utf-8")
     convo = chat(1) + [{"role": "user", "content": "more"}, {"role": "assistant", "content": "final"}]
-    _, engine = run_judge({"input": str(write_jsonl(tmp_path / "t.jsonl", [{"id": "x", "conversation": convo}])),
-                           "rubric": str(rubric)}, lambda p: "yes")
-    assert sorted(r[0] for r in _rows(tmp_path / "judge.duckdb", "SELECT item_id FROM judge_verdicts")) == ["x@t1", "x@t3"]
+    _, engine = run_judge(
+        {
+            "input": str(write_jsonl(tmp_path / "t.jsonl", [{"id": "x", "conversation": convo}])),
+            "rubric": str(rubric),
+        },
+        lambda p: "yes",
+    )
+    assert sorted(r[0] for r in _rows(tmp_path / "judge.duckdb", "SELECT item_id FROM judge_verdicts")) == [
+        "x@t1",
+        "x@t3",
+    ]
     assert "final" not in engine.requests[0].prompt and "final" in engine.requests[1].prompt

@@ -1,5 +1,8 @@
-"""Learning a judge: examples in `uxlocal judge`'s prompt layout, loss on label tokens only, the
-group split, input checks before training, and a tiny training run (issue 30)."""
+"""Learning a judge (issue 30).
+
+Examples in `uxlocal judge`'s prompt layout, loss on label tokens only, the group split, input
+checks before training, and a tiny training run.
+"""
 
 from __future__ import annotations
 
@@ -39,8 +42,9 @@ def _rows(n: int = 30, per_group: int = 3) -> list[dict[str, Any]]:
 
 def _spec(path: Path, rubric: str = "ux-liked", human: str | None = "thumb", heldout: float = 0.34,
           seed: int = 0) -> jt.JudgeTrainSpec:
-    return jt.JudgeTrainSpec(str(path), Columns(human=human, group="grp"), load_rubric(rubric), heldout=heldout,
-                             seed=seed)
+    return jt.JudgeTrainSpec(
+        str(path), Columns(human=human, group="grp"), load_rubric(rubric), heldout=heldout, seed=seed
+    )
 
 
 def _decode(renderer: Any, ids: list[int]) -> str:
@@ -50,19 +54,29 @@ def _decode(renderer: Any, ids: list[int]) -> str:
 def test_judge_examples_put_loss_only_on_the_human_label_tokens(tmp_path: Path, tiny: ResolvedModel) -> None:
     prepared = jt.prepare(_spec(write_jsonl(tmp_path / "a.jsonl", _rows())), tiny)
     rubric = prepared.spec.rubric
-    for item, example in zip(prepared.split.train, prepared.train):
+    for item, example in zip(prepared.split.train, prepared.train, strict=True):
         cut = next(i for i, label in enumerate(example.labels) if label != IGNORE)
         assert all(label == IGNORE for label in example.labels[:cut])
         assert _decode(prepared.renderer, example.ids[cut:]) == item.human  # the label, nothing after it
         assert example.labels[cut:] == example.ids[cut:]
         messages = judge_messages(rubric, rubric.criteria_list()[0], item.conversation)
-        assert example.ids[:cut] == prepared.renderer.render(messages)[1]  # the very prompt `uxlocal judge` sends
+        # the very prompt `uxlocal judge` sends
+        assert example.ids[:cut] == prepared.renderer.render(messages)[1]
     assert _decode(prepared.renderer, prepared.train[0].ids).count("<|im_start|>assistant\n") == 1
 
 
 def test_judge_examples_teach_both_orders_for_pairwise(tmp_path: Path, tiny: ResolvedModel) -> None:
-    rows = [{"id": f"p{i}", "prompt": f"question {i}", "response_a": f"first {i}", "response_b": f"second {i}",
-             "pref": "A" if i % 3 else "B", "grp": f"g{i // 2}"} for i in range(30)]
+    rows = [
+        {
+            "id": f"p{i}",
+            "prompt": f"question {i}",
+            "response_a": f"first {i}",
+            "response_b": f"second {i}",
+            "pref": "A" if i % 3 else "B",
+            "grp": f"g{i // 2}",
+        }
+        for i in range(30)
+    ]
     spec = jt.JudgeTrainSpec(str(write_jsonl(tmp_path / "p.jsonl", rows)), Columns(human="pref", group="grp"),
                              load_rubric("preference"), heldout=0.34)
     prepared = jt.prepare(spec, tiny)
@@ -80,7 +94,7 @@ def test_judge_examples_round_likert_scores_to_points(tmp_path: Path, tiny: Reso
     spec = _spec(write_jsonl(tmp_path / "l.jsonl", rows), rubric="helpfulness", human="score")
     prepared = jt.prepare(spec, tiny)
     targets = {i.item_id: _decode(prepared.renderer, [t for t in e.labels if t != IGNORE])
-               for i, e in zip(prepared.split.train, prepared.train)}
+               for i, e in zip(prepared.split.train, prepared.train, strict=True)}
     assert all(targets[i.item_id] == str(int(i.human + 0.5)) for i in prepared.split.train)
 
 
@@ -91,22 +105,38 @@ def test_split_by_group_keeps_groups_whole_and_holds_out_enough() -> None:
     assert held == set(split.heldout_groups) and not held & {i.group for i in split.train}
     assert 8 <= len(split.heldout) <= 11 and len(split.train) + len(split.heldout) == 40
     assert jt.split_by_group(items, 0.2, seed=1).heldout_groups == split.heldout_groups
-    assert any(jt.split_by_group(items, 0.2, seed=s).heldout_groups != split.heldout_groups for s in range(2, 6))
+    assert any(
+        jt.split_by_group(items, 0.2, seed=s).heldout_groups != split.heldout_groups for s in range(2, 6)
+    )
 
 
-@pytest.mark.parametrize(("rows", "human", "message"), [
-    # no human column given at all
-    (_rows(), None, r"a\.jsonl: no human column"),
-    # a label the rubric does not have, on the file's third line
-    ([*_rows()[:2], {**_rows()[2], "thumb": "meh"}, *_rows()[3:]], "thumb",
-     r"a\.jsonl:3: thumb: 'meh' is not one of \['liked', 'disliked'\]"),
-    # the human column missing from the first row
-    ([{k: v for k, v in r.items() if k != "thumb"} for r in _rows()], "thumb", r"a\.jsonl:1: thumb: is missing"),
-    # every row liked: one class in the training part
-    ([{**r, "thumb": "liked"} for r in _rows()], "thumb", r"a\.jsonl:\d+: thumb: every training row says 'liked'"),
-    # 12 rows: the held-out part has 3 rows (4 with rounding up by groups)
-    (_rows(12), "thumb", r"a\.jsonl:\d+: grp: the held-out part has \d rows"),
-])
+@pytest.mark.parametrize(
+    ("rows", "human", "message"),
+    [
+        # no human column given at all
+        (_rows(), None, r"a\.jsonl: no human column"),
+        # a label the rubric does not have, on the file's third line
+        (
+            [*_rows()[:2], {**_rows()[2], "thumb": "meh"}, *_rows()[3:]],
+            "thumb",
+            r"a\.jsonl:3: thumb: 'meh' is not one of \['liked', 'disliked'\]",
+        ),
+        # the human column missing from the first row
+        (
+            [{k: v for k, v in r.items() if k != "thumb"} for r in _rows()],
+            "thumb",
+            r"a\.jsonl:1: thumb: is missing",
+        ),
+        # every row liked: one class in the training part
+        (
+            [{**r, "thumb": "liked"} for r in _rows()],
+            "thumb",
+            r"a\.jsonl:\d+: thumb: every training row says 'liked'",
+        ),
+        # 12 rows: the held-out part has 3 rows (4 with rounding up by groups)
+        (_rows(12), "thumb", r"a\.jsonl:\d+: grp: the held-out part has \d rows"),
+    ],
+)
 def test_prepare_stops_with_file_line_column_problem_before_training(
         tmp_path: Path, tiny: ResolvedModel, rows: list[dict[str, Any]], human: str | None, message: str,
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -131,7 +161,9 @@ def _judge(tiny: ResolvedModel, db: Path) -> jt.HeldoutJudge:
     return jt.heldout_judge(run_configured, f"{tiny.path}@hf", db, "label", "overall")
 
 
-def test_train_judge_lowers_loss_writes_metadata_and_repeats_by_seed(tmp_path: Path, tiny: ResolvedModel) -> None:
+def test_train_judge_lowers_loss_writes_metadata_and_repeats_by_seed(
+    tmp_path: Path, tiny: ResolvedModel
+) -> None:
     prepared = jt.prepare(_spec(write_jsonl(tmp_path / "a.jsonl", _rows())), tiny)
     steps: list[int] = []
     judge = _judge(tiny, tmp_path / "j.duckdb")
@@ -153,8 +185,11 @@ def test_train_judge_lowers_loss_writes_metadata_and_repeats_by_seed(tmp_path: P
 
 
 def _thumbs(tmp_path: Path) -> str:
-    """A label rubric without an abstain label: a random tiny model would otherwise abstain on every row,
-    and abstentions are left out of the agreement statistics."""
+    """Return a label rubric without an abstain label.
+
+    A random tiny model would otherwise abstain on every row, and abstentions are left out of the
+    agreement statistics.
+    """
     rubric = tmp_path / "thumbs.toml"
     rubric.write_text('name = "thumbs"\nkind = "label"\nquestion = "Would the user like the last reply?"\n'
                       'positive = "liked"\n[[labels]]\nname = "liked"\n[[labels]]\nname = "disliked"\n',
@@ -186,10 +221,35 @@ def trained(tmp_path_factory: pytest.TempPathFactory, tiny: ResolvedModel) -> tu
     """One ``uxlocal judge train`` through the CLI (tiny model, hf backend); its folder and result."""
     folder = tmp_path_factory.mktemp("trained")
     path = write_jsonl(folder / "a.jsonl", _rows())
-    result = _cli([str(path), "--rubric", _thumbs(folder), "--human-col", "thumb", "--group-col", "grp",
-                   "--base", f"{tiny.path}@hf", "--heldout", "0.34", "--out", str(folder / "out"), "--steps", "4",
-                   "--batch-size", "2", "--rank", "2", "--lr", "0.05", "--top-layers", "1",
-                   "--db", str(folder / "train.duckdb")])
+    result = _cli(
+        [
+            str(path),
+            "--rubric",
+            _thumbs(folder),
+            "--human-col",
+            "thumb",
+            "--group-col",
+            "grp",
+            "--base",
+            f"{tiny.path}@hf",
+            "--heldout",
+            "0.34",
+            "--out",
+            str(folder / "out"),
+            "--steps",
+            "4",
+            "--batch-size",
+            "2",
+            "--rank",
+            "2",
+            "--lr",
+            "0.05",
+            "--top-layers",
+            "1",
+            "--db",
+            str(folder / "train.duckdb"),
+        ]
+    )
     return folder, result
 
 
@@ -206,10 +266,15 @@ def test_judge_train_cli_trains_and_prints_base_and_adapter_side_by_side(trained
     assert "frozen layers, train examples" in result.output
     assert meta["split"]["heldout_rows"] >= 10 and (folder / "out" / "adapter_model.safetensors").is_file()
     assert meta["heldout_judged"] == meta["split"]["heldout_rows"]
-    assert f"{meta['heldout_judged']} of {meta['heldout_judged']} held-out rows judged by both arms" in result.output
+    assert (
+        f"{meta['heldout_judged']} of {meta['heldout_judged']} held-out rows judged by both arms"
+        in result.output
+    )
     with duckdb.connect(str(folder / "train.duckdb"), read_only=True) as con:  # both arms are judge runs
         assert con.execute("SELECT count(*) FROM runs WHERE suite = 'judge'").fetchone() == (2,)
-        arms = con.execute("SELECT list(label_probs::VARCHAR ORDER BY item_id) FROM verdicts GROUP BY run_id").fetchall()
+        arms = con.execute(
+            "SELECT list(label_probs::VARCHAR ORDER BY item_id) FROM verdicts GROUP BY run_id"
+        ).fetchall()
     assert len(arms) == 2 and arms[0] != arms[1]  # the adapter run really ran with the adapter
 
 
@@ -227,10 +292,27 @@ def test_uxlocal_judge_with_the_adapter_repeats_the_heldout_statistics_judge_tra
     folder, result = trained
     assert result.exit_code == 0, result.output
     out = folder / "out"
-    judged = CliRunner().invoke(cli, ["judge", str(folder / "a.jsonl"), "-m", f"judge={tiny.path}@hf", "--rubric",
-                                      str(folder / "thumbs.toml"), "--human-col", "thumb", "--group-col", "grp",
-                                      "--heldout-of", str(out), *extra, *([str(out)] if extra else []),
-                                      "--db", str(tmp_path / "fresh.duckdb")])  # a new store: no cache to replay
+    judged = CliRunner().invoke(
+        cli,
+        [
+            "judge",
+            str(folder / "a.jsonl"),
+            "-m",
+            f"judge={tiny.path}@hf",
+            "--rubric",
+            str(folder / "thumbs.toml"),
+            "--human-col",
+            "thumb",
+            "--group-col",
+            "grp",
+            "--heldout-of",
+            str(out),
+            *extra,
+            *([str(out)] if extra else []),
+            "--db",
+            str(tmp_path / "fresh.duckdb"),
+        ],
+    )  # a new store: no cache to replay
     assert judged.exit_code == 0, judged.output
     meta = json.loads((out / jt.META_FILE).read_text())
     with duckdb.connect(str(tmp_path / "fresh.duckdb"), read_only=True) as con:
@@ -245,8 +327,17 @@ def test_uxlocal_judge_with_the_adapter_repeats_the_heldout_statistics_judge_tra
 
 
 def _label_rows(labels: list[str], humans: list[str], scores: list[float]) -> list[dict[str, Any]]:
-    return [{"label": lab, "human_label": h, "score": s, "confidence": max(s, 1 - s), "positive": "liked", "grp": None}
-            for lab, h, s in zip(labels, humans, scores)]
+    return [
+        {
+            "label": lab,
+            "human_label": h,
+            "score": s,
+            "confidence": max(s, 1 - s),
+            "positive": "liked",
+            "grp": None,
+        }
+        for lab, h, s in zip(labels, humans, scores, strict=True)
+    ]
 
 
 def test_difference_intervals_pair_the_arms_on_the_same_items() -> None:
@@ -275,9 +366,18 @@ def test_training_prompts_are_the_token_ids_uxlocal_judge_sends(tmp_path: Path, 
         return {"text": "liked", "label_probs": {"liked": 0.7, "disliked": 0.2, "unclear": 0.1}}
 
     pool = ModelPool.from_engines({"judge": FakeEngine(judge)}, renderer=make_renderer(tiny.path))
-    config = RunConfig(suite="judge", suite_config={"input": str(path), "rubric": "ux-liked", "human_col": "thumb",
-                                                    "group_col": "grp", "bootstrap": 0},
-                       db=str(tmp_path / "j.duckdb"), progress=False)
+    config = RunConfig(
+        suite="judge",
+        suite_config={
+            "input": str(path),
+            "rubric": "ux-liked",
+            "human_col": "thumb",
+            "group_col": "grp",
+            "bootstrap": 0,
+        },
+        db=str(tmp_path / "j.duckdb"),
+        progress=False,
+    )
     run_suite(config, pool=pool)
     prepared = jt.prepare(_spec(path), tiny)
     trained = {tuple(e.ids[:len(e.ids) - e.targets]) for e in prepared.train + prepared.heldout}
@@ -286,5 +386,7 @@ def test_training_prompts_are_the_token_ids_uxlocal_judge_sends(tmp_path: Path, 
 
 def test_prepare_refuses_a_prompt_longer_than_max_length(tmp_path: Path, tiny: ResolvedModel) -> None:
     path = write_jsonl(tmp_path / "a.jsonl", _rows())
-    with pytest.raises(InputError, match=r"a\.jsonl:\d+: the judge prompt is \d+ tokens, more than max_length 20"):
+    with pytest.raises(
+        InputError, match=r"a\.jsonl:\d+: the judge prompt is \d+ tokens, more than max_length 20"
+    ):
         jt.prepare(_spec(path), tiny, max_length=20)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import runpy
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from uxlocal import paths
@@ -53,5 +52,8 @@ def test_judge_train_sample_reply_length_alone_predicts_thumbs_poorly() -> None:
 
 
 def test_length_baseline_finds_a_perfect_threshold_when_length_decides() -> None:
-    rows = [{"conversation": [{"content": "x" * n}], "thumb": "liked" if n > 5 else "disliked"} for n in range(1, 11)]
+    rows = [
+        {"conversation": [{"content": "x" * n}], "thumb": "liked" if n > 5 else "disliked"}
+        for n in range(1, 11)
+    ]
     assert _generator()["length_baseline"](rows) == 1.0

@@ -10,10 +10,16 @@ import duckdb
 import numpy as np
 import pytest
 
+from uxlocal import stats
 from uxlocal.engine.base import PreparedRequest
 from uxlocal.store.db import load_views
-from uxlocal import stats
-from uxlocal.suites.judge.report import LABEL_STATS, PAIR_STATS, SCORE_STATS, agreement_statistics, verdict_columns
+from uxlocal.suites.judge.report import (
+    LABEL_STATS,
+    PAIR_STATS,
+    SCORE_STATS,
+    agreement_statistics,
+    verdict_columns,
+)
 
 from .conftest import chat, number, write_jsonl
 
@@ -23,17 +29,17 @@ N = 30
 def _probs(i: int, labels: list[str]) -> dict[str, float]:
     rng = random.Random(i)
     raw = [rng.random() ** 2 for _ in labels]
-    return {label: v / sum(raw) for label, v in zip(labels, raw)}
+    return {label: v / sum(raw) for label, v in zip(labels, raw, strict=True)}
 
 
 def _compare(db: Path, view: str, kind: str, names: tuple[str, ...]) -> dict[str, Any]:
     con = duckdb.connect(str(db), read_only=True)
     load_views(con, temporary=True)
     cols, *_ = [[d[0] for d in con.execute(f"SELECT * FROM {view}").description]]
-    points = dict(zip(cols, con.execute(f"SELECT * FROM {view}").fetchone()))
+    points = dict(zip(cols, con.execute(f"SELECT * FROM {view}").fetchone(), strict=True))
     source = "judge_verdicts WHERE valid AND status = 'ok'" if kind == "pairwise" else "judge_scored"
     cur = con.execute(f"SELECT * FROM {source} ORDER BY item_id")
-    rows = [dict(zip([d[0] for d in cur.description], r)) for r in cur.fetchall()]
+    rows = [dict(zip([d[0] for d in cur.description], r, strict=True)) for r in cur.fetchall()]
     functions = agreement_statistics(kind, rows)
     for name in names:
         expected = functions[name](np.arange(len(rows)))
@@ -46,22 +52,33 @@ def _compare(db: Path, view: str, kind: str, names: tuple[str, ...]) -> dict[str
 
 def _columns_equal_rows(con: Any, points: dict[str, Any], kind: str, names: tuple[str, ...],
                         rows: list[dict[str, Any]]) -> None:
-    """The report's columns (``verdict_columns``) give exactly the numbers the row dicts give,
-    on every resample and in the bootstrap intervals the report prints."""
+    """Check that the report's columns give exactly the numbers the row dicts give.
+
+    The columns are ``verdict_columns``'s; the numbers are compared on every resample and in the
+    bootstrap intervals the report prints.
+    """
     columns = verdict_columns(con, points["run_id"], kind, points["criterion"], points["judge_role"])
     assert len(columns) == len(rows) > 0
     by_rows, by_columns = agreement_statistics(kind, rows), agreement_statistics(kind, columns)
     clusters = [r["grp"] if r["grp"] is not None else r["source_id"] for r in rows]
     first_seen: dict[Any, int] = {}
     assert columns.values("cluster") == [first_seen.setdefault(c, len(first_seen)) for c in clusters]
-    assert (stats.bootstrap(by_columns[names[0]], len(rows), clusters=columns.column("cluster"), n_resamples=50)
-            == stats.bootstrap(by_rows[names[0]], len(rows), clusters=clusters, n_resamples=50))
+    assert stats.bootstrap(
+        by_columns[names[0]], len(rows), clusters=columns.column("cluster"), n_resamples=50
+    ) == stats.bootstrap(by_rows[names[0]], len(rows), clusters=clusters, n_resamples=50)
     draws = [np.random.default_rng(seed).integers(0, len(rows), len(rows)) for seed in range(5)]
     # the report's path: one bootstrap_many over codes gives each statistic's own bootstrap on the values
-    together = stats.bootstrap_many({name: (lambda draw, f=by_columns[name]: f(draw.index)) for name in names},
-                                    len(rows), clusters=columns.column("cluster"), n_resamples=50, seed=3)
-    assert together == {name: stats.bootstrap(by_rows[name], len(rows), clusters=clusters, n_resamples=50, seed=3)
-                        for name in names}
+    together = stats.bootstrap_many(
+        {name: (lambda draw, f=by_columns[name]: f(draw.index)) for name in names},
+        len(rows),
+        clusters=columns.column("cluster"),
+        n_resamples=50,
+        seed=3,
+    )
+    assert together == {
+        name: stats.bootstrap(by_rows[name], len(rows), clusters=clusters, n_resamples=50, seed=3)
+        for name in names
+    }
     for name in names:
         assert [by_columns[name](d) for d in draws] == [by_rows[name](d) for d in draws], name
         assert (stats.bootstrap(by_columns[name], len(rows), clusters=clusters, n_resamples=50)
@@ -74,34 +91,61 @@ def test_label_views_equal_python_reference_when_binary(tmp_path: Path, run_judg
     def judge(prep: PreparedRequest) -> dict[str, Any]:
         probs = _probs(number(prep.prompt), ["liked", "disliked", "unclear"])
         return {"text": max(probs, key=probs.__getitem__), "label_probs": probs}
-    run_judge({"input": str(write_jsonl(tmp_path / "b.jsonl", rows)), "rubric": "ux-liked", "human_col": "h"}, judge)
+
+    run_judge(
+        {"input": str(write_jsonl(tmp_path / "b.jsonl", rows)), "rubric": "ux-liked", "human_col": "h"}, judge
+    )
     points = _compare(tmp_path / "judge.duckdb", "judge_label_agreement", "label", LABEL_STATS)
     assert 0 < points["n"] < N  # abstentions are left out
 
 
 def test_label_views_equal_python_reference_when_three_classes(tmp_path: Path, run_judge: Any) -> None:
     rubric = tmp_path / "three.toml"
-    rubric.write_text('kind = "label"\nquestion = "tone?"\n[[labels]]\nname = "warm"\n[[labels]]\nname = "neutral"\n'
-                      '[[labels]]\nname = "cold"\n', encoding="utf-8")
+    rubric.write_text(
+        'kind = "label"\nquestion = "tone?"\n[[labels]]\nname = "warm"\n[[labels]]\nname = "neutral"\n'
+        '[[labels]]\nname = "cold"\n',
+        encoding="utf-8",
+    )
     labels = ["warm", "neutral", "cold"]
     rows = [{"id": f"c{i:02d}", "conversation": chat(i), "h": labels[(i * 7) % 3]} for i in range(N)]
     def judge(prep: PreparedRequest) -> dict[str, Any]:
         probs = _probs(number(prep.prompt), labels)
         return {"text": max(probs, key=probs.__getitem__), "label_probs": probs}
-    run_judge({"input": str(write_jsonl(tmp_path / "t.jsonl", rows)), "rubric": str(rubric), "human_col": "h"}, judge)
-    points = _compare(tmp_path / "judge.duckdb", "judge_label_agreement", "label", ("accuracy", "kappa", "macro_f1"))
+
+    run_judge(
+        {"input": str(write_jsonl(tmp_path / "t.jsonl", rows)), "rubric": str(rubric), "human_col": "h"},
+        judge,
+    )
+    points = _compare(
+        tmp_path / "judge.duckdb", "judge_label_agreement", "label", ("accuracy", "kappa", "macro_f1")
+    )
     assert points["auroc"] is None and points["ece"] is None  # binary-only statistics
 
 
 def test_score_views_equal_python_reference_with_ties_and_groups(tmp_path: Path, run_judge: Any) -> None:
-    rows = [{"id": f"c{i:02d}", "conversation": chat(i), "h": float((i * 3) % 5 + 1) + (0.5 if i % 7 == 0 else 0),
-             "g": f"g{i % 4}"} for i in range(N)]
+    rows = [
+        {
+            "id": f"c{i:02d}",
+            "conversation": chat(i),
+            "h": float((i * 3) % 5 + 1) + (0.5 if i % 7 == 0 else 0),
+            "g": f"g{i % 4}",
+        }
+        for i in range(N)
+    ]
     def judge(prep: PreparedRequest) -> dict[str, Any]:
         i = number(prep.prompt)
         probs = _probs(i // 2, ["1", "2", "3", "4", "5"])  # pairs of items share a score: ties
         return {"text": max(probs, key=probs.__getitem__), "label_probs": probs}
-    run_judge({"input": str(write_jsonl(tmp_path / "s.jsonl", rows)), "rubric": "helpfulness", "human_col": "h",
-               "group_col": "g"}, judge)
+
+    run_judge(
+        {
+            "input": str(write_jsonl(tmp_path / "s.jsonl", rows)),
+            "rubric": "helpfulness",
+            "human_col": "h",
+            "group_col": "g",
+        },
+        judge,
+    )
     _compare(tmp_path / "judge.duckdb", "judge_score_agreement", "likert", SCORE_STATS)
 
 
@@ -112,13 +156,19 @@ def test_pairwise_views_equal_python_reference(tmp_path: Path, run_judge: Any) -
         i = number(prep.prompt) * 2 + (prep.prompt.index("one") > prep.prompt.index("two"))
         probs = _probs(i, ["A", "B", "tie"])
         return {"text": max(probs, key=probs.__getitem__), "label_probs": probs}
-    run_judge({"input": str(write_jsonl(tmp_path / "p.jsonl", rows)), "rubric": "preference", "human_col": "pref"},
-              judge)
+
+    run_judge(
+        {"input": str(write_jsonl(tmp_path / "p.jsonl", rows)), "rubric": "preference", "human_col": "pref"},
+        judge,
+    )
     _compare(tmp_path / "judge.duckdb", "judge_pairwise_agreement", "pairwise", PAIR_STATS)
 
 
 def test_confusion_and_reliability_views_count_every_scored_verdict(tmp_path: Path, run_judge: Any) -> None:
-    rows = [{"id": f"c{i:02d}", "conversation": chat(i), "h": "liked" if i % 3 else "disliked"} for i in range(N)]
+    rows = [
+        {"id": f"c{i:02d}", "conversation": chat(i), "h": "liked" if i % 3 else "disliked"} for i in range(N)
+    ]
+
     def judge(prep: PreparedRequest) -> dict[str, Any]:
         probs = _probs(number(prep.prompt), ["liked", "disliked"])
         return {"text": max(probs, key=probs.__getitem__), "label_probs": probs}
@@ -127,15 +177,19 @@ def test_confusion_and_reliability_views_count_every_scored_verdict(tmp_path: Pa
     con = duckdb.connect(str(tmp_path / "judge.duckdb"), read_only=True)
     assert con.execute("SELECT sum(n) FROM judge_confusion").fetchone()[0] == N
     bins = con.execute("SELECT bin, n FROM judge_reliability").fetchall()
-    assert sum(n for _, n in bins) == N and all(5 <= b <= 9 for b, _ in bins)  # confidence in own verdict >= 0.5
+    # confidence in the judge's own verdict >= 0.5
+    assert sum(n for _, n in bins) == N and all(5 <= b <= 9 for b, _ in bins)
     con.close()
     assert {"Judge confusion (human -> judge counts)", "Judge reliability diagram (binary labels)"} <= {
         t.title for t in result.tables}
 
 
 def _label_verdicts(seed: int, labels: list[str], n: int, *, rare: bool) -> list[dict[str, Any]]:
-    """Random label verdicts in random item order: scores with ties when binary (none otherwise, as
-    stored); with ``rare``, two human positives only, so some resamples hold one human class."""
+    """Random label verdicts in random item order.
+
+    Scores with ties when binary (none otherwise, as stored); with ``rare``, two human positives
+    only, so some resamples hold one human class.
+    """
     rng = random.Random(seed)
     binary = len(labels) == 2
     rows = []
@@ -151,8 +205,10 @@ def _label_verdicts(seed: int, labels: list[str], n: int, *, rare: bool) -> list
 
 
 def _listed_label_statistics(rows: list[dict[str, Any]], none_seen: set[str]) -> dict[str, Any]:
-    """The label statistics as the report computed them on Python lists: labels coded by first
-    appearance (human labels first), every resample's values taken as lists."""
+    """Return the label statistics as the report computed them on Python lists.
+
+    Labels coded by first appearance (human labels first), every resample's values taken as lists.
+    """
     codes: dict[Any, int] = {}
     human = [codes.setdefault(r["human_label"], len(codes)) for r in rows]
     label = [codes.setdefault(r["label"], len(codes)) for r in rows]
@@ -167,7 +223,10 @@ def _listed_label_statistics(rows: list[dict[str, Any]], none_seen: set[str]) ->
     def auroc(idx: np.ndarray) -> float | None:
         return noted("auroc", stats.auroc([h == positive for h in take(human, idx)], take(score, idx)))
     def ece(idx: np.ndarray) -> float | None:
-        return stats.ece(take(conf, idx), [a == b for a, b in zip(take(label, idx), take(human, idx))])
+        return stats.ece(
+            take(conf, idx), [a == b for a, b in zip(take(label, idx), take(human, idx), strict=True)]
+        )
+
     return {
         "accuracy": lambda idx: stats.accuracy(take(human, idx), take(label, idx)),
         "kappa": lambda idx: stats.cohen_kappa(take(human, idx), take(label, idx)),
@@ -180,10 +239,13 @@ def _listed_label_statistics(rows: list[dict[str, Any]], none_seen: set[str]) ->
                                               (["warm", "neutral", "cold"], False)])
 def test_label_columns_give_the_intervals_of_python_lists(labels: list[str], rare: bool, batch: int | None,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """The report's lean path (Arrow read, int32 codes, numpy takes, statistics from counts) prints
-    the point values and bootstrap intervals of the list-based computation with scikit-learn, same
-    seed (to the last bits of a double); also
-    when the rows arrive in many Arrow batches, each with its own dictionary of labels."""
+    """The report's lean path prints the numbers of the list-based computation.
+
+    The lean path (Arrow read, int32 codes, numpy takes, statistics from counts) prints the point
+    values and bootstrap intervals of the list-based computation with scikit-learn, same seed (to
+    the last bits of a double); also when the rows arrive in many Arrow batches, each with its own
+    dictionary of labels.
+    """
     import pyarrow as pa
 
     from uxlocal.suites.judge import report
@@ -208,8 +270,13 @@ def test_label_columns_give_the_intervals_of_python_lists(labels: list[str], rar
     got, expected = intervals(lean), intervals(listed)
     if len(set(columns.values("cluster"))) == len(by_item):  # one verdict per cluster: no codes are held
         assert columns.clusters() is None
-        assert got == stats.bootstrap_many({name: _on_index(lean[name]) for name in LABEL_STATS}, len(by_item),
-                                           clusters=None, n_resamples=60, seed=5)
+        assert got == stats.bootstrap_many(
+            {name: _on_index(lean[name]) for name in LABEL_STATS},
+            len(by_item),
+            clusters=None,
+            n_resamples=60,
+            seed=5,
+        )
     for name in LABEL_STATS:  # the counts' formulas and scikit-learn sum in other orders: equal to ~1e-15
         for part in ("point", "low", "high"):
             mine, reference = getattr(got[name], part), getattr(expected[name], part)

@@ -81,7 +81,10 @@ def test_one_class_drawn_has_no_auroc_and_no_scores_no_auroc() -> None:
     score = np.array([0.9, 0.4, 0.2, 0.1])
     tallies = LabelTallies(human, judge, score, positive=1)
     only_positives = np.array([0, 1, 0])
-    assert tallies.auroc(only_positives) is None and stats.auroc(human[only_positives] == 1, score[only_positives]) is None
+    assert (
+        tallies.auroc(only_positives) is None
+        and stats.auroc(human[only_positives] == 1, score[only_positives]) is None
+    )
     assert tallies.auroc(np.arange(4)) == 1.0
     assert tallies.accuracy(np.arange(4)) == 0.75
     assert LabelTallies(human, judge).auroc(np.arange(4)) is None
@@ -95,7 +98,11 @@ def test_cells_are_counted_once_per_draw() -> None:
     idx = np.array([0, 0, 2, 3])
     cells = tallies.cells(idx)
     assert tallies.cells(idx) is cells  # the same draw: not counted again
-    assert list(zip(cells.human.tolist(), cells.judge.tolist(), cells.counts.tolist())) == [(0, 0, 2), (1, 2, 1), (2, 2, 1)]
+    assert list(zip(cells.human.tolist(), cells.judge.tolist(), cells.counts.tolist(), strict=True)) == [
+        (0, 0, 2),
+        (1, 2, 1),
+        (2, 2, 1),
+    ]
     assert tallies.cells(idx.copy()) is not cells
 
 

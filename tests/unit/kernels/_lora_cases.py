@@ -54,7 +54,7 @@ def _run_slots(draw: st.DrawFn, pattern: str, n_runs: int, n_slots: int) -> list
 
 @st.composite
 def cases(draw: st.DrawFn) -> Case:
-    """A random op case: up to 48 rows in up to 12 runs, up to 5 slots, fp32 or bf16."""
+    """Return a random op case: up to 48 rows in up to 12 runs, up to 5 slots, fp32 or bf16."""
     pattern = draw(st.sampled_from(PATTERNS))
     n_slots = draw(st.integers(1, 5))
     n_runs = draw(st.integers(1, 12))
@@ -75,7 +75,9 @@ def cases(draw: st.DrawFn) -> Case:
     )
 
 
-def assert_close(actual: torch.Tensor, expected: torch.Tensor, rounds_through: torch.dtype | None = None) -> None:
+def assert_close(
+    actual: torch.Tensor, expected: torch.Tensor, rounds_through: torch.dtype | None = None
+) -> None:
     """Equal up to the coarsest rounding involved (bf16 keeps 8 mantissa bits; sums of rank products).
 
     ``rounds_through``: a dtype the computation may round intermediate values to, besides the two

@@ -14,7 +14,9 @@ def _engine(**kwargs: object) -> engine_module.VllmEngine:
     return engine_module.VllmEngine(model, renderer=None, **kwargs)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("cpu", "kernels", "split"), [(True, True, False), (True, False, True), (False, False, False)])
+@pytest.mark.parametrize(
+    ("cpu", "kernels", "split"), [(True, True, False), (True, False, True), (False, False, False)]
+)
 def test_split_default_follows_the_build_and_the_kernels(
     monkeypatch: pytest.MonkeyPatch, cpu: bool, kernels: bool, split: bool
 ) -> None:

@@ -11,7 +11,6 @@ import torch
 from _lora_cases import Case, assert_close, cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from uxlocal_kernels import lora_ops as fast
 from uxlocal_kernels import reference as ref
 from uxlocal_kernels.lora_linear import add_lora_linear, lora_linear
@@ -28,7 +27,9 @@ def _thresholds(large: int, small: int) -> Iterator[None]:
         fast.LARGE_SHRINK, fast.SMALL_EXPAND = saved
 
 
-def _layer(case: Case, widths: list[int]) -> tuple[torch.Tensor, tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
+def _layer(
+    case: Case, widths: list[int]
+) -> tuple[torch.Tensor, tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
     x = case.randn(case.rows, case.width_in, salt=1)
     a = tuple(case.randn(case.n_slots, 1, case.rank, case.width_in, salt=10 + i) for i in range(len(widths)))
     b = tuple(case.randn(case.n_slots, 1, w, case.rank, salt=20 + i) for i, w in enumerate(widths))
@@ -67,8 +68,11 @@ def test_a_slice_width_that_disagrees_with_its_adapter_is_a_clear_error() -> Non
 
 
 def test_the_stacked_weights_of_a_layer_are_reused_until_a_slice_is_rewritten() -> None:
-    x, a, b = torch.randn(4, 8), (torch.randn(3, 1, 4, 8), torch.randn(3, 1, 4, 8)), (torch.randn(3, 1, 5, 4),
-                                                                                       torch.randn(3, 1, 2, 4))
+    x, a, b = (
+        torch.randn(4, 8),
+        (torch.randn(3, 1, 4, 8), torch.randn(3, 1, 4, 8)),
+        (torch.randn(3, 1, 5, 4), torch.randn(3, 1, 2, 4)),
+    )
     plan = fast.plan_rows(torch.tensor([0, -1, 2, 0]))
     y = torch.zeros(4, 7)
     lora_linear(y, x, a, b, 1.0, (5, 2), plan)
@@ -83,17 +87,23 @@ def test_the_stacked_weights_of_a_layer_are_reused_until_a_slice_is_rewritten() 
 
 
 def _wrapper(prefill: bool, indices: torch.Tensor, no_lora: bool = False) -> SimpleNamespace:
-    """The attributes of vLLM's CPU punica wrapper that ``add_lora_linear`` reads."""
+    """Return the attributes of vLLM's CPU punica wrapper that ``add_lora_linear`` reads."""
     slots, lengths = torch.unique_consecutive(indices, return_counts=True)
     starts = torch.cumsum(lengths, 0) - lengths
     meta = (starts, lengths, slots, len(slots), int(lengths.max()), int(lengths.sum()))
-    return SimpleNamespace(is_prefill=prefill, no_lora=no_lora, prefill_metadata=meta, token_lora_indices=indices)
+    return SimpleNamespace(
+        is_prefill=prefill, no_lora=no_lora, prefill_metadata=meta, token_lora_indices=indices
+    )
 
 
 @pytest.mark.parametrize("prefill", [True, False])
 def test_the_wrapper_method_plans_from_prefill_or_decode_metadata(prefill: bool) -> None:
     indices = torch.tensor([1, 1, -1, 0, 0, 0, -1, 2])
-    x, a, b = torch.randn(8, 16), (torch.randn(3, 1, 4, 16),) * 2, (torch.randn(3, 1, 6, 4), torch.randn(3, 1, 3, 4))
+    x, a, b = (
+        torch.randn(8, 16),
+        (torch.randn(3, 1, 4, 16),) * 2,
+        (torch.randn(3, 1, 6, 4), torch.randn(3, 1, 3, 4)),
+    )
     y = torch.randn(8, 9)
     expected, got = y.clone(), y.clone()
     ref.lora_linear(expected, x, a, b, 1.0, (6, 3), indices)
@@ -105,7 +115,9 @@ def test_the_wrapper_method_plans_from_prefill_or_decode_metadata(prefill: bool)
 
 
 def test_ours_equal_vllms_wrapper_method_when_every_row_has_an_adapter() -> None:
-    punica_cpu = pytest.importorskip("vllm.lora.punica_wrapper.punica_cpu", reason="vLLM's CPU wrapper not importable")
+    punica_cpu = pytest.importorskip(
+        "vllm.lora.punica_wrapper.punica_cpu", reason="vLLM's CPU wrapper not importable"
+    )
     from uxlocal_kernels import plugin
 
     stock = plugin._originals.get((punica_cpu.PunicaWrapperCPU, "add_lora_linear"),

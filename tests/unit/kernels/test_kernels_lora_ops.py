@@ -9,7 +9,6 @@ import pytest
 import torch
 from _lora_cases import Case, assert_close, cases
 from hypothesis import given, settings
-
 from uxlocal_kernels import lora_ops as fast
 from uxlocal_kernels import reference as ref
 
@@ -17,7 +16,7 @@ FAST = settings(max_examples=40, deadline=None)
 
 
 def _segments(case: Case) -> tuple[torch.Tensor, ...]:
-    """sgmv metadata for the case's runs: start, length, index per run (vLLM's argument order)."""
+    """Return the sgmv metadata for the case's runs: start, length, index per run (vLLM's argument order)."""
     lengths = torch.tensor(case.lengths, dtype=torch.long)
     starts = torch.cumsum(lengths, 0) - lengths
     return starts, lengths, torch.tensor(case.slots, dtype=torch.long)
@@ -150,7 +149,10 @@ def test_a_slice_width_that_disagrees_with_the_adapter_is_a_clear_error() -> Non
 def _linear(
     x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, indices: torch.Tensor, ops: object
 ) -> torch.Tensor:
-    """What vLLM's LoRA linear layer does with the ops: fp32 shrink buffer, then add into a bf16 output."""
+    """Return what vLLM's LoRA linear layer does with the ops.
+
+    An fp32 shrink buffer, then an add into a bf16 output.
+    """
     mid = torch.zeros(x.shape[0], a.shape[-2])
     out = torch.zeros(x.shape[0], b.shape[-2] + 3, dtype=torch.bfloat16)
     ops.bgmv_shrink(x, a, mid, indices, 1.0)  # type: ignore[attr-defined]
@@ -159,7 +161,7 @@ def _linear(
 
 
 def test_cached_stacked_weights_follow_in_place_slot_loads_like_vllms() -> None:
-    """vLLM's set_lora/reset_lora write slots in place; the next call must use the new weights."""
+    """Slots written in place (vLLM's set_lora/reset_lora) reach the next call: it uses the new weights."""
     torch.manual_seed(0)
     a = torch.randn(3, 1, 4, 16, dtype=torch.bfloat16)
     b = torch.randn(3, 1, 24, 4, dtype=torch.bfloat16)
@@ -188,7 +190,7 @@ def test_weights_made_in_inference_mode_are_stacked_per_call_and_stay_correct() 
 
 
 def test_an_index_buffer_rewritten_in_place_gets_a_new_plan() -> None:
-    """vLLM copies each step's indices into one buffer and passes a fresh view of it."""
+    """Each step, vLLM copies the indices into one buffer and passes a fresh view of it."""
     buffer = torch.tensor([0, 0, 1, 1, -1, -1])
     first = fast.plan_rows(buffer[:4])
     assert fast.plan_rows(buffer[:4]) is first  # unchanged: reused without looking at the values

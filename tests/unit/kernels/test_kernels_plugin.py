@@ -6,7 +6,6 @@ import logging
 from importlib.metadata import entry_points
 
 import pytest
-
 from uxlocal_kernels import plugin
 from uxlocal_kernels.lora_linear import add_lora_linear
 from uxlocal_kernels.lora_ops import OPS
@@ -22,7 +21,11 @@ def test_the_entry_point_is_registered_under_vllms_general_plugins() -> None:
     (None, logging.INFO, "not the CPU build"),
 ])
 def test_other_vllm_builds_are_left_untouched_and_the_log_says_why(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, build: str | None, level: int, words: str
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    build: str | None,
+    level: int,
+    words: str,
 ) -> None:
     monkeypatch.setattr(plugin, "cpu_build_version", lambda: build)
     monkeypatch.setattr(plugin, "install", lambda: pytest.fail("must not install"))

@@ -1,5 +1,8 @@
-"""Contract with vLLM's own CPU ops: equal results wherever every row has an adapter, and the bug
-(-1 picks the last slot) that ours fix. Skips when vLLM's torch ops are not importable."""
+"""Contract with vLLM's own CPU ops.
+
+Equal results wherever every row has an adapter, and the bug (-1 picks the last slot) that ours fix.
+Skips when vLLM's torch ops are not importable.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,6 @@ import pytest
 import torch
 from _lora_cases import Case, assert_close, cases
 from hypothesis import given, settings
-
 from uxlocal_kernels import lora_ops as ours
 
 stock = pytest.importorskip("vllm.lora.ops.torch_ops.lora_ops", reason="vLLM's CPU torch ops not importable")

@@ -133,7 +133,9 @@ def test_foreign_v2_card_is_converted_with_placeholders_filled() -> None:
             "personality": "Gruff, generous, tells tall tales.",
             "scenario": "{{user}} sits down at {{char}}'s stall.",
             "first_mes": "*{{char}} slides a cup over.* Sit, {{user}}. Rain's coming.",
-            "mes_example": "<START>\n{{user}}: Were you really a captain?\n{{char}}: Thirty years, more or less.",
+            "mes_example": (
+                "<START>\n{{user}}: Were you really a captain?\n{{char}}: Thirty years, more or less."
+            ),
             "tags": ["Steampunk", "genre:slice_of_life"],
             "creator": "someone",
             "extensions": {},

@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from palate_script import respond
+from prefix_layout import assert_conversation_then_question
 
 from uxlocal.config import RunConfig
 from uxlocal.engine.base import PreparedRequest
@@ -18,10 +20,6 @@ from uxlocal.suites.base import get_suite
 from uxlocal.suites.palate.agreement import ScoredTurn, pairwise_agreement
 from uxlocal.suites.palate.options import PalateConfig, parse_candidates
 from uxlocal.suites.palate.report import report_tables
-
-from palate_script import respond
-from prefix_layout import assert_conversation_then_question
-
 
 CONFIG = {
     "candidates": "A=fake,B=fake",
@@ -153,7 +151,9 @@ def test_rubric_is_induced_once_per_user_and_recorded_with_its_version(
         ).fetchall()
     }
     assert len(used) == 2
-    rubric_table = next(t for t in report_tables(con, result.run_id) if t.title == "PALATE personalized rubrics")
+    rubric_table = next(
+        t for t in report_tables(con, result.run_id) if t.title == "PALATE personalized rubrics"
+    )
     assert f"uxlocal query --db {result.db} " in rubric_table.note  # the hint is copy-pasteable
 
 
@@ -246,7 +246,7 @@ def test_lora_simulator_requests_name_the_users_adapter(engine: FakeEngine, tmp_
 
 
 def _reply_groups(engine: FakeEngine, tags: tuple[str, ...]) -> list[list[PreparedRequest]]:
-    """Runs of adjacent requests in one batch whose tags are ``tags`` with the same turn number."""
+    """Return runs of adjacent requests in one batch whose tags are ``tags`` with the same turn number."""
     groups = []
     for batch in engine.batches:
         for i, prepared in enumerate(batch):
@@ -277,8 +277,11 @@ def test_turn_judge_prompts_share_the_conversation_prefix_when_one_reply_gets_k_
         start, end = ("此前的对话：", "\n\n任务：") if zh else ("Conversation so far:", "\n\nTask:")
         conversation = prompts[0].split(start, 1)[1].split(end, 1)[0]
         assert ("待评分的回复：" if zh else "Reply to rate:") in conversation
-        questions = (["为这条回复的质量打分", "这条回复之后用户的下一条消息", "给出这位用户对该回复的满意度"] if zh
-                     else ["rate the quality", "The user's next message", "Rate this user's satisfaction"])
+        questions = (
+            ["为这条回复的质量打分", "这条回复之后用户的下一条消息", "给出这位用户对该回复的满意度"]
+            if zh
+            else ["rate the quality", "The user's next message", "Rate this user's satisfaction"]
+        )
         if len(tags) == 2:
             questions = questions[:1] + (["预测某一位特定用户"] if zh else ["predict how satisfied"])
         assert_conversation_then_question(prompts, [conversation], questions)

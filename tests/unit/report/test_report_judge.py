@@ -14,8 +14,8 @@ from uxlocal.engine.base import PreparedRequest
 from uxlocal.engine.fake import FakeEngine
 from uxlocal.engine.pool import ModelPool
 from uxlocal.report import build_report, render_html
-from uxlocal.store.db import connect
 from uxlocal.runner import run_suite
+from uxlocal.store.db import connect
 
 
 def _number(prompt: str) -> int:
@@ -54,17 +54,37 @@ def judge_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("judge-report")
     db = tmp / "judge.duckdb"
     inputs = {
-        "ux-liked": [{"id": f"l{i}", "conversation": _chat(i), "human": "liked" if i % 3 else "disliked"}
-                     for i in range(12)],
-        "helpfulness": [{"id": f"s{i}", "conversation": _chat(i), "human": (i * 2) % 5 + 1} for i in range(10)],
-        "preference": [{"id": f"p{i}", "prompt": f"question {i}", "response_a": "one", "response_b": "two",
-                        "human": "A" if i % 2 else "B"} for i in range(6)],
+        "ux-liked": [
+            {"id": f"l{i}", "conversation": _chat(i), "human": "liked" if i % 3 else "disliked"}
+            for i in range(12)
+        ],
+        "helpfulness": [
+            {"id": f"s{i}", "conversation": _chat(i), "human": (i * 2) % 5 + 1} for i in range(10)
+        ],
+        "preference": [
+            {
+                "id": f"p{i}",
+                "prompt": f"question {i}",
+                "response_a": "one",
+                "response_b": "two",
+                "human": "A" if i % 2 else "B",
+            }
+            for i in range(6)
+        ],
     }
     for rubric, rows in inputs.items():
         engine = FakeEngine(_script)
-        config = RunConfig(suite="judge", suite_config={"input": _write(tmp / f"{rubric}.jsonl", rows),
-                                                        "rubric": rubric, "human_col": "human", "bootstrap": 20},
-                           db=str(db), progress=False)
+        config = RunConfig(
+            suite="judge",
+            suite_config={
+                "input": _write(tmp / f"{rubric}.jsonl", rows),
+                "rubric": rubric,
+                "human_col": "human",
+                "bootstrap": 20,
+            },
+            db=str(db),
+            progress=False,
+        )
         run_suite(config, pool=ModelPool.from_engines({"judge": engine}))
     return db
 
@@ -92,8 +112,10 @@ def test_judge_section_draws_reliability_confusion_scatter_and_position_bias_whe
 def test_judge_confusion_matrix_writes_the_view_counts_when_labels_are_judged(judge_store: Path) -> None:
     figure = _figures(judge_store)["judge-confusion-0"]
     con = connect(str(judge_store), read_only=True)
-    counts = con.execute("SELECT human, judge, n FROM judge_confusion c JOIN judge_verdicts v USING (run_id, criterion) "
-                         "WHERE v.kind = 'label' GROUP BY ALL").fetchall()
+    counts = con.execute(
+        "SELECT human, judge, n FROM judge_confusion c JOIN judge_verdicts v USING (run_id, criterion) "
+        "WHERE v.kind = 'label' GROUP BY ALL"
+    ).fetchall()
     text = _texts(figure.svg)
     assert "human label" in text and "judge's label" in text
     for _, _, n in counts:
@@ -123,10 +145,20 @@ def test_judge_section_appears_in_html_with_its_plots(judge_store: Path) -> None
 
 
 def test_judge_section_notes_missing_plots_when_only_labels_ran(tmp_path: Path) -> None:
-    rows = [{"id": f"l{i}", "conversation": _chat(i), "human": "liked" if i % 2 else "disliked"} for i in range(6)]
-    config = RunConfig(suite="judge", suite_config={"input": _write(tmp_path / "in.jsonl", rows), "rubric": "ux-liked",
-                                                    "human_col": "human", "bootstrap": 0},
-                       db=str(tmp_path / "j.duckdb"), progress=False)
+    rows = [
+        {"id": f"l{i}", "conversation": _chat(i), "human": "liked" if i % 2 else "disliked"} for i in range(6)
+    ]
+    config = RunConfig(
+        suite="judge",
+        suite_config={
+            "input": _write(tmp_path / "in.jsonl", rows),
+            "rubric": "ux-liked",
+            "human_col": "human",
+            "bootstrap": 0,
+        },
+        db=str(tmp_path / "j.duckdb"),
+        progress=False,
+    )
     run_suite(config, pool=ModelPool.from_engines({"judge": FakeEngine(_script)}))
     con = connect(str(tmp_path / "j.duckdb"), read_only=True)
     section = next(s for s in build_report(con).sections if s.key == "judge")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from uxlocal.report import render_markdown
 from uxlocal.report.markdown import markdown_table
 from uxlocal.reportkit.model import Report, ReportTable
@@ -42,6 +44,8 @@ def test_terminal_tables_print_bracketed_cells_verbatim(capsys: pytest.CaptureFi
     from uxlocal.reportkit.model import ReportTable
     from uxlocal.reportkit.tables import render_tables
 
-    render_tables([ReportTable("T [x]", ["task [id]"], [("[mobile_data_issue]airplane_mode_on",)], "note [dim]")])
+    render_tables(
+        [ReportTable("T [x]", ["task [id]"], [("[mobile_data_issue]airplane_mode_on",)], "note [dim]")]
+    )
     out = capsys.readouterr().out
     assert "[mobile_data_issue]airplane_mode_on" in out and "task [id]" in out and "note [dim]" in out

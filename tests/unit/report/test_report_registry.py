@@ -19,7 +19,7 @@ REPORT_DIR = Path(build.__file__).parent
 
 @pytest.fixture
 def plugin_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A plugin suite whose section module lives outside uxlocal; both registries cleaned after."""
+    """Yield a plugin suite whose section module lives outside uxlocal; both registries cleaned after."""
     (tmp_path / "plugin_section_mod.py").write_text(
         "from uxlocal.report import register_section\n"
         "register_section('plugin_owned', title='Plugin owned', suites=('plugin_owned',), order=7)\n",

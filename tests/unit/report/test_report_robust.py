@@ -30,7 +30,7 @@ from uxlocal.store.db import connect
 
 
 def _store_without(tmp_path: Path, demo: Path, prefixes: tuple[str, ...]) -> duckdb.DuckDBPyConnection:
-    """A copy of the demo store whose views starting with ``prefixes`` are gone (an older checkout)."""
+    """Return a copy of the demo store whose views starting with ``prefixes`` are gone (an older checkout)."""
     copy = tmp_path / "copy.duckdb"
     shutil.copy(demo, copy)
     con = duckdb.connect(str(copy))
@@ -41,7 +41,7 @@ def _store_without(tmp_path: Path, demo: Path, prefixes: tuple[str, ...]) -> duc
 
 
 def _bare_store(tmp_path: Path, *runs: tuple[str, str]) -> Path:
-    """A migrated store holding only run rows (no episodes)."""
+    """Return a migrated store holding only run rows (no episodes)."""
     db = tmp_path / "bare.duckdb"
     con = connect(db)
     for run_id, suite in runs:
@@ -62,7 +62,7 @@ def _bare_store(tmp_path: Path, *runs: tuple[str, str]) -> Path:
 
 @pytest.fixture
 def plugin_section() -> Iterator[str]:
-    """A section registered for a suite no one installed; removed again after the test."""
+    """Yield a section registered for a suite no one installed; removed again after the test."""
     key = "plugin_demo"
     yield key
     registry._SECTIONS.pop(key, None)

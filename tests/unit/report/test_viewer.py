@@ -163,8 +163,17 @@ def test_tool_call_marks_the_seat_that_ran_it() -> None:
     """Issue 15: in telecom the user runs tools on its own phone; the page tells the seats apart."""
     from uxlocal.report.viewer.pages import _tool_call
 
-    row = {"ok": True, "result": "Airplane mode is now OFF.", "error": None, "arguments": {}, "name": "toggle_airplane_mode"}
+    row = {
+        "ok": True,
+        "result": "Airplane mode is now OFF.",
+        "error": None,
+        "arguments": {},
+        "name": "toggle_airplane_mode",
+    }
     user = _tool_call({**row, "requestor": "user"})
     agent = _tool_call({**row, "requestor": "assistant", "name": "refuel_data"})
-    assert 'class="tool-call ok seat-user"' in user and "user seat (own device) calls toggle_airplane_mode" in user
+    assert (
+        'class="tool-call ok seat-user"' in user
+        and "user seat (own device) calls toggle_airplane_mode" in user
+    )
     assert 'class="tool-call ok seat-assistant"' in agent and "agent seat calls refuel_data" in agent

@@ -1,5 +1,8 @@
-"""The viewer answers only its own host (issue 18: DNS rebinding): a foreign ``Host`` gets 400 and no
-store data, a foreign ``Origin`` gets 403, ``127.0.0.1:PORT`` and ``localhost:PORT`` get the pages."""
+"""The viewer answers only its own host (issue 18: DNS rebinding).
+
+A foreign ``Host`` gets 400 and no store data, a foreign ``Origin`` gets 403, ``127.0.0.1:PORT`` and
+``localhost:PORT`` get the pages.
+"""
 
 from __future__ import annotations
 
@@ -121,7 +124,7 @@ def test_served_viewer_refuses_a_rebinding_request_over_loopback(
 
 
 def _free_port() -> int:
-    """A free loopback port (closed again before the server binds it)."""
+    """Return a free loopback port (closed again before the server binds it)."""
     import socket
 
     with socket.socket() as probe:

@@ -51,7 +51,7 @@ def data_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def sample_dir() -> Path:
-    """The bundled sample data (our homenet domain): present in every clone and installed wheel."""
+    """Return the bundled sample data (our homenet domain): present in every clone and installed wheel."""
     return SAMPLE_DATA
 
 

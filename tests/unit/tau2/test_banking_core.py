@@ -24,18 +24,18 @@ from uxlocal.errors import InputError
 from uxlocal.runner import run_suite
 from uxlocal.store.db import connect
 from uxlocal.tau2 import Domain, Environment, Message, Task, ToolCall, load_domain, load_tasks
-from uxlocal.tau2.domains.banking_knowledge.discoverable import DISCOVERABLE_AGENT
+from uxlocal.tau2.domains.banking_knowledge.agent_tools import read_log_allowlist
 from uxlocal.tau2.domains.banking_knowledge.db import BankingDB
-from uxlocal.tau2.registry import DomainSpec, expand_domains
+from uxlocal.tau2.domains.banking_knowledge.discoverable import DISCOVERABLE_AGENT
 from uxlocal.tau2.episode.options import Tau2Options, user_tool_schemas
 from uxlocal.tau2.episode.prompts import fill
 from uxlocal.tau2.episode.user_proxy import guidelines
+from uxlocal.tau2.registry import DomainSpec, expand_domains
 from uxlocal.tau2.replay import replay_task, scripted_trajectory, total_line
 from uxlocal.tau2.reward import action_matches, score_episode
 from uxlocal.tau2.tasks import Action
 from uxlocal.tau2.termination import USER_STOP
-from uxlocal.tau2.toolkit import ToolError, Toolkit, ToolSpec, arg
-from uxlocal.tau2.domains.banking_knowledge.agent_tools import read_log_allowlist
+from uxlocal.tau2.toolkit import Toolkit, ToolSpec, arg
 
 BANKING = "banking_knowledge"
 DISCOVERABLE_CALLS = ("unlock_discoverable_agent_tool", "call_discoverable_agent_tool")
@@ -171,7 +171,9 @@ def test_unknown_agent_tool_is_refused_in_the_answer(banking: Domain, tool: str)
 def test_unlock_describes_the_tool_and_enables_the_call(banking: Domain, probes: None) -> None:
     env = Environment(banking)
     unlocked = env.call("unlock_discoverable_agent_tool", {"agent_tool_name": "probe_write_0002"})
-    assert unlocked.ok and "Description: Store a number on a customer's row (a test probe)" in unlocked.content
+    assert (
+        unlocked.ok and "Description: Store a number on a customer's row (a test probe)" in unlocked.content
+    )
     assert "  - user_id: string (required) - Whose email to change." in unlocked.content
     assert "  - amount: number (required) - A number stored as sent." in unlocked.content
     before = env.db_hash()
@@ -182,22 +184,43 @@ def test_unlock_describes_the_tool_and_enables_the_call(banking: Domain, probes:
     assert _db(env).users.get("123")["probe_amount"] == 5  # type: ignore[index]
 
 
-@pytest.mark.parametrize("arguments, ok, answer, logged", [
-    # the tool refused in words: the call ran, so it is logged
-    ('{"user_id": "nobody", "amount": 1}', True, "Error: no user nobody", True),
-    # missing argument: Python's own message, as upstream's; the tool never ran
-    ('{"user_id": "123"}', True,
-     "Error: Invalid arguments: KnowledgeTools.probe_write_0002() missing 1 required positional argument: 'amount'",
-     False),
-    # unexpected argument
-    ('{"user_id": "123", "amount": 1, "extra": 2}', True,
-     "Error: Invalid arguments: KnowledgeTools.probe_write_0002() got an unexpected keyword argument 'extra'", False),
-    # unreadable arguments
-    ("not json", True, "Error: Invalid JSON in arguments: Expecting value: line 1 column 1 (char 0)", False),
-    # arguments as a JSON object rather than text: json.loads raises, an error result as upstream
-    ({"user_id": "123", "amount": 1}, False, "Error: the JSON object must be str, bytes or bytearray, not dict",
-     False),
-])
+@pytest.mark.parametrize(
+    "arguments, ok, answer, logged",
+    [
+        # the tool refused in words: the call ran, so it is logged
+        ('{"user_id": "nobody", "amount": 1}', True, "Error: no user nobody", True),
+        # missing argument: Python's own message, as upstream's; the tool never ran
+        (
+            '{"user_id": "123"}',
+            True,
+            "Error: Invalid arguments: KnowledgeTools.probe_write_0002() "
+            "missing 1 required positional argument: 'amount'",
+            False,
+        ),
+        # unexpected argument
+        (
+            '{"user_id": "123", "amount": 1, "extra": 2}',
+            True,
+            "Error: Invalid arguments: KnowledgeTools.probe_write_0002() "
+            "got an unexpected keyword argument 'extra'",
+            False,
+        ),
+        # unreadable arguments
+        (
+            "not json",
+            True,
+            "Error: Invalid JSON in arguments: Expecting value: line 1 column 1 (char 0)",
+            False,
+        ),
+        # arguments as a JSON object rather than text: json.loads raises, an error result as upstream
+        (
+            {"user_id": "123", "amount": 1},
+            False,
+            "Error: the JSON object must be str, bytes or bytearray, not dict",
+            False,
+        ),
+    ],
+)
 def test_discoverable_call_refusals_are_answers_logged_only_when_the_tool_ran(
     banking: Domain, probes: None, arguments: object, ok: bool, answer: str, logged: bool
 ) -> None:
@@ -251,7 +274,9 @@ def test_user_discoverable_tool_needs_the_agent_to_give_it(banking: Domain) -> N
     call = {"discoverable_tool_name": "get_card_last_4_digits",
             "arguments": '{"credit_card_account_id": "cc_lj82d4f1a9_silver"}'}
     refused = env.call("call_discoverable_user_tool", call, "user")
-    assert refused.ok and "has not been given to you by the agent" in refused.content  # an answer, as upstream
+    assert (
+        refused.ok and "has not been given to you by the agent" in refused.content
+    )  # an answer, as upstream
     assert len(_db(env).user_discoverable_tool_calls) == 0
     given = env.call("give_discoverable_user_tool", {"discoverable_tool_name": "get_card_last_4_digits"})
     assert given.ok and "Description: Look up the last four digits" in given.content
@@ -468,11 +493,15 @@ def test_replay_cli_takes_the_version_and_prints_a_total(data_dir: Path) -> None
     assert mock is not None
     assert ("banking_knowledge empty: 0 / 97 on the model-free checks (fully scored: 0 / 96; 1 more carry "
             "NL assertions a replay cannot judge)") in lines
-    assert lines[-1] == (f"total empty: {mock[1]} / {int(mock[2]) + 97} on the model-free checks (fully "
-                         f"scored: {mock[1]} / {int(mock[2]) + 96}; 1 more carry NL assertions a replay cannot judge)")
+    assert lines[-1] == (
+        f"total empty: {mock[1]} / {int(mock[2]) + 97} on the model-free checks (fully "
+        f"scored: {mock[1]} / {int(mock[2]) + 96}; 1 more carry NL assertions a replay cannot judge)"
+    )
 
 
-def test_gold_replay_of_all_375_userproxybench_tasks_passes_every_check_a_replay_can_score(data_dir: Path) -> None:
+def test_gold_replay_of_all_375_userproxybench_tasks_passes_every_check_a_replay_can_score(
+    data_dir: Path,
+) -> None:
     result = CliRunner().invoke(cli, ["tau2", "replay", "--domain", "all", "--agent", "gold",
                                       "--tau2-data", str(data_dir)])
     assert result.exit_code == 0, result.output

@@ -54,7 +54,7 @@ def reference_scores(texts: list[str], query: str) -> list[float]:
 
 
 def reference_ranking(scores: list[float]) -> list[int]:
-    """Indices of the top 10: higher score first, equal scores in load order."""
+    """Return indices of the top 10: higher score first, equal scores in load order."""
     return sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:10]
 
 

@@ -30,7 +30,10 @@ def _plain_hash(env: Environment) -> str:
 
 
 def test_canonical_drops_nulls_and_writes_integral_floats_as_integers() -> None:
-    assert canonical({"a": 1.0, "b": None, "c": [2.5, 1e-9, 3.1234567]}) == {"a": 1, "c": [2.5, 0.0, 3.123457]}
+    assert canonical({"a": 1.0, "b": None, "c": [2.5, 1e-9, 3.1234567]}) == {
+        "a": 1,
+        "c": [2.5, 0.0, 3.123457],
+    }
     assert serialise({"b": "é", "a": 1}) == '{"a":1,"b":"é"}'
     rows = [{"bill_id": "B2", "x": 1}, {"bill_id": "B1", "x": 2}]
     assert key_records(rows) == {"B2": rows[0], "B1": rows[1]}
@@ -56,5 +59,12 @@ def test_random_ids_are_renamed_in_order_in_states_and_texts() -> None:
     state: dict[str, Any] = {"db": {"bills": {"B1": {}, "Bx9": {"bill_id": "Bx9"}, "Ba1": {}}}}
     ids.observe(state)
     assert ids.names == {"Ba1": "NEW_BILL_1", "Bx9": "NEW_BILL_2"}
-    assert ids.rename(state)["db"]["bills"] == {"B1": {}, "NEW_BILL_2": {"bill_id": "NEW_BILL_2"}, "NEW_BILL_1": {}}
-    assert normalise_text("paid Bx9, not Bx99 [Timing: retrieval=2ms]", ids) == "paid NEW_BILL_2, not Bx99 [Timing: N]"
+    assert ids.rename(state)["db"]["bills"] == {
+        "B1": {},
+        "NEW_BILL_2": {"bill_id": "NEW_BILL_2"},
+        "NEW_BILL_1": {},
+    }
+    assert (
+        normalise_text("paid Bx9, not Bx99 [Timing: retrieval=2ms]", ids)
+        == "paid NEW_BILL_2, not Bx99 [Timing: N]"
+    )

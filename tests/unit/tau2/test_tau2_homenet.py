@@ -122,7 +122,9 @@ def test_homenet_history_write_counts_once(homenet: Domain, tasks_of: Any) -> No
     assert compute_reward(homenet, task, tail, USER_STOP).reward == 1.0
     assert compute_reward(homenet, task, [*history, *tail], USER_STOP).reward == 1.0  # type: ignore[misc]
     env = Environment.for_task(homenet, task)
-    assert env.invoke("assistant", "assert_plan", {"customer_id": "cust_101", "expected_plan_id": "fiber_1000"})
+    assert env.invoke(
+        "assistant", "assert_plan", {"customer_id": "cust_101", "expected_plan_id": "fiber_1000"}
+    )
 
 
 # --- the tools ---------------------------------------------------------------------------------
@@ -130,21 +132,48 @@ def test_homenet_history_write_counts_once(homenet: Domain, tasks_of: Any) -> No
 
 REFUSALS: list[tuple[str, str, dict[str, Any], str]] = [
     ("assistant", "find_customer", {"email": "nobody@example.com"}, "no account with email"),
-    ("assistant", "list_plans", {"postcode": "40121"}, "list_plans() got an unexpected keyword argument 'postcode'"),
+    (
+        "assistant",
+        "list_plans",
+        {"postcode": "40121"},
+        "list_plans() got an unexpected keyword argument 'postcode'",
+    ),
     ("assistant", "change_plan", {"customer_id": "cust_101", "plan_id": "basic_100"}, "already on basic_100"),
     ("assistant", "change_plan", {"customer_id": "cust_101", "plan_id": "fiber_9"}, "plan fiber_9 not found"),
     ("assistant", "check_outages", {}, "check_outages() missing 1 required positional argument: 'postcode'"),
     # out_9 is still ongoing; out_7 is in another postcode; amounts must be positive
-    ("assistant", "apply_outage_credit", {"customer_id": "cust_105", "outage_id": "out_9", "amount": 5},
-     "still ongoing"),
-    ("assistant", "apply_outage_credit", {"customer_id": "cust_105", "outage_id": "out_7", "amount": 5},
-     "not found in postcode 40555"),
-    ("assistant", "apply_outage_credit", {"customer_id": "cust_102", "outage_id": "out_7", "amount": 0},
-     "above 0"),
+    (
+        "assistant",
+        "apply_outage_credit",
+        {"customer_id": "cust_105", "outage_id": "out_9", "amount": 5},
+        "still ongoing",
+    ),
+    (
+        "assistant",
+        "apply_outage_credit",
+        {"customer_id": "cust_105", "outage_id": "out_7", "amount": 5},
+        "not found in postcode 40555",
+    ),
+    (
+        "assistant",
+        "apply_outage_credit",
+        {"customer_id": "cust_102", "outage_id": "out_7", "amount": 0},
+        "above 0",
+    ),
     ("assistant", "run_line_test", {"customer_id": "cust_999"}, "customer cust_999 not found"),
     ("assistant", "book_technician", {"customer_id": "cust_104", "date": "12 March"}, "YYYY-MM-DD"),
-    ("assistant", "transfer_to_human_agents", {}, "transfer_to_human_agents() missing 1 required positional argument: 'summary'"),
-    ("user", "check_router", {"router_id": "home_router"}, "check_router() got an unexpected keyword argument 'router_id'"),
+    (
+        "assistant",
+        "transfer_to_human_agents",
+        {},
+        "transfer_to_human_agents() missing 1 required positional argument: 'summary'",
+    ),
+    (
+        "user",
+        "check_router",
+        {"router_id": "home_router"},
+        "check_router() got an unexpected keyword argument 'router_id'",
+    ),
     ("user", "restart_router", {"hard": True}, "restart_router() got an unexpected keyword argument 'hard'"),
 ]
 
@@ -167,23 +196,38 @@ def test_every_homenet_tool_has_a_refusal_case(homenet: Domain) -> None:
     assert offered == {r[1] for r in REFUSALS}
 
 
-def test_homenet_credit_lowers_the_patched_balance_once(homenet: Domain, tasks_of: Any, content: Content) -> None:
+def test_homenet_credit_lowers_the_patched_balance_once(
+    homenet: Domain, tasks_of: Any, content: Content
+) -> None:
     task = _task(tasks_of, "outage_credit")  # the task patches a 49.00 bill in
     env = Environment.for_task(homenet, task)
     assert content(env, "find_customer", {"email": "Tomas.Okafor@example.net "})["balance_due"] == 49.0
-    after = content(env, "apply_outage_credit", {"customer_id": "cust_102", "outage_id": "out_7", "amount": 15})
+    after = content(
+        env, "apply_outage_credit", {"customer_id": "cust_102", "outage_id": "out_7", "amount": 15}
+    )
     assert after["balance_due"] == 34.0 and after["credits"] == [{"outage_id": "out_7", "amount": 15.0}]
     again = env.call("apply_outage_credit", {"customer_id": "cust_102", "outage_id": "out_7", "amount": 15})
     assert not again.ok and "already credited" in (again.error or "")
 
 
-def test_homenet_booking_numbers_visits_and_allows_one_per_customer(homenet: Domain, content: Content) -> None:
+def test_homenet_booking_numbers_visits_and_allows_one_per_customer(
+    homenet: Domain, content: Content
+) -> None:
     env = Environment(homenet)
     visit = content(env, "book_technician", {"customer_id": "cust_104", "date": "2026-03-12"})
-    assert visit == {"visit_id": "visit_1", "customer_id": "cust_104", "date": "2026-03-12", "status": "booked"}
-    assert "already has" in (env.call("book_technician", {"customer_id": "cust_104", "date": "2026-03-13"}).error
-                             or "")
-    assert content(env, "book_technician", {"customer_id": "cust_101", "date": "2026-03-13"})["visit_id"] == "visit_2"
+    assert visit == {
+        "visit_id": "visit_1",
+        "customer_id": "cust_104",
+        "date": "2026-03-12",
+        "status": "booked",
+    }
+    assert "already has" in (
+        env.call("book_technician", {"customer_id": "cust_104", "date": "2026-03-13"}).error or ""
+    )
+    assert (
+        content(env, "book_technician", {"customer_id": "cust_101", "date": "2026-03-13"})["visit_id"]
+        == "visit_2"
+    )
 
 
 @pytest.mark.parametrize(("fault", "light_after"), [
@@ -204,7 +248,10 @@ def test_homenet_restart_clears_only_a_frozen_router(
 
 def test_homenet_user_tools_follow_the_task_and_stay_on_the_user_side(homenet: Domain, tasks_of: Any) -> None:
     with_tools = Environment.for_task(homenet, _task(tasks_of, "restart_router"))
-    assert [s["function"]["name"] for s in with_tools.tool_schemas("user")] == ["check_router", "restart_router"]
+    assert [s["function"]["name"] for s in with_tools.tool_schemas("user")] == [
+        "check_router",
+        "restart_router",
+    ]
     assert Environment.for_task(homenet, _task(tasks_of, "compare_plans")).tool_schemas("user") == []
     agent_try = with_tools.call("restart_router", {}, "assistant")
     assert not agent_try.ok and "Tool 'restart_router' not found." in (agent_try.error or "")

@@ -18,10 +18,10 @@ from uxlocal.engine.pool import ModelPool
 from uxlocal.runner import run_suite
 from uxlocal.store.db import connect
 from uxlocal.suites.base import get_suite
-from uxlocal.tau2 import Environment, Message, ToolCall, load_tasks, read_results
-from uxlocal.tau2.episode import TurnFormatError, parse_turn, turn_schema
-from uxlocal.tau2 import data as tau2_data
 from uxlocal.suites.tau2.suite import Tau2Config, Tau2Suite
+from uxlocal.tau2 import Environment, Message, ToolCall, load_tasks, read_results
+from uxlocal.tau2 import data as tau2_data
+from uxlocal.tau2.episode import TurnFormatError, parse_turn, turn_schema
 from uxlocal.tau2.episode.views import seat_view
 
 
@@ -288,7 +288,9 @@ def test_agent_first_tool_holds_the_turn_after_a_user_message_to_that_call() -> 
     from uxlocal.tau2.layout import SAMPLE_DATA
 
     tools = Environment(load_domain(SAMPLE_DATA, "homenet")).tool_schemas()
-    seat = AgentSeat.build(policy="P", tool_schemas=tools, sampling=Sampling(max_tokens=64), first_tool="check_outages")
+    seat = AgentSeat.build(
+        policy="P", tool_schemas=tools, sampling=Sampling(max_tokens=64), first_tool="check_outages"
+    )
     call = ToolCall(id="c1", name="check_outages", arguments={"zip_code": "10001"}, requestor="assistant")
     after_user = seat.request([Message.text("assistant", "Hi"), Message.text("user", "My internet is down.")])
     after_tool = seat.request([Message.text("user", "Down."), Message.calls("assistant", [call]),

@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from test_tau2_episode import call, run_tau2, say  # same folder: pytest puts it on sys.path
 
 from uxlocal.cli import cli
 from uxlocal.tau2 import Domain, Environment, Task, load_domain, load_tasks
+from uxlocal.tau2.domains.telecom.device import can_send_mms, internet_speed, mobile_data_works
 from uxlocal.tau2.domains.telecom.phone_db import TelecomUserDB
 from uxlocal.tau2.replay import replay_domain, scripted_trajectory, unsynced_gold_holds
-from uxlocal.tau2.domains.telecom.device import can_send_mms, internet_speed, mobile_data_works
-
-from test_tau2_episode import call, run_tau2, say  # same folder: pytest puts it on sys.path
 
 TRANSFER_TASKS = {
     "[service_issue]break_apn_settings|lock_sim_card_pin[PERSONA:None]",
@@ -67,10 +66,14 @@ def _phone(env: Environment) -> TelecomUserDB:
 # --- loading ----------------------------------------------------------------------------------
 
 
-def test_telecom_loads_two_typed_dbs_and_both_hashes_change_on_writes(telecom: Domain, tasks: list[Task]) -> None:
+def test_telecom_loads_two_typed_dbs_and_both_hashes_change_on_writes(
+    telecom: Domain, tasks: list[Task]
+) -> None:
     env = Environment(telecom)
-    assert [len(list(getattr(env.agent_db, t).keys())) for t in ("plans", "customers", "lines", "bills", "devices")] \
-        == [5, 4, 9, 6, 9]
+    assert [
+        len(list(getattr(env.agent_db, t).keys()))
+        for t in ("plans", "customers", "lines", "bills", "devices")
+    ] == [5, 4, 9, 6, 9]
     assert len(telecom.spec.agent_tools.tools()) == 13 and len(telecom.spec.user_tools.tools()) == 30
     agent_hash, user_hash = env.db_hash(), env.user_db_hash()
     assert env.call("toggle_data", {}, "user").ok
@@ -147,7 +150,9 @@ def test_airplane_mode_on_drops_the_vpn_and_the_service(telecom: Domain, tasks: 
     phone = _phone(env)
     assert not phone.device.vpn_connected and phone.device.network_connection_status == "no_service"
     refused = env.call("toggle_wifi", {}, "user")  # refused in the answer text, as upstream does (issue 29)
-    assert refused.ok and refused.content.startswith("Cannot change Wi-Fi settings while Airplane Mode is ON.")
+    assert refused.ok and refused.content.startswith(
+        "Cannot change Wi-Fi settings while Airplane Mode is ON."
+    )
     assert not phone.device.wifi_enabled
     assert env.call("toggle_airplane_mode", {}, "user").ok
     assert phone.device.network_connection_status == "connected" and not phone.device.vpn_connected
@@ -178,7 +183,9 @@ def test_mms_needs_data_off_2g_an_mmsc_and_both_app_permissions(telecom: Domain,
     assert not can_send_mms(phone.device, phone.surroundings)
     assert env.call("grant_app_permission", {"app_name": "messaging", "permission": "STORAGE"}, "user").ok
     env.call("set_network_mode_preference", {"mode": "2g_only"}, "user")
-    assert mobile_data_works(phone.device, phone.surroundings) and not can_send_mms(phone.device, phone.surroundings)
+    assert mobile_data_works(phone.device, phone.surroundings) and not can_send_mms(
+        phone.device, phone.surroundings
+    )
     env.call("set_network_mode_preference", {"mode": "4g_5g_preferred"}, "user")
     env.invoke("user", "set_wifi_calling", {"enabled": True, "mms_over_wifi": True})
     assert not can_send_mms(phone.device, phone.surroundings)
@@ -186,13 +193,17 @@ def test_mms_needs_data_off_2g_an_mmsc_and_both_app_permissions(telecom: Domain,
     assert can_send_mms(phone.device, phone.surroundings)
 
 
-def test_mobile_data_abroad_needs_roaming_on_the_phone_and_the_line(telecom: Domain, tasks: list[Task]) -> None:
+def test_mobile_data_abroad_needs_roaming_on_the_phone_and_the_line(
+    telecom: Domain, tasks: list[Task]
+) -> None:
     env = _home_phone(telecom, tasks)
     phone = _phone(env)
     env.invoke("user", "set_user_location", {"abroad": True})
     env.invoke("assistant", "disable_roaming", {"customer_id": "C1001", "line_id": "L1002"})
     assert not phone.surroundings.roaming_allowed  # mirrored by the sync after the setup call
-    assert env.call("toggle_roaming", {}, "user").ok and not mobile_data_works(phone.device, phone.surroundings)
+    assert env.call("toggle_roaming", {}, "user").ok and not mobile_data_works(
+        phone.device, phone.surroundings
+    )
     assert env.call("enable_roaming", {"customer_id": "C1001", "line_id": "L1002"}).ok
     assert mobile_data_works(phone.device, phone.surroundings)
 
@@ -202,8 +213,11 @@ def test_mobile_data_abroad_needs_roaming_on_the_phone_and_the_line(telecom: Dom
 
 def test_sync_carries_the_payment_chain_both_ways(telecom: Domain, tasks: list[Task]) -> None:
     env = _home_phone(telecom, tasks)
-    env.invoke("assistant", "suspend_line_for_overdue_bill",
-               {"customer_id": "C1001", "line_id": "L1002", "new_bill_id": "B1234321", "contract_ended": False})
+    env.invoke(
+        "assistant",
+        "suspend_line_for_overdue_bill",
+        {"customer_id": "C1001", "line_id": "L1002", "new_bill_id": "B1234321", "contract_ended": False},
+    )
     phone = _phone(env)
     assert not phone.surroundings.line_active and phone.surroundings.payment_request is None
     nothing = env.call("make_payment", {}, "user")  # nothing to pay yet: a plain answer upstream (issue 29)
@@ -222,7 +236,9 @@ def test_sync_carries_the_payment_chain_both_ways(telecom: Domain, tasks: list[T
 
 def test_refuel_clears_usage_exceeded_and_charges_the_draft_bill(telecom: Domain, tasks: list[Task]) -> None:
     env = _home_phone(telecom, tasks)
-    env.invoke("assistant", "set_data_usage", {"customer_id": "C1001", "line_id": "L1002", "data_used_gb": 15.1})
+    env.invoke(
+        "assistant", "set_data_usage", {"customer_id": "C1001", "line_id": "L1002", "data_used_gb": 15.1}
+    )
     phone = _phone(env)
     assert phone.surroundings.mobile_data_usage_exceeded
     assert env.call("refuel_data", {"customer_id": "C1001", "line_id": "L1002", "gb_amount": 2.0}).ok
@@ -280,7 +296,8 @@ def test_gold_replay_without_the_sync_fails_71_tasks(telecom: Domain, tasks: lis
 
 def test_cli_replay_prints_passed_over_total(data_dir: Path) -> None:
     result = CliRunner().invoke(
-        cli, ["tau2", "replay", "--domain", "telecom", "--agent", "transfer-only", "--tau2-data", str(data_dir)]
+        cli,
+        ["tau2", "replay", "--domain", "telecom", "--agent", "transfer-only", "--tau2-data", str(data_dir)],
     )
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
@@ -300,16 +317,26 @@ def test_invalid_user_tool_calls_are_error_results_counted_toward_max_errors(
     tmp_path: Path, data_dir: Path, tasks: list[Task]
 ) -> None:
     run = run_tau2(
-        tmp_path, data_dir, domain="telecom", tasks=tasks[0].id, max_errors=3,
-        user=[call("check_status_bar"), call("fly_to_the_moon"), call("set_network_mode_preference", mode="6g"),
-              call("set_apn_settings", apn_settings={"apn_name": "6g"}), call("toggle_data", on=True)],
+        tmp_path,
+        data_dir,
+        domain="telecom",
+        tasks=tasks[0].id,
+        max_errors=3,
+        user=[
+            call("check_status_bar"),
+            call("fly_to_the_moon"),
+            call("set_network_mode_preference", mode="6g"),
+            call("set_apn_settings", apn_settings={"apn_name": "6g"}),
+            call("toggle_data", on=True),
+        ],
         agent=[],
     )
     rows = run.rows("SELECT requestor, name, ok, error, result FROM tool_calls ORDER BY turn_idx")
     assert [r[:3] for r in rows] == [("user", "check_status_bar", True), ("user", "fly_to_the_moon", False),
                                      ("user", "set_network_mode_preference", True),
                                      ("user", "set_apn_settings", False), ("user", "toggle_data", False)]
-    # an unknown mode is refused in the answer, not as an error (upstream's phone); an unknown APN name is an error
+    # an unknown mode is refused in the answer, not as an error (upstream's phone);
+    # an unknown APN name is an error
     assert "Tool 'fly_to_the_moon' not found." in rows[1][3] and "'6g' is not a valid option" in rows[2][4]
     assert "Input should be 'internet' or 'broken'" in rows[3][3]
     episode = run.episode()
@@ -351,8 +378,12 @@ def test_probe_scores_the_94_tasks_with_gold_user_writes_and_flags_only_missed_o
 
     writes = user_write_tools("telecom")
     assert writes is not None and len(writes) == 15
-    gold = [gold_user_actions(t, scripted_trajectory(Environment.for_task(telecom, t), t, "gold"), write_tools=writes)
-            for t in tasks]
+    gold = [
+        gold_user_actions(
+            t, scripted_trajectory(Environment.for_task(telecom, t), t, "gold"), write_tools=writes
+        )
+        for t in tasks
+    ]
     empty = [gold_user_actions(t, [], write_tools=writes) for t in tasks]
     assert sum(r.applicable for r in gold) == 94 and not any(r.flagged for r in gold)
     assert sum(r.flagged for r in empty) == 94  # a user who never acts misses every gold write

@@ -148,4 +148,6 @@ def test_a_malformed_setting_breaks_the_phone_as_upstreams(telecom: Domain, task
     assert not env.call("check_network_mode_preference", {}, "user").ok
     broken = env.call("set_apn_settings", {"apn_settings": "internet"}, "user")
     assert broken.content == "Error: 'str' object has no attribute 'apn_name'"
-    assert env.call("reseat_sim_card", {}, "user").content == "Error: 'str' object has no attribute 'apn_name'"
+    assert (
+        env.call("reseat_sim_card", {}, "user").content == "Error: 'str' object has no attribute 'apn_name'"
+    )

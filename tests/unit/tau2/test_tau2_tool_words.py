@@ -135,7 +135,9 @@ def test_precedence_explicit_then_env_then_data_folder_then_ours(
     assert _description({**args, "tools_dir": tmp_path / "empty"}).startswith("DATA: ")
 
 
-def test_a_runs_data_hashes_name_the_tools_files_it_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_runs_data_hashes_name_the_tools_files_it_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from uxlocal.tau2.data import data_hashes
 
     assert not [k for k in data_hashes(SAMPLE_DATA, ["homenet"]) if k.startswith("tau2-tools/")]

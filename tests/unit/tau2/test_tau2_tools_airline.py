@@ -66,8 +66,12 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
         _booking(payment_methods=[{"payment_id": EMMA_GIFT, "amount": 137}]),
         "Not enough balance in payment method gift_card_9562694",
     ),
-    ("book_reservation", _booking(cabin="first"),
-     "1 validation error for Reservation\ncabin\n  Input should be 'business', 'economy' or 'basic_economy'"),  # not a cabin class
+    (
+        "book_reservation",
+        _booking(cabin="first"),
+        "1 validation error for Reservation\ncabin\n"
+        "  Input should be 'business', 'economy' or 'basic_economy'",
+    ),  # not a cabin class
     (
         "book_reservation",
         _booking(
@@ -89,10 +93,16 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("get_reservation_details", {"reservation_id": "NOPE00"}, "Reservation NOPE00 not found"),
     ("get_user_details", {"user_id": "nobody_1"}, "User nobody_1 not found"),
-    ("list_all_airports", {"country": "US"},
-     "AirlineTools.list_all_airports() got an unexpected keyword argument 'country'"),
-    ("search_direct_flight", {"origin": "PHL", "destination": "LGA"},
-     "AirlineTools.search_direct_flight() missing 1 required positional argument: 'date'"),
+    (
+        "list_all_airports",
+        {"country": "US"},
+        "AirlineTools.list_all_airports() got an unexpected keyword argument 'country'",
+    ),
+    (
+        "search_direct_flight",
+        {"origin": "PHL", "destination": "LGA"},
+        "AirlineTools.search_direct_flight() missing 1 required positional argument: 'date'",
+    ),
     (
         "search_onestop_flight",
         {"origin": "PHL", "destination": "LGA", "date": ["2024-05-20"]},
@@ -100,8 +110,11 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("send_certificate", {"user_id": "nobody_1", "amount": 100}, "User nobody_1 not found"),
     ("send_certificate", {"user_id": EMMA, "amount": "a lot"}, "1 validation error for Certificate"),
-    ("transfer_to_human_agents", {"summary": "x", "urgent": True},
-     "AirlineTools.transfer_to_human_agents() got an unexpected keyword argument 'urgent'"),
+    (
+        "transfer_to_human_agents",
+        {"summary": "x", "urgent": True},
+        "AirlineTools.transfer_to_human_agents() got an unexpected keyword argument 'urgent'",
+    ),
     (
         "update_reservation_baggages",
         {"reservation_id": "EHGLP3", "total_baggages": 3, "nonfree_baggages": 3, "payment_id": EMMA_GIFT},

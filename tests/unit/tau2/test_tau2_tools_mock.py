@@ -74,7 +74,9 @@ def test_update_task_status_sets_status(content: Content, env: Environment) -> N
 
 def test_update_task_status_stores_any_status_as_tau2_does(content: Content, env: Environment) -> None:
     assert content(env, "update_task_status", {"task_id": "task_1", "status": "done"})["status"] == "done"
-    assert not env.invoke("assistant", "assert_task_status", {"task_id": "task_1", "expected_status": "completed"})
+    assert not env.invoke(
+        "assistant", "assert_task_status", {"task_id": "task_1", "expected_status": "completed"}
+    )
 
 
 def test_get_users_lists_users(content: Content, env: Environment) -> None:

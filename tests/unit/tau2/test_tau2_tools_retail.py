@@ -59,7 +59,11 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
     ("calculate", {"expression": "-" * 999 + "1"}, "too large or too deeply nested"),  # parser recursion
     ("calculate", {"expression": "1+" * 600 + "1"}, "longer than 1000 characters"),
     ("cancel_pending_order", {"order_id": "#W6247578", "reason": "too expensive"}, "Invalid reason"),
-    ("cancel_pending_order", {"order_id": "#W2378156", "reason": "no longer needed"}, "Non-pending order cannot be cancelled"),
+    (
+        "cancel_pending_order",
+        {"order_id": "#W2378156", "reason": "no longer needed"},
+        "Non-pending order cannot be cancelled",
+    ),
     (
         "exchange_delivered_order_items",
         {
@@ -90,14 +94,21 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
         },
         "Number of 1151293680 not found.",
     ),
-    ("find_user_id_by_name_zip", {"first_name": "Yusuf", "last_name": "Rossi", "zip": "00000"}, "User not found"),
+    (
+        "find_user_id_by_name_zip",
+        {"first_name": "Yusuf", "last_name": "Rossi", "zip": "00000"},
+        "User not found",
+    ),
     ("find_user_id_by_email", {"email": "nobody@example.com"}, "User not found"),
     ("get_item_details", {"item_id": "0000000000"}, "Item not found"),
     ("get_order_details", {"order_id": "W6247578"}, "Order not found"),  # the '#' is part of the id
     ("get_product_details", {"product_id": "0"}, "Product not found"),
     ("get_user_details", {"user_id": "nobody_1"}, "User not found"),
-    ("list_all_product_types", {"category": "shirts"},
-     "RetailTools.list_all_product_types() got an unexpected keyword argument 'category'"),
+    (
+        "list_all_product_types",
+        {"category": "shirts"},
+        "RetailTools.list_all_product_types() got an unexpected keyword argument 'category'",
+    ),
     (
         "modify_pending_order_address",
         {
@@ -189,8 +200,11 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
         {"order_id": "#W2378156", "item_ids": ["3799046073"], "payment_method_id": YUSUF_CARD},
         "Some item not found",  # an item of another order
     ),
-    ("transfer_to_human_agents", {},
-     "RetailTools.transfer_to_human_agents() missing 1 required positional argument: 'summary'"),
+    (
+        "transfer_to_human_agents",
+        {},
+        "RetailTools.transfer_to_human_agents() missing 1 required positional argument: 'summary'",
+    ),
 ]
 
 

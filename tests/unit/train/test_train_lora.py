@@ -64,7 +64,7 @@ def test_lr_factor_warms_up_then_decays_to_zero() -> None:
     factors = [lora.lr_factor(s, SETTINGS) for s in range(SETTINGS.steps)]
     assert factors[:2] == [0.5, 1.0]
     assert factors[2] == 1.0 and factors[-1] == pytest.approx(0.1)
-    assert all(a >= b for a, b in zip(factors[1:], factors[2:]))
+    assert all(a >= b for a, b in zip(factors[1:], factors[2:], strict=False))
 
 
 def test_batches_visit_every_example_once_per_pass() -> None:
@@ -109,14 +109,16 @@ def test_train_loop_refuses_examples_without_targets(tiny: Path) -> None:
 
     model, where = lora.load_base(str(tiny))
     with pytest.raises(UxlocalError, match="no example has a labelled token"):
-        lora.train_loop(lora.with_lora(model, SETTINGS), [Example([1, 2], [IGNORE, IGNORE])], SETTINGS, 0, where)
+        lora.train_loop(
+            lora.with_lora(model, SETTINGS), [Example([1, 2], [IGNORE, IGNORE])], SETTINGS, 0, where
+        )
 
 
 def test_completion_logprobs_equal_scoring_each_full_sequence(tiny: Path) -> None:
     model, where = lora.load_base(str(tiny))
     prompt, completions = [5, 9, 12, 30, 31], [[40], [41, 42, 43], [44, 45]]
     cached = lora.completion_logprobs(model, prompt, completions, where)
-    for completion, value in zip(completions, cached):
+    for completion, value in zip(completions, cached, strict=True):
         loss, _ = lora.token_loss(model, [completion_example(prompt, completion)], lora.pad_id(model), where)
         assert value == pytest.approx(-float(loss.detach()), abs=2e-2)
     assert cached[1] < cached[0]  # three tokens of about -6 each cost more than one
@@ -125,9 +127,13 @@ def test_completion_logprobs_equal_scoring_each_full_sequence(tiny: Path) -> Non
 def test_top_layers_adapts_only_the_last_layers_and_keeps_old_addresses(tiny: Path) -> None:
     model, _ = lora.load_base(str(tiny))
     wrapped = lora.with_lora(model, lora.TrainSettings(top_layers=1))
-    adapted = {name.split(".layers.")[1].split(".")[0] for name, p in wrapped.named_parameters() if p.requires_grad}
+    adapted = {
+        name.split(".layers.")[1].split(".")[0] for name, p in wrapped.named_parameters() if p.requires_grad
+    }
     assert adapted == {"1"}  # the tiny model has layers 0 and 1
-    assert "top_layers" not in lora.TrainSettings().as_dict()  # PALATE adapters trained before it keep their key
+    assert (
+        "top_layers" not in lora.TrainSettings().as_dict()
+    )  # PALATE adapters trained before it keep their key
     assert lora.TrainSettings(top_layers=2).as_dict()["top_layers"] == 2
 
 
@@ -150,7 +156,7 @@ def test_frozen_prefix_gives_the_full_forwards_loss_and_gradients(tiny: Path) ->
         (loss / count).backward()
         grads.append([p.grad.clone() for p in wrapped.parameters() if p.requires_grad])
         grads[-1].append(loss.detach())
-    for full, cached in zip(*grads):
+    for full, cached in zip(*grads, strict=True):
         assert cached.cpu().numpy() == pytest.approx(full.cpu().numpy(), rel=1e-4, abs=1e-6)
     assert len(wrapped.get_decoder().layers) == 2  # the window is put back
 
@@ -176,7 +182,9 @@ def test_frozen_prefix_trains_under_gradient_checkpointing(tiny: Path) -> None:
     assert lora_a and all(p.grad is not None for p in lora_a)
 
 
-def test_training_on_a_frozen_prefix_twice_with_one_seed_gives_one_adapter_hash(tiny: Path, tmp_path: Path) -> None:
+def test_training_on_a_frozen_prefix_twice_with_one_seed_gives_one_adapter_hash(
+    tiny: Path, tmp_path: Path
+) -> None:
     settings = lora.TrainSettings(**{**SETTINGS.as_dict(), "target_modules": tuple(SETTINGS.target_modules),
                                      "top_layers": 1})
     hashes = []

@@ -85,6 +85,7 @@ def make_convo() -> Callable[..., list[Message]]:
 def _ingest_trials(store: duckdb.DuckDBPyConnection, task: Task, convos: list[list[Message]], folder: Path,
                    *, proxy: str = "proxy-q") -> str:
     """Ingest one retail task's trajectories (trial k = ``convos[k]``, reward 1) as a tau2 results file."""
+    from uxlocal.suites.userproxy.ufs.ingest import ingest_tau2
     from uxlocal.tau2 import (
         EnvironmentInfo,
         Results,
@@ -94,12 +95,22 @@ def _ingest_trials(store: duckdb.DuckDBPyConnection, task: Task, convos: list[li
         UserInfo,
         write_results,
     )
-    from uxlocal.suites.userproxy.ufs.ingest import ingest_tau2
 
-    sims = [Simulation(task_id=task.id, trial=t, termination_reason="user_stop", reward_info=RewardInfo(reward=1.0),
-                       messages=messages) for t, messages in enumerate(convos)]
-    results = Results(info=RunInfo(user_info=UserInfo(llm=proxy), environment_info=EnvironmentInfo(domain_name="retail")),
-                      tasks=[task], simulations=sims)
+    sims = [
+        Simulation(
+            task_id=task.id,
+            trial=t,
+            termination_reason="user_stop",
+            reward_info=RewardInfo(reward=1.0),
+            messages=messages,
+        )
+        for t, messages in enumerate(convos)
+    ]
+    results = Results(
+        info=RunInfo(user_info=UserInfo(llm=proxy), environment_info=EnvironmentInfo(domain_name="retail")),
+        tasks=[task],
+        simulations=sims,
+    )
     return ingest_tau2(store, write_results(folder / "results.json", results)).run_id
 
 

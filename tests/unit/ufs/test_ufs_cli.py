@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from uxlocal.cli import cli
 from uxlocal.store.db import connect
-from uxlocal.tau2 import Task
 from uxlocal.suites.userproxy.ufs.store import load_criteria
+from uxlocal.tau2 import Task
 
 
 def _criteria_file(tmp_path: Path, **override: str) -> Path:

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from uxlocal.errors import InputError
-from uxlocal.tau2 import Task
 from uxlocal.suites.userproxy.ufs.criteria import (
     MIN_SPAN_CHARS,
     VERIFIER_CHECKS,
@@ -37,6 +36,7 @@ from uxlocal.suites.userproxy.ufs.taxonomy import (
     family_mode_problem,
     mode_schema,
 )
+from uxlocal.tau2 import Task
 
 CONTRACT = (
     "Play the customer.\nOnly hand over a detail once the agent has asked for that detail.\n"

@@ -14,6 +14,8 @@ from click.testing import CliRunner
 from uxlocal.cli import cli
 from uxlocal.errors import InputError
 from uxlocal.store.db import connect
+from uxlocal.suites.userproxy.ufs.episodes import load_trajectories, run_store_prechecks
+from uxlocal.suites.userproxy.ufs.ingest import ingest_tau2, ingest_taubench_v1, rebuild_results
 from uxlocal.tau2 import (
     AgentInfo,
     Environment,
@@ -28,8 +30,6 @@ from uxlocal.tau2 import (
     read_results,
     write_results,
 )
-from uxlocal.suites.userproxy.ufs.episodes import load_trajectories, run_store_prechecks
-from uxlocal.suites.userproxy.ufs.ingest import ingest_tau2, ingest_taubench_v1, rebuild_results
 
 Convo = Callable[..., list[Message]]
 
@@ -434,7 +434,9 @@ def test_telecom_results_with_user_tool_calls_round_trip_and_keep_the_seat(
                 Message.text("user", "It works now. ###STOP###")]
     reward = score_episode(domain, task, messages, USER_STOP).finish()
     assert reward.reward == 1.0
-    sim = Simulation(id="t-1", task_id=task.id, termination_reason=USER_STOP, reward_info=reward, messages=messages)
+    sim = Simulation(
+        id="t-1", task_id=task.id, termination_reason=USER_STOP, reward_info=reward, messages=messages
+    )
     info = RunInfo(user_info=UserInfo(llm="proxy"), agent_info=AgentInfo(llm="agent"),
                    environment_info=EnvironmentInfo(domain_name="telecom"))
     path = write_results(tmp_path / "telecom.json", Results(info=info, tasks=[task], simulations=[sim]))
@@ -442,4 +444,6 @@ def test_telecom_results_with_user_tool_calls_round_trip_and_keep_the_seat(
     calls = store.execute("SELECT requestor, name, ok FROM tool_calls WHERE run_id = ? ORDER BY turn_idx",
                           [run_id]).fetchall()
     assert calls == [("user", "toggle_data", True), ("assistant", "refuel_data", True)]
-    assert rebuild_results(store, run_id).model_dump(mode="json") == read_results(path).model_dump(mode="json")
+    assert rebuild_results(store, run_id).model_dump(mode="json") == read_results(path).model_dump(
+        mode="json"
+    )

@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 import pytest
 
-from uxlocal.tau2 import Action, Message, Task
 from uxlocal.suites.userproxy.ufs.episodes import user_tool_names, user_write_tools
 from uxlocal.suites.userproxy.ufs.prechecks import (
     gold_user_actions,
@@ -17,6 +16,7 @@ from uxlocal.suites.userproxy.ufs.prechecks import (
     unknown_info_leak,
     unknown_kinds,
 )
+from uxlocal.tau2 import Action, Message, Task
 
 GREETING = "Hi! How can I help you today?"
 Convo = Callable[..., list[Message]]

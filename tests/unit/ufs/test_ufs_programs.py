@@ -9,6 +9,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from prefix_layout import assert_conversation_then_question
 
 from uxlocal.engine.base import Sampling
 from uxlocal.engine.fake import FakeEngine
@@ -16,7 +17,6 @@ from uxlocal.engine.pool import ModelPool
 from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
 from uxlocal.rollout import Scheduler
 from uxlocal.store.writer import StoreWriter
-from uxlocal.tau2 import Message, Task
 from uxlocal.suites.userproxy.ufs.criteria import VERIFIER_CHECKS, Blueprint, Criterion
 from uxlocal.suites.userproxy.ufs.episodes import load_trajectories
 from uxlocal.suites.userproxy.ufs.programs import (
@@ -28,8 +28,7 @@ from uxlocal.suites.userproxy.ufs.programs import (
 )
 from uxlocal.suites.userproxy.ufs.render import render_trajectory
 from uxlocal.suites.userproxy.ufs.store import load_criteria, save_criteria
-
-from prefix_layout import assert_conversation_then_question
+from uxlocal.tau2 import Message, Task
 
 SPAN = "You are Yusuf Rossi in zip code 19122."
 
@@ -253,8 +252,12 @@ def test_ingest_then_grade_then_views_end_to_end(
     store: duckdb.DuckDBPyConnection,
     ingest_trials: Callable[..., str],
 ) -> None:
-    convos = [make_convo(("assistant", "Hi! How can I help you today?"), ("user", f"Hello (attempt {t}) ###STOP###"))
-              for t in range(3)]
+    convos = [
+        make_convo(
+            ("assistant", "Hi! How can I help you today?"), ("user", f"Hello (attempt {t}) ###STOP###")
+        )
+        for t in range(3)
+    ]
     run_id = ingest_trials(store, tasks("retail")["0"], convos, tmp_path)
     bp = Blueprint.from_task(tasks("retail")["0"], domain="retail", contract="Only answer what is asked.")
     criteria = (Criterion.model_validate(_criterion("c1")),)

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from uxlocal.engine.base import GenResult, Sampling
-from uxlocal.tau2 import Message, Task
 from uxlocal.suites.userproxy.ufs import prompts as ufs_prompts
 from uxlocal.suites.userproxy.ufs.criteria import Blueprint, Criterion
 from uxlocal.suites.userproxy.ufs.prompts import (
@@ -26,6 +25,7 @@ from uxlocal.suites.userproxy.ufs.prompts import (
     writer_messages,
 )
 from uxlocal.suites.userproxy.ufs.render import USER_MARK, render_trajectory, user_turns
+from uxlocal.tau2 import Message, Task
 
 CRITERION = Criterion(
     criterion_id="c2",
@@ -133,10 +133,15 @@ def test_grader_request_is_tagged_with_the_verdict_name(bp: Blueprint, trajector
     )
 
 
-def test_an_unconditional_criterion_is_applicable_by_grammar(bp: Blueprint, trajectory: list[Message]) -> None:
+def test_an_unconditional_criterion_is_applicable_by_grammar(
+    bp: Blueprint, trajectory: list[Message]
+) -> None:
     always = CRITERION.model_copy(update={"applies_when": "always"})
     conditional = CRITERION.model_copy(update={"applies_when": "the agent asks for the email"})
-    schema_of = lambda c: grader_request("judge", Sampling(max_tokens=200), bp, c, trajectory).constraint.schema  # noqa: E731
+
+    def schema_of(c: Criterion) -> dict[str, Any]:
+        return grader_request("judge", Sampling(max_tokens=200), bp, c, trajectory).constraint.schema
+
     assert schema_of(always)["properties"]["applicable"] == {"const": True}
     assert schema_of(conditional)["properties"]["applicable"] == {"type": "boolean"}
 

@@ -7,7 +7,6 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from uxlocal.tau2 import Message
 from uxlocal.suites.userproxy.ufs.scoring import (
     CriterionVerdict,
     EpisodeRecord,
@@ -21,6 +20,7 @@ from uxlocal.suites.userproxy.ufs.scoring import (
     success_violations,
     violation_counts,
 )
+from uxlocal.tau2 import Message
 
 
 def v(
@@ -142,7 +142,9 @@ def test_bootstrap_equals_a_per_domain_percentile_reference() -> None:
     per_domain: dict[str, list[float]] = {"airline": [], "retail": []}
     means = []
     for _ in range(400):
-        values = {d: float(np.asarray(f)[rng.integers(0, len(f), size=len(f))].mean()) for d, f in scores.items()}
+        values = {
+            d: float(np.asarray(f)[rng.integers(0, len(f), size=len(f))].mean()) for d, f in scores.items()
+        }
         for d, value in values.items():
             per_domain[d].append(value)
         means.append(sum(values.values()) / 2)

@@ -9,7 +9,6 @@ import pytest
 
 from uxlocal.errors import UxlocalError
 from uxlocal.store.db import migration_files
-from uxlocal.tau2 import Task
 from uxlocal.suites.userproxy.ufs.criteria import Blueprint, Criterion, Screened, screen
 from uxlocal.suites.userproxy.ufs.store import (
     Provenance,
@@ -19,6 +18,7 @@ from uxlocal.suites.userproxy.ufs.store import (
     save_criteria,
     stale_tasks,
 )
+from uxlocal.tau2 import Task
 
 WRITER = Provenance(
     "writer",

@@ -15,19 +15,18 @@ from uxlocal.config import RunConfig
 from uxlocal.engine.fake import FakeEngine
 from uxlocal.engine.pool import ModelPool
 from uxlocal.errors import InputError
-from uxlocal.store.db import connect
 from uxlocal.suites.userproxy.criteria_run import CriteriaConfig, CriteriaSuite, load_samples
-from uxlocal.tau2 import Message, Task
 from uxlocal.suites.userproxy.ufs.criteria import MAX_CRITERIA, Blueprint, screen
 from uxlocal.suites.userproxy.ufs.sets import domain_blueprints
 from uxlocal.suites.userproxy.ufs.store import load_criteria
-from uxlocal.tau2.layout import SAMPLE_DATA
 from uxlocal.suites.userproxy.ufs.template_writer import (
     freeze_template_set,
     sentences,
     template_criteria,
     template_task_criteria,
 )
+from uxlocal.tau2 import Message, Task
+from uxlocal.tau2.layout import SAMPLE_DATA
 
 BP = Blueprint(
     domain="retail",
@@ -51,9 +50,18 @@ def test_rules_give_each_family_in_priority_order_grounded_in_one_sentence() -> 
         ("t4", "goal_deviation", "abandons_goal", "You want to return the lamp from order #W1."),
         ("t5", "premature_disclosure", "dumps_blueprint", "You want to return the lamp from order #W1."),
         ("t6", "goal_deviation", "premature_stop", "You want to return the lamp from order #W1."),
-        ("t7", "goal_deviation", "accepts_unacceptable_outcome",
-         "If the agent offers store credit, you refuse it."),
-        ("t8", "goal_deviation", "accepts_unacceptable_outcome", "Otherwise you accept a refund to the card."),
+        (
+            "t7",
+            "goal_deviation",
+            "accepts_unacceptable_outcome",
+            "If the agent offers store credit, you refuse it.",
+        ),
+        (
+            "t8",
+            "goal_deviation",
+            "accepts_unacceptable_outcome",
+            "Otherwise you accept a refund to the card.",
+        ),
     ]  # the persona rule would be ninth: the list stops at MAX_CRITERIA
     items = screen(template_criteria(BP), BP)
     assert [i.status for i in items] == ["kept"] * MAX_CRITERIA
@@ -61,7 +69,9 @@ def test_rules_give_each_family_in_priority_order_grounded_in_one_sentence() -> 
 
 
 def test_a_thin_scenario_gives_fewer_criteria_and_short_sentences_ground_nothing() -> None:
-    thin = Blueprint(domain="mock", task_id="t", sections=(("instructions", "Ok. Create a task named 'Plan'."),))
+    thin = Blueprint(
+        domain="mock", task_id="t", sections=(("instructions", "Ok. Create a task named 'Plan'."),)
+    )
     assert sentences("Ok. Create a task named 'Plan'.") == ["Create a task named 'Plan'."]
     assert [c.mode for c in template_criteria(thin)] == ["abandons_goal", "dumps_blueprint", "premature_stop"]
 
@@ -72,8 +82,12 @@ def test_long_sentences_are_cut_at_a_word_and_stay_substrings() -> None:
     assert len(cut) <= 300 and long.startswith(cut) and not cut.endswith(" ")
 
 
-@pytest.mark.parametrize("domain", ["homenet", "mock", "retail", "airline"])  # homenet: our sample, every clone
-def test_every_real_task_gets_grounded_criteria_none_dropped(request: pytest.FixtureRequest, domain: str) -> None:
+@pytest.mark.parametrize(
+    "domain", ["homenet", "mock", "retail", "airline"]
+)  # homenet: our sample, every clone
+def test_every_real_task_gets_grounded_criteria_none_dropped(
+    request: pytest.FixtureRequest, domain: str
+) -> None:
     root = SAMPLE_DATA if domain == "homenet" else request.getfixturevalue("data_dir")
     blueprints = domain_blueprints(root, domain)
     counts = []
@@ -87,8 +101,12 @@ def test_every_real_task_gets_grounded_criteria_none_dropped(request: pytest.Fix
     assert min(counts) >= (3 if domain == "mock" else 6)
 
 
-def test_freeze_template_set_is_frozen_and_idempotent(data_dir: Path, store: duckdb.DuckDBPyConnection) -> None:
-    written, unchanged, summary = freeze_template_set(store, data_dir, "airline", criteria_set="rules", limit=3)
+def test_freeze_template_set_is_frozen_and_idempotent(
+    data_dir: Path, store: duckdb.DuckDBPyConnection
+) -> None:
+    written, unchanged, summary = freeze_template_set(
+        store, data_dir, "airline", criteria_set="rules", limit=3
+    )
     assert (written, unchanged, summary["tasks"]) == (3, 0, 3)
     assert freeze_template_set(store, data_dir, "airline", criteria_set="rules", limit=3)[:2] == (0, 3)
     stored = load_criteria(store, "rules")
@@ -116,8 +134,19 @@ def test_cli_template_criteria_for_the_sample_domain_need_no_tau2_data(
 
 def test_cli_template_needs_no_model_and_refuses_one(tmp_path: Path, data_dir: Path) -> None:
     db = tmp_path / "s.duckdb"
-    base = ["ufs", "criteria", "--domain", "mock", "--template", "--set", "rules", "--tau2-data", str(data_dir),
-            "--db", str(db)]
+    base = [
+        "ufs",
+        "criteria",
+        "--domain",
+        "mock",
+        "--template",
+        "--set",
+        "rules",
+        "--tau2-data",
+        str(data_dir),
+        "--db",
+        str(db),
+    ]
     result = CliRunner().invoke(cli, base)
     assert result.exit_code == 0, result.output
     assert "10 mock tasks" in result.output and "10 tasks written" in result.output
@@ -131,7 +160,9 @@ def test_writer_sees_the_sample_trajectory_of_its_task_only(
     tasks: Callable[[str], dict[str, Task]], make_convo: Callable[..., list[Message]],
     store: duckdb.DuckDBPyConnection, data_dir: Path, tmp_path: Path, ingest_trials: Callable[..., str],
 ) -> None:
-    convo = make_convo(("assistant", "Hi! How can I help?"), ("user", "I want to exchange a keyboard. ###STOP###"))
+    convo = make_convo(
+        ("assistant", "Hi! How can I help?"), ("user", "I want to exchange a keyboard. ###STOP###")
+    )
     run_id = ingest_trials(store, tasks("retail")["0"], [convo], tmp_path)
     samples = load_samples(store, run_id, "retail")
     assert list(samples) == [("retail", "0")] and samples[("retail", "0")][1].content.startswith("I want")
@@ -155,7 +186,9 @@ def test_writer_sees_the_sample_trajectory_of_its_task_only(
 
 
 @pytest.mark.parametrize("contract", ["ours", "tau2"])  # the tool sentence is quoted from either contract
-def test_template_criteria_cover_the_telecom_user_tool_surface_on_all_114_tasks(data_dir: Path, contract: str) -> None:
+def test_template_criteria_cover_the_telecom_user_tool_surface_on_all_114_tasks(
+    data_dir: Path, contract: str
+) -> None:
     blueprints = domain_blueprints(data_dir, "telecom", contract=contract)
     assert len(blueprints) == 114
     tool_modes = {"fabricated_tool_result", "skips_requested_action", "preempts_diagnosis"}
@@ -167,7 +200,10 @@ def test_template_criteria_cover_the_telecom_user_tool_surface_on_all_114_tasks(
 
 
 def _tool(name: str) -> dict[str, object]:
-    return {"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": {}}}}
+    return {
+        "type": "function",
+        "function": {"name": name, "parameters": {"type": "object", "properties": {}}},
+    }
 
 
 BANKING_BP = Blueprint(
@@ -183,10 +219,12 @@ BANKING_BP = Blueprint(
 
 
 def test_account_tools_get_account_rules_not_device_rules() -> None:
-    """banking's user tools: exact figures, humans only as instructed, no claimed-but-uncalled actions."""
+    """Banking user tools: exact figures, humans only as instructed, no claimed-but-uncalled actions."""
     criteria = template_criteria(BANKING_BP)
     modes = [c.mode for c in criteria]
-    assert {"unsupported_state_claim", "ignores_conditional_instruction", "unexecuted_action_claim"} <= set(modes)
+    assert {"unsupported_state_claim", "ignores_conditional_instruction", "unexecuted_action_claim"} <= set(
+        modes
+    )
     assert not {"fabricated_tool_result", "preempts_diagnosis"} & set(modes)  # the device rules stay out
     figures = next(c for c in criteria if c.mode == "unsupported_state_claim")
     assert figures.grounding_span == "You are Sam Roe and you earn $85,000 a year."

@@ -619,7 +619,9 @@ def test_judges_and_criteria_sets_never_mix(store: duckdb.DuckDBPyConnection) ->
     assert rows == [(JUDGE, 1.0), ("other-judge", 0.0)]
 
 
-def test_user_only_tasks_view_keeps_tasks_whose_gold_is_all_the_users(store: duckdb.DuckDBPyConnection) -> None:
+def test_user_only_tasks_view_keeps_tasks_whose_gold_is_all_the_users(
+    store: duckdb.DuckDBPyConnection,
+) -> None:
     writer = _tiny(store)  # retail/0: info without gold_requestors (an ingested run): not user-only
     for task, requestors, reward in (("001", ["user"], 1.0), ("002", ["user"], 0.0),
                                      ("010", ["assistant", "user"], 1.0)):

@@ -34,8 +34,11 @@ def _row(domain: str, task_id: str, cid: str, family: str, mode: str) -> dict[st
 
 def _criteria_file(tmp_path: Path) -> Path:
     rows = []
-    for domain, task_id, prefix in (("mock", "create_task_1", "m0"), ("mock", "create_task_1_with_env_assertions",
-                                                                          "m1"), ("retail", "0", "r0")):
+    for domain, task_id, prefix in (
+        ("mock", "create_task_1", "m0"),
+        ("mock", "create_task_1_with_env_assertions", "m1"),
+        ("retail", "0", "r0"),
+    ):
         rows.append(_row(domain, task_id, f"{prefix}-c1", "premature_disclosure", "volunteers_unasked_info"))
         rows.append(_row(domain, task_id, f"{prefix}-c2", "premature_disclosure", "dumps_blueprint"))
     path = tmp_path / "criteria.jsonl"
@@ -74,9 +77,12 @@ def _judge(prepared: Any) -> str:
 
 
 def _pool() -> ModelPool:
-    engines = {"agent": FakeEngine(_agent, identity="fake-agent"), "judge": FakeEngine(_judge, identity="fake-judge"),
-               "user:P1": FakeEngine(_proxy(False), identity="fake-p1"),
-               "user:P2": FakeEngine(_proxy(True), identity="fake-p2")}
+    engines = {
+        "agent": FakeEngine(_agent, identity="fake-agent"),
+        "judge": FakeEngine(_judge, identity="fake-judge"),
+        "user:P1": FakeEngine(_proxy(False), identity="fake-p1"),
+        "user:P2": FakeEngine(_proxy(True), identity="fake-p2"),
+    }
     pool = ModelPool.from_engines(engines)
     for slot in pool.slots.values():
         slot.model = slot.model.model_copy(update={"price_input_per_mtok": 1.0, "price_output_per_mtok": 2.0})
@@ -107,9 +113,13 @@ def test_ufs_per_proxy_matches_a_hand_computation(tmp_path: Path, data_dir: Path
     cost = dict(con.execute("SELECT proxy, cost_per_sim_usd FROM ufs_summary").fetchall())
     assert cost["P1"] > 0 and cost["P2"] > cost["P1"]  # P2's opening line is longer
     assert len(load_criteria(con, "file:criteria")) == 3
-    failures = con.execute("SELECT proxy, family, failures FROM ufs_family_failures WHERE failures > 0").fetchall()
+    failures = con.execute(
+        "SELECT proxy, family, failures FROM ufs_family_failures WHERE failures > 0"
+    ).fetchall()
     assert failures == [("P2", "premature_disclosure", 2)]
-    prechecks = con.execute("SELECT count(*) FROM ufs_prechecks WHERE run_id = ?", [result.run_id]).fetchone()[0]
+    prechecks = con.execute(
+        "SELECT count(*) FROM ufs_prechecks WHERE run_id = ?", [result.run_id]
+    ).fetchone()[0]
     assert prechecks > 0
     titles = [t.title for t in result.tables]
     by_proxy = "UFS by proxy (Mean UFS = unweighted mean over domains)"  # the report section's table
@@ -123,10 +133,14 @@ def test_judge_batches_one_request_per_criterion(tmp_path: Path, data_dir: Path)
     pool = _pool()
     config = {"tau2_data": str(data_dir), "domains": "mock", "tasks": "create_task_1", "proxies": "P1",
               "criteria_file": str(_criteria_file(tmp_path))}
-    run_suite(RunConfig(suite="userproxy", suite_config=config, db=str(tmp_path / "s.duckdb"), progress=False),
-              pool=pool)
+    run_suite(
+        RunConfig(suite="userproxy", suite_config=config, db=str(tmp_path / "s.duckdb"), progress=False),
+        pool=pool,
+    )
     judge = pool.slots["fake-judge"].engine_
-    graded = [[p.request.tag for p in batch] for batch in judge.batches if batch[0].request.tag.startswith("ufs:")]
+    graded = [
+        [p.request.tag for p in batch] for batch in judge.batches if batch[0].request.tag.startswith("ufs:")
+    ]
     assert graded == [["ufs:m0-c1", "ufs:m0-c2"]]
 
 
@@ -151,8 +165,12 @@ def test_criteria_template_fills_only_the_tasks_the_set_lacks(tmp_path: Path, da
     filled = stored[("retail", "1")]
     assert filled.provenance.source == "template" and TEMPLATE_VERSION in (filled.provenance.note or "")
     assert len(filled.graded()) >= 6
-    graded = {r[0] for r in con.execute("SELECT DISTINCT name FROM verdicts WHERE run_id = ? AND name LIKE 'ufs:%'",
-                                        [result.run_id]).fetchall()}
+    graded = {
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT name FROM verdicts WHERE run_id = ? AND name LIKE 'ufs:%'", [result.run_id]
+        ).fetchall()
+    }
     assert {"ufs:t1", "ufs:m0-c1"} <= graded
     con.close()
     default = get_suite("userproxy").config_cls(proxies="P1", criteria_template=True)
@@ -204,19 +222,33 @@ def _writer(prepared: Any) -> str:
 def _verifier(prepared: Any) -> str:
     from uxlocal.suites.userproxy.ufs.criteria import VERIFIER_CHECKS
 
-    ids = prepared.request.constraint.schema["properties"]["reviews"]["items"]["properties"]["criterion_id"]["enum"]
-    return json.dumps({"reviews": [{"criterion_id": cid, "note": "", **{c.name: True for c in VERIFIER_CHECKS}}
-                                   for cid in ids]})
+    ids = prepared.request.constraint.schema["properties"]["reviews"]["items"]["properties"]["criterion_id"][
+        "enum"
+    ]
+    return json.dumps(
+        {
+            "reviews": [
+                {"criterion_id": cid, "note": "", **{c.name: True for c in VERIFIER_CHECKS}} for cid in ids
+            ]
+        }
+    )
 
 
-def test_criteria_command_freezes_a_set_that_a_userproxy_run_grades_against(tmp_path: Path, data_dir: Path) -> None:
+def test_criteria_command_freezes_a_set_that_a_userproxy_run_grades_against(
+    tmp_path: Path, data_dir: Path
+) -> None:
     from uxlocal.suites.userproxy.criteria_run import SUITE_NAME, CriteriaSuite
 
     db = tmp_path / "s.duckdb"
     pool = ModelPool.from_engines({"writer": FakeEngine(_writer, identity="fake-writer"),
                                    "verifier": FakeEngine(_verifier, identity="fake-verifier")})
-    run = RunConfig(suite=SUITE_NAME, suite_config={"domain": "mock", "criteria_set": "v1", "tau2_data": str(data_dir)},
-                    limit=2, db=str(db), progress=False)
+    run = RunConfig(
+        suite=SUITE_NAME,
+        suite_config={"domain": "mock", "criteria_set": "v1", "tau2_data": str(data_dir)},
+        limit=2,
+        db=str(db),
+        progress=False,
+    )
     result = run_suite(run, pool=pool, suite=CriteriaSuite())
     assert result.stats.episodes_done == 2
     assert any("'v1': 2 tasks written" in note for note in result.notes)
@@ -251,10 +283,17 @@ def test_a_sampled_agent_gets_the_same_seed_for_every_proxy(tmp_path: Path, data
     config = {"tau2_data": str(data_dir), "domains": "mock", "tasks": "create_task_1,create_task_1_nl_eval",
               "proxies": "P1,P2", "criteria_file": str(_criteria_file(tmp_path)), "agent_temperature": 0.7}
     criteria = tmp_path / "criteria.jsonl"
-    criteria.write_text(criteria.read_text() + json.dumps(
-        _row("mock", "create_task_1_nl_eval", "n-c1", "premature_disclosure", "volunteers_unasked_info")) + "\n")
-    run_suite(RunConfig(suite="userproxy", suite_config=config, db=str(tmp_path / "s.duckdb"), progress=False),
-              pool=pool)
+    criteria.write_text(
+        criteria.read_text()
+        + json.dumps(
+            _row("mock", "create_task_1_nl_eval", "n-c1", "premature_disclosure", "volunteers_unasked_info")
+        )
+        + "\n"
+    )
+    run_suite(
+        RunConfig(suite="userproxy", suite_config=config, db=str(tmp_path / "s.duckdb"), progress=False),
+        pool=pool,
+    )
     seeds = {prepared.seed for prepared in pool.slots["fake-agent"].engine_.requests}
     assert len(seeds) == 2 and None not in seeds  # one seed per (task, trial), shared by P1 and P2
 
@@ -262,7 +301,7 @@ def test_a_sampled_agent_gets_the_same_seed_for_every_proxy(tmp_path: Path, data
 def test_telecom_proxies_are_graded_on_tool_criteria_and_probed_for_missed_gold_writes(
     tmp_path: Path, data_dir: Path
 ) -> None:
-    """Issue 15: telecom runs under userproxy; template criteria grade tool use; the probe flags idle users."""
+    """Issue 15: telecom runs under userproxy; template criteria grade tool use; the probe flags idlers."""
     task = "[mobile_data_issue]airplane_mode_on|data_mode_off[PERSONA:None]"
     result = _run(tmp_path, data_dir, domains="telecom", tasks=task, criteria_template=True)
     assert result.stats.episodes_done == 2 and result.stats.episodes_failed == 0
@@ -273,7 +312,10 @@ def test_telecom_proxies_are_graded_on_tool_criteria_and_probed_for_missed_gold_
     graded = con.execute("SELECT count(*) FROM verdicts WHERE run_id = ? AND name LIKE 'ufs:%'",
                          [result.run_id]).fetchone()[0]
     assert graded == 2 * len(stored.graded())
-    probe = con.execute("SELECT flagged, count(*) FROM ufs_prechecks WHERE run_id = ? AND kind = 'gold_user_actions' "
-                        "GROUP BY ALL", [result.run_id]).fetchall()
+    probe = con.execute(
+        "SELECT flagged, count(*) FROM ufs_prechecks WHERE run_id = ? AND kind = 'gold_user_actions' "
+        "GROUP BY ALL",
+        [result.run_id],
+    ).fetchall()
     assert probe == [(True, 2)]  # neither scripted proxy touched its phone
     con.close()

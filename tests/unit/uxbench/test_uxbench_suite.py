@@ -70,7 +70,8 @@ def _python_t1(con: duckdb.DuckDBPyConnection, run_id: str) -> list[metrics.Judg
         "SELECT item_id, data FROM items WHERE run_id = ? AND task = 'judge'", [run_id]).fetchall()}
     out = []
     for item_id, label, valid, score in con.execute(
-            "SELECT item_id, label, valid, score FROM verdicts WHERE run_id = ? AND name = 't1'", [run_id]).fetchall():
+        "SELECT item_id, label, valid, score FROM verdicts WHERE run_id = ? AND name = 't1'", [run_id]
+    ).fetchall():
         data = items[item_id]
         pred = None if not valid else (1 if label == "good" else -1)
         out.append(metrics.JudgeVerdict(item_id, data["ground_truth"], pred, score, data["scenario"],
@@ -86,7 +87,9 @@ def _python_replies(con: duckdb.DuckDBPyConnection, run_id: str, name: str) -> l
             [run_id, name]).fetchall():
         d = json.loads(data)
         verdict = None if not valid else (1 if label == "good" else -1)
-        out.append(metrics.ReplyVerdict(item_id, verdict, score, d["scenario"], d["difficulty"], d["dimension"]))
+        out.append(
+            metrics.ReplyVerdict(item_id, verdict, score, d["scenario"], d["difficulty"], d["dimension"])
+        )
     return out
 
 
@@ -117,11 +120,22 @@ def test_sql_views_equal_python_metrics(tmp_path: Path) -> None:
     rows = _python_t1(con, result.run_id)
     acc = metrics.judge_accuracy(rows)
     assert acc.good.n_invalid + acc.bad.n_invalid > 0  # the script cuts some verdicts off
-    t1 = con.execute("SELECT good_acc, bad_acc, avg_acc, avg_acc_strict, good_invalid, bad_invalid, auroc, ece "
-                     "FROM uxbench_t1 WHERE run_id = ?", [result.run_id]).fetchone()
-    expected = (acc.good_acc, acc.bad_acc, acc.avg_acc, acc.avg_acc_strict, acc.good.n_invalid, acc.bad.n_invalid,
-                metrics.auroc(rows), metrics.expected_calibration_error(rows))
-    assert all(_close(a, b) for a, b in zip(t1, expected)), (t1, expected)
+    t1 = con.execute(
+        "SELECT good_acc, bad_acc, avg_acc, avg_acc_strict, good_invalid, bad_invalid, auroc, ece "
+        "FROM uxbench_t1 WHERE run_id = ?",
+        [result.run_id],
+    ).fetchone()
+    expected = (
+        acc.good_acc,
+        acc.bad_acc,
+        acc.avg_acc,
+        acc.avg_acc_strict,
+        acc.good.n_invalid,
+        acc.bad.n_invalid,
+        metrics.auroc(rows),
+        metrics.expected_calibration_error(rows),
+    )
+    assert all(_close(a, b) for a, b in zip(t1, expected, strict=True)), (t1, expected)
     for task, name, fn in (("eval", "t2", metrics.good_rate), ("recovery", "t3", metrics.recovery_rate)):
         replies = _python_replies(con, result.run_id, name)
         rate = fn(replies)
@@ -144,10 +158,13 @@ def test_sql_views_equal_python_metrics(tmp_path: Path) -> None:
 def test_empty_replies_are_not_judged_and_count_invalid(tmp_path: Path) -> None:
     result = run(tmp_path, tasks="eval")
     con = connect(tmp_path / "ux.duckdb", read_only=True)
-    not_judged = con.execute("SELECT count(*) FROM uxbench_reply_rows WHERE run_id = ? AND status = 'no_reply'",
-                             [result.run_id]).fetchone()[0]
-    empty = con.execute("SELECT count(*) FROM turns WHERE run_id = ? AND model_role = 'candidate' AND content = ''",
-                        [result.run_id]).fetchone()[0]
+    not_judged = con.execute(
+        "SELECT count(*) FROM uxbench_reply_rows WHERE run_id = ? AND status = 'no_reply'", [result.run_id]
+    ).fetchone()[0]
+    empty = con.execute(
+        "SELECT count(*) FROM turns WHERE run_id = ? AND model_role = 'candidate' AND content = ''",
+        [result.run_id],
+    ).fetchone()[0]
     assert not_judged == empty > 0
     judge_calls = con.execute("SELECT count(*) FROM run_generations WHERE run_id = ? AND tag = 't2_judge'",
                               [result.run_id]).fetchone()[0]
@@ -157,7 +174,11 @@ def test_empty_replies_are_not_judged_and_count_invalid(tmp_path: Path) -> None:
 def test_report_has_intervals_containing_the_point(tmp_path: Path) -> None:
     result = run(tmp_path)
     titles = [t.title for t in result.tables]
-    assert any("T1" in t for t in titles) and any("T2" in t for t in titles) and any("breakdown" in t for t in titles)
+    assert (
+        any("T1" in t for t in titles)
+        and any("T2" in t for t in titles)
+        and any("breakdown" in t for t in titles)
+    )
     t1 = result.tables[0]
     for row in t1.rows[:3]:  # Good-Acc, Bad-Acc, Avg-Acc
         value, interval = float(row[1]), row[2]
@@ -168,7 +189,9 @@ def test_report_has_intervals_containing_the_point(tmp_path: Path) -> None:
 def test_reason_mode_stores_rationales(tmp_path: Path) -> None:
     result = run(tmp_path, tasks="judge", judge_mode="reason")
     con = connect(tmp_path / "ux.duckdb", read_only=True)
-    modes = con.execute("SELECT DISTINCT mode FROM uxbench_t1_rows WHERE run_id = ?", [result.run_id]).fetchall()
+    modes = con.execute(
+        "SELECT DISTINCT mode FROM uxbench_t1_rows WHERE run_id = ?", [result.run_id]
+    ).fetchall()
     assert modes == [("reason",)]
     valid, with_reason = con.execute("SELECT count(*) FILTER (WHERE valid), count(rationale) FROM verdicts "
                                      "WHERE run_id = ?", [result.run_id]).fetchone()
@@ -178,7 +201,9 @@ def test_reason_mode_stores_rationales(tmp_path: Path) -> None:
 def test_limit_takes_both_classes_for_t1(tmp_path: Path) -> None:
     result = run(tmp_path, limit=6, tasks="judge")
     con = connect(tmp_path / "ux.duckdb", read_only=True)
-    n_good, n_bad = con.execute("SELECT n_good, n_bad FROM uxbench_t1 WHERE run_id = ?", [result.run_id]).fetchone()
+    n_good, n_bad = con.execute(
+        "SELECT n_good, n_bad FROM uxbench_t1 WHERE run_id = ?", [result.run_id]
+    ).fetchone()
     assert (n_good, n_bad) == (3, 3)
 
 
@@ -202,7 +227,9 @@ def test_bad_rows_error_or_quarantine(tmp_path: Path) -> None:
         run(tmp_path, data=str(data), tasks="eval")
     result = run(tmp_path, data=str(data), tasks="eval", skip_bad_rows=True)
     con = connect(tmp_path / "ux.duckdb", read_only=True)
-    q = con.execute("SELECT task, source_line, reason FROM quarantine WHERE run_id = ?", [result.run_id]).fetchall()
+    q = con.execute(
+        "SELECT task, source_line, reason FROM quarantine WHERE run_id = ?", [result.run_id]
+    ).fetchall()
     assert len(q) == 1 and q[0][:2] == ("eval", 3) and q[0][2]
     assert con.execute("SELECT n FROM uxbench_rates WHERE run_id = ?", [result.run_id]).fetchone()[0] == 39
     assert any("quarantined" in n for n in result.notes)
@@ -212,7 +239,9 @@ def test_unknown_task_and_missing_candidate_are_user_errors(tmp_path: Path) -> N
     with pytest.raises(InputError, match="unknown task"):
         run(tmp_path, tasks="judge,ranking")
     judge_only = ModelPool.from_engines({"judge": FakeEngine(judge_script)})
-    cfg = RunConfig(suite="uxbench", suite_config={"tasks": "eval"}, db=str(tmp_path / "x.duckdb"), progress=False)
+    cfg = RunConfig(
+        suite="uxbench", suite_config={"tasks": "eval"}, db=str(tmp_path / "x.duckdb"), progress=False
+    )
     with pytest.raises(InputError, match="candidate"):
         run_suite(cfg, pool=judge_only)
 
@@ -248,21 +277,22 @@ def test_py_round_macro_matches_python(a: int, b: int, c: int, d: int) -> None:
 
 @pytest.mark.parametrize("x", [75.25, 3.125, 0.125, 2.675, 75.05, 89.4789, 0.0, 100.0])
 def test_py_round_ties(x: float) -> None:
-    assert _macro_con().execute("SELECT py_round(?::DOUBLE, 1), py_round(?::DOUBLE, 2)", [x, x]).fetchone() == \
-        (round(x, 1), round(x, 2))
+    assert _macro_con().execute(
+        "SELECT py_round(?::DOUBLE, 1), py_round(?::DOUBLE, 2)", [x, x]
+    ).fetchone() == (round(x, 1), round(x, 2))
 
 
 def test_judge_prompts_share_the_conversation_prefix_when_one_item_gets_k_replies_judged() -> None:
     # issue 17: UXBench asks one question per judge call, and the question (instruction and
     # checklist) is the same for every item, so it stays first; what differs between judge calls on
     # one conversation is the reply, which comes after the whole conversation
+    from prefix_layout import assert_conversation_then_question
+
     from uxlocal.episode import EpisodeSpec
     from uxlocal.rollout import Scheduler
     from uxlocal.suites.uxbench.data import load_eval
     from uxlocal.suites.uxbench.prompts import render_transcript
     from uxlocal.suites.uxbench.suite import UXBenchConfig, eval_program
-
-    from prefix_layout import assert_conversation_then_question
 
     item = next(i for i in load_eval(SAMPLE_DIR).items if len(i.history) >= 2)
     replies = iter(["first candidate reply, short", "second candidate reply, longer and different"])
@@ -297,21 +327,32 @@ def _grm_script(prepared: PreparedRequest) -> Any:
 def test_reply_scoring_grm_reads_the_verdict_from_label_probabilities(tmp_path: Path, scoring: str,
                                                                       good_cases: set[int]) -> None:
     judge = FakeEngine(_grm_script, identity="fake-judge")
-    pools = ModelPool.from_engines({"judge": judge, "candidate": FakeEngine(_grm_script, identity="fake-candidate")})
-    cfg = RunConfig(suite="uxbench", suite_config={"bootstrap": 0, "tasks": "eval,recovery", "reply_scoring": scoring},
-                    db=str(tmp_path / "ux.duckdb"), progress=False)
+    pools = ModelPool.from_engines(
+        {"judge": judge, "candidate": FakeEngine(_grm_script, identity="fake-candidate")}
+    )
+    cfg = RunConfig(
+        suite="uxbench",
+        suite_config={"bootstrap": 0, "tasks": "eval,recovery", "reply_scoring": scoring},
+        db=str(tmp_path / "ux.duckdb"),
+        progress=False,
+    )
     result = run_suite(cfg, pool=pools)
     cases = {"t2": [], "t3": []}  # type: dict[str, list[int]]
     for prepared in judge.requests:
         cases[prepared.request.tag[:2]].append(_digest(prepared) % len(GRM_CASES))
     con = connect(tmp_path / "ux.duckdb", read_only=True)
     for task, name in (("eval", "t2"), ("recovery", "t3")):
-        n, n_valid, n_good = con.execute("SELECT n, n_valid, n_good FROM uxbench_rates WHERE run_id = ? AND task = ?",
-                                         [result.run_id, task]).fetchone()
+        n, n_valid, n_good = con.execute(
+            "SELECT n, n_valid, n_good FROM uxbench_rates WHERE run_id = ? AND task = ?",
+            [result.run_id, task],
+        ).fetchone()
         assert n == n_valid == len(cases[name]) > 0
         assert n_good == sum(c in good_cases for c in cases[name])
-    scores = con.execute("SELECT DISTINCT round(score, 6) FROM verdicts WHERE run_id = ?", [result.run_id]).fetchall()
-    assert {s for (s,) in scores} <= {0.7, 0.5, 0.3, 0.9}  # score = P(good) / (P(good) + P(bad)) in both modes
+    scores = con.execute(
+        "SELECT DISTINCT round(score, 6) FROM verdicts WHERE run_id = ?", [result.run_id]
+    ).fetchall()
+    # score = P(good) / (P(good) + P(bad)) in both modes
+    assert {s for (s,) in scores} <= {0.7, 0.5, 0.3, 0.9}
 
 
 def test_reply_scoring_is_part_of_the_run_identity(tmp_path: Path) -> None:

@@ -45,6 +45,7 @@ class LocalOnly:
         self.headers = dict(headers or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer a refused HTTP request here; pass everything else to the app."""
         if scope["type"] == "http":
             refusal = self.refusal(_header(scope, b"host"), _header(scope, b"origin"))
             if refusal is not None:
@@ -54,7 +55,7 @@ class LocalOnly:
         await self.app(scope, receive, send)
 
     def refusal(self, host: str | None, origin: str | None) -> tuple[int, str] | None:
-        """The status and text to answer instead of the app, or None to let the request through."""
+        """Return the status and text to answer instead of the app, or None to let the request through."""
         if host is None or host.lower() not in self.hosts:
             return 400, (f"uxlocal view answers only http://127.0.0.1:{self.port}/ and "
                          f"http://localhost:{self.port}/ (this request named another host)\n")
@@ -64,7 +65,7 @@ class LocalOnly:
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
-    """The first value of a header (names arrive lower-cased from ASGI servers), or None."""
+    """Return the first value of a header (names arrive lower-cased from ASGI servers), or None."""
     for key, value in scope.get("headers", ()):
         if key == name:
             return bytes(value).decode("latin-1").strip()

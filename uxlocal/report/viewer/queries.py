@@ -249,5 +249,9 @@ class StoreReader:
         value = json_value(row.get("value"), lenient=True)
         evidence = value.get("evidence_turns") if isinstance(value, dict) else None
         turns = [t for t in evidence or [] if isinstance(t, int) and not isinstance(t, bool)]
-        return {**row, "value": value, "label_probs": json_value(row.get("label_probs"), lenient=True), "evidence": turns}
-
+        return {
+            **row,
+            "value": value,
+            "label_probs": json_value(row.get("label_probs"), lenient=True),
+            "evidence": turns,
+        }

@@ -41,12 +41,12 @@ def parse_adapters(value: str | None) -> dict[str, str]:
 
 
 def adapter_name(role: str) -> str:
-    """The LoRA name the requests of ``role`` use."""
+    """Return the LoRA name the requests of ``role`` use."""
     return f"{role}-adapter"
 
 
 def read_meta(folder: Path) -> dict[str, Any]:
-    """The adapter's ``judge_adapter.json``; an ``InputError`` when it is not a judge adapter."""
+    """Return the adapter's ``judge_adapter.json``; an ``InputError`` when it is not a judge adapter."""
     meta_file = folder / META_FILE
     if not (folder / "adapter_config.json").is_file() or not meta_file.is_file():
         raise InputError(folder, None, f"not a judge adapter (needs adapter_config.json and {META_FILE})",
@@ -58,21 +58,25 @@ def read_meta(folder: Path) -> dict[str, Any]:
 
 
 def adapter_folder(where: str, model: ResolvedModel) -> Path:
-    """A preset adapter's folder when ``where`` names one on ``model``, else ``where`` as a folder."""
+    """Return a preset adapter's folder when ``where`` names one on ``model``, else ``where`` as a folder."""
     return Path(model.lora[where]) if where in model.lora else Path(where).expanduser()
 
 
 def check_base(meta: dict[str, Any], model: ResolvedModel, folder: Path) -> None:
-    """The adapter was trained on ``model``'s weights (fingerprint), else a clear error."""
+    """Check that the adapter was trained on ``model``'s weights (fingerprint), else raise a clear error."""
     trained = meta.get("base_weights")
     if trained is not None and model.path:
         same = trained == folder_fingerprint(Path(model.path))
     else:
         same = meta.get("base_identity") == model.identity
     if not same:
-        raise InputError(folder / META_FILE, None, f"the adapter was trained on base {meta.get('base_name')!r} "
-                         f"({meta.get('base_path')}), not on the judge model {model.name!r} ({model.path})",
-                         f"judge with -m judge={meta.get('base_name')} or retrain on {model.name}")
+        raise InputError(
+            folder / META_FILE,
+            None,
+            f"the adapter was trained on base {meta.get('base_name')!r} "
+            f"({meta.get('base_path')}), not on the judge model {model.name!r} ({model.path})",
+            f"judge with -m judge={meta.get('base_name')} or retrain on {model.name}",
+        )
 
 
 def attach(value: str | None, models: dict[str, ResolvedModel]) -> dict[str, ResolvedModel]:
@@ -88,7 +92,9 @@ def attach(value: str | None, models: dict[str, ResolvedModel]) -> dict[str, Res
         folder = adapter_folder(where, model)
         meta = read_meta(folder)
         check_base(meta, model, folder)
-        models = with_adapter(models, role, adapter_name(role), str(folder.resolve()), str(meta["weights_sha256"]))
+        models = with_adapter(
+            models, role, adapter_name(role), str(folder.resolve()), str(meta["weights_sha256"])
+        )
     return models
 
 
@@ -107,8 +113,12 @@ def heldout_ids(folder: str | Path, input_sha256: str) -> list[str]:
                          "pass the file the adapter was trained on")
     ids = meta.get("split", {}).get("heldout_ids")
     if not ids:
-        raise InputError(folder / META_FILE, None, "records no held-out item ids (trained by an older uxlocal)",
-                         "retrain the adapter")
+        raise InputError(
+            folder / META_FILE,
+            None,
+            "records no held-out item ids (trained by an older uxlocal)",
+            "retrain the adapter",
+        )
     return [str(i) for i in ids]
 
 

@@ -58,9 +58,14 @@ class ColumnFill:
         start, size = self.filled, batch.num_rows
         if start + size > self.n:
             raise ValueError(f"more rows than the {self.n} counted: the store changed while it was read")
-        for name, column in zip(batch.schema.names, batch.columns):
-            if name in self.text or name in self.shared or name in self.codes or pa.types.is_string(column.type) \
-                    or pa.types.is_large_string(column.type):
+        for name, column in zip(batch.schema.names, batch.columns, strict=True):
+            if (
+                name in self.text
+                or name in self.shared
+                or name in self.codes
+                or pa.types.is_string(column.type)
+                or pa.types.is_large_string(column.type)
+            ):
                 if name not in self.text:
                     self.text[name] = _Text(self.n, self._shared_values if name in self.shared else {})
                 self.text[name].put(start, column)
@@ -80,14 +85,18 @@ class ColumnFill:
 
     def finish(self, order: np.ndarray | None = None
                ) -> tuple[dict[str, np.ndarray], dict[tuple[str, ...], dict[Any, int]]]:
-        """The columns with their rows in ``order`` (as added without it), and the shared codes."""
+        """Return the columns with their rows in ``order`` (as added without it), and the shared codes."""
         if self.filled != self.n:
-            raise ValueError(f"{self.filled} rows read, {self.n} counted: the store changed while it was read")
+            raise ValueError(
+                f"{self.filled} rows read, {self.n} counted: the store changed while it was read"
+            )
         arrays: dict[str, np.ndarray] = {}
         for name in list(self.arrays):
             array = self.arrays.pop(name)
             arrays[name] = array if order is None else array[order]
-        codes = {name: (text.codes if order is None else text.codes[order]) for name, text in self.text.items()}
+        codes = {
+            name: (text.codes if order is None else text.codes[order]) for name, text in self.text.items()
+        }
         coded: dict[tuple[str, ...], dict[Any, int]] = {}
         present = tuple(name for name in self.shared if name in codes)
         if present:
@@ -113,9 +122,11 @@ positions) would hold ~24 MB beside the columns; a block at a time holds well un
 
 
 def _first_appearance(columns: list[np.ndarray], values: dict[Any, int]) -> tuple[np.ndarray, dict[Any, int]]:
-    """Codes renumbered by their first position in ``columns`` read one after the other: an array
-    mapping each provisional code to its new one, and value -> new code for the values that occur,
-    in new-code order."""
+    """Renumber codes by their first position in ``columns`` read one after the other.
+
+    Return an array mapping each provisional code to its new one, and value -> new code for the
+    values that occur, in new-code order.
+    """
     first = np.full(len(values), -1, dtype=np.int64)
     offset = 0
     for column in columns:

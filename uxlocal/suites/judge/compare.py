@@ -23,13 +23,13 @@ Intervals = dict[str, tuple[float | None, float | None]]
 
 def paired(base_rows: list[dict[str, Any]],
            adapter_rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The rows of the items both arms judged validly, in the same item order."""
+    """Return the rows of the items both arms judged validly, in the same item order."""
     ids = {r["item_id"] for r in base_rows} & {r["item_id"] for r in adapter_rows}
     return [r for r in base_rows if r["item_id"] in ids], [r for r in adapter_rows if r["item_id"] in ids]
 
 
 def agreement(kind: str, rows: list[dict[str, Any]]) -> dict[str, float | None]:
-    """The statistics ``uxlocal judge`` reports for this rubric kind, over all ``rows``."""
+    """Return the statistics ``uxlocal judge`` reports for this rubric kind, over all ``rows``."""
     import numpy as np
 
     from uxlocal.suites.judge.report import LABEL_STATS, PAIR_STATS, SCORE_STATS, agreement_statistics
@@ -76,7 +76,7 @@ def comparison_rows(base: dict[str, Any], adapter: dict[str, Any],
 
 
 def _arm_key(config: dict[str, Any]) -> tuple[str, ...] | None:
-    """What both arms share (held-out selection, input, rubric, prompts, base model); None: not an arm."""
+    """Return what both arms share (held-out selection, input, rubric, prompts, base model), or None."""
     hashes = config.get("prompt_hashes", {})
     if "judge/heldout" not in hashes:
         return None
@@ -113,7 +113,13 @@ def learned_vs_prompted(con: Any, run_ids: list[str], *, n_resamples: int = 1000
                                          verdict_rows(con, learned, kind, criterion, "judge"))
         intervals = difference_intervals(kind, base_rows, adapter_rows, n_resamples=n_resamples)
         rows = comparison_rows(agreement(kind, base_rows), agreement(kind, adapter_rows), intervals)
-        tables.append(ReportTable("Learned vs prompted judge (held-out rows)", COMPARISON_COLUMNS, rows,
-                                  f"{len(base_rows)} held-out items judged by both; base = {prompted}, adapter = "
-                                  f"{learned}; 95% paired bootstrap of the difference, {n_resamples} resamples"))
+        tables.append(
+            ReportTable(
+                "Learned vs prompted judge (held-out rows)",
+                COMPARISON_COLUMNS,
+                rows,
+                f"{len(base_rows)} held-out items judged by both; base = {prompted}, adapter = "
+                f"{learned}; 95% paired bootstrap of the difference, {n_resamples} resamples",
+            )
+        )
     return tables

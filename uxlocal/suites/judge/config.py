@@ -1,5 +1,7 @@
-"""Options of ``uxlocal judge``, in a light module: the CLI builds its options from these
-field docstrings without importing the scheduler, the store or the engines.
+"""Options of ``uxlocal judge``, in a light module.
+
+The CLI builds its options from these field docstrings without importing the scheduler, the store or
+the engines.
 """
 
 from __future__ import annotations
@@ -25,8 +27,11 @@ compute their output once (``lora.frozen_prefix``) and run only the top 8 layers
 
 def judge_settings(*, steps: int, batch_size: int, lr: float, rank: int, top_layers: int, modules: str,
                    seed: int, max_length: int = JUDGE_SETTINGS.max_length) -> TrainSettings:
-    """``JUDGE_SETTINGS`` with the command-line choices: alpha = 2 x rank, a tenth of the steps to
-    warm up, ``modules`` a comma-separated list of module names."""
+    """Return ``JUDGE_SETTINGS`` with the command-line choices.
+
+    Alpha = 2 x rank, a tenth of the steps to warm up, ``modules`` a comma-separated list of module
+    names.
+    """
     return dataclasses.replace(JUDGE_SETTINGS, steps=steps, batch_size=batch_size, lr=lr, rank=rank,
                                alpha=2 * rank, warmup=max(1, steps // 10), max_length=max_length, seed=seed,
                                top_layers=top_layers,
@@ -84,7 +89,7 @@ class JudgeConfig(SuiteConfig):
     """Judge only the rows this adapter folder's training held out (its measured split)."""
 
     def columns(self) -> Columns:
-        """The column map."""
+        """Return the column map."""
         return Columns(id=self.id_col, conversation=self.conversation_col, prompt=self.prompt_col,
                        response=self.response_col, response_a=self.response_a_col,
                        response_b=self.response_b_col, human=self.human_col, group=self.group_col)

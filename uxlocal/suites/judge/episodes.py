@@ -86,7 +86,11 @@ def _probs(result: GenResult, rubric: Rubric, reason: bool) -> dict[str, float] 
         return None
     if reason:
         verdict = result.parsed.get("verdict") if isinstance(result.parsed, dict) else None
-        return {label: float(label == verdict) for label in rubric.labels()} if verdict in rubric.labels() else None
+        return (
+            {label: float(label == verdict) for label in rubric.labels()}
+            if verdict in rubric.labels()
+            else None
+        )
     if result.label_probs:
         return {label: float(result.label_probs.get(label, 0.0)) for label in rubric.labels()}
     return {label: float(label == result.parsed) for label in rubric.labels()}
@@ -131,7 +135,9 @@ class Asker:
         """One judge request for one criterion."""
         messages = judge_messages(self.rubric, criterion, turns, pair=pair, per_turn=per_turn,
                                   reason=self.reason, layout=self.layout)
-        return GenRequest(role, tuple(messages), self.sampling, self.constraint, lora=self.loras.get(role), tag=tag)
+        return GenRequest(
+            role, tuple(messages), self.sampling, self.constraint, lora=self.loras.get(role), tag=tag
+        )
 
 
 # ---------------------------------------------------------------- rows
@@ -161,8 +167,18 @@ def record_pointwise(ctx: EpisodeContext, asker: Asker, role: str, criterion: Cr
         return False
     label, score, confidence = pointwise_scores(rubric, probs)
     status = "abstain" if label == rubric.abstain else "ok"
-    _row(ctx, role, f"judge:{criterion.name}", label=label, score=score, valid=True, probs=probs,
-         value={**base, "status": status, "confidence": confidence}, result=result, rationale=_rationale(result))
+    _row(
+        ctx,
+        role,
+        f"judge:{criterion.name}",
+        label=label,
+        score=score,
+        valid=True,
+        probs=probs,
+        value={**base, "status": status, "confidence": confidence},
+        result=result,
+        rationale=_rationale(result),
+    )
     return True
 
 
@@ -170,7 +186,12 @@ def record_pair(ctx: EpisodeContext, asker: Asker, role: str, criterion: Criteri
                 ab: GenResult, ba: GenResult | None) -> bool:
     """Store both orders and the reconciled preference; returns whether the pair is valid."""
     rubric = asker.rubric
-    base = {"rubric": rubric.sha256(), "kind": rubric.kind, "criterion": criterion.name, "abstain": rubric.abstain}
+    base = {
+        "rubric": rubric.sha256(),
+        "kind": rubric.kind,
+        "criterion": criterion.name,
+        "abstain": rubric.abstain,
+    }
     p_ab = _probs(ab, rubric, asker.reason)
     p_ba = None if ba is None else _probs(ba, rubric, asker.reason)
     for order, result, probs in (("ab", ab, p_ab), ("ba", ba, p_ba)):
@@ -205,7 +226,7 @@ def record_pair(ctx: EpisodeContext, asker: Asker, role: str, criterion: Criteri
 
 
 def _turn_units(item: JudgeItem) -> list[int]:
-    """Indices of the assistant turns (each judged with the conversation up to it)."""
+    """Return indices of the assistant turns (each judged with the conversation up to it)."""
     return [i for i, t in enumerate(item.conversation) if t["role"] == "assistant"]
 
 
@@ -216,29 +237,35 @@ def pointwise_program(ctx: EpisodeContext, item: JudgeItem, asker: Asker, role: 
     criteria = asker.rubric.criteria_list()
     results = yield [asker.request(role, c, turns, per_turn=turn is not None, tag=f"judge:{c.name}")
                      for c in criteria]
-    valid = [record_pointwise(ctx, asker, role, c, r) for c, r in zip(criteria, results)]
+    valid = [record_pointwise(ctx, asker, role, c, r) for c, r in zip(criteria, results, strict=True)]
     return Outcome("judged" if all(valid) else "invalid", reward=sum(valid) / len(valid))
 
 
-def pairwise_program(ctx: EpisodeContext, item: JudgeItem, asker: Asker, role: str, both_orders: bool) -> Program:
+def pairwise_program(
+    ctx: EpisodeContext, item: JudgeItem, asker: Asker, role: str, both_orders: bool
+) -> Program:
     """Every criterion on one pair, in both orders unless told otherwise."""
     assert item.response_a is not None and item.response_b is not None
     criteria = asker.rubric.criteria_list()
-    pairs = [(item.response_a, item.response_b)] + ([(item.response_b, item.response_a)] if both_orders else [])
+    pairs = [(item.response_a, item.response_b)] + (
+        [(item.response_b, item.response_a)] if both_orders else []
+    )
     asks = [asker.request(role, c, item.conversation, pair=p, tag=f"judge:{c.name}:{o}")
-            for c in criteria for p, o in zip(pairs, ("ab", "ba"))]
+            for c in criteria for p, o in zip(pairs, ("ab", "ba"), strict=False)]
     results = yield asks
     step = len(pairs)
-    valid = [record_pair(ctx, asker, role, c, results[i * step], results[i * step + 1] if both_orders else None)
-             for i, c in enumerate(criteria)]
+    valid = [
+        record_pair(ctx, asker, role, c, results[i * step], results[i * step + 1] if both_orders else None)
+        for i, c in enumerate(criteria)
+    ]
     return Outcome("judged" if all(valid) else "invalid", reward=sum(valid) / len(valid))
 
 
 def bind(program: Callable[..., Program], *args: Any) -> Callable[[EpisodeContext], Program]:
-    """An episode factory for the scheduler."""
+    """Return an episode factory for the scheduler."""
     return lambda ctx: program(ctx, *args)
 
 
 def unit_turns(item: JudgeItem, unit: str) -> list[int | None]:
-    """The units of one item: the whole conversation, or each assistant turn."""
+    """Return the units of one item: the whole conversation, or each assistant turn."""
     return [None] if unit == "conversation" else list(_turn_units(item))

@@ -29,7 +29,13 @@ import numpy as np
 from uxlocal.errors import InputError
 from uxlocal.suites.judge.seen_ids import SeenIds, digests
 
-ROLE_ALIASES = {"human": "user", "ai": "assistant", "bot": "assistant", "model": "assistant", "gpt": "assistant"}
+ROLE_ALIASES = {
+    "human": "user",
+    "ai": "assistant",
+    "bot": "assistant",
+    "model": "assistant",
+    "gpt": "assistant",
+}
 ROLES = ("system", "user", "assistant")
 
 
@@ -108,7 +114,11 @@ def _jsonl_rows(path: Path) -> Iterator[Row]:
             try:
                 value = json.loads(line)
             except json.JSONDecodeError as exc:
-                yield line_no, line.rstrip("\n"), RowProblem(None, f"invalid JSON: {exc.msg} at char {exc.pos}")
+                yield (
+                    line_no,
+                    line.rstrip("\n"),
+                    RowProblem(None, f"invalid JSON: {exc.msg} at char {exc.pos}"),
+                )
                 continue
             if not isinstance(value, dict):
                 yield line_no, line.rstrip("\n"), RowProblem(None, "is not a JSON object")
@@ -132,7 +142,7 @@ def _csv_rows(path: Path) -> Iterator[Row]:
 
 def _table_rows(names: list[str], rows: Iterator[tuple[Any, ...]]) -> Iterator[Row]:
     for i, values in enumerate(rows, start=1):
-        row = dict(zip(names, values))
+        row = dict(zip(names, values, strict=True))
         yield i, json.dumps(row, ensure_ascii=False, default=str), row
 
 
@@ -156,7 +166,9 @@ def _duckdb_rows(spec: str) -> tuple[str, Iterator[Row]]:
     body = spec[len("duckdb:"):]
     db, sep, sql = body.partition("::")
     if not sep or not db or not sql.strip():
-        raise InputError(spec, None, "expected duckdb:PATH::SQL", "e.g. duckdb:runs.duckdb::select * from turns")
+        raise InputError(
+            spec, None, "expected duckdb:PATH::SQL", "e.g. duckdb:runs.duckdb::select * from turns"
+        )
     if not Path(db).is_file():
         raise InputError(db, None, "no such DuckDB file")
     rows = _query_rows(db, sql)
@@ -165,7 +177,7 @@ def _duckdb_rows(spec: str) -> tuple[str, Iterator[Row]]:
 
 
 def _query_rows(db: str, sql: str) -> Iterator[Any]:
-    """The column names, then the query's rows, fetched ``TABLE_BATCH`` at a time (read-only)."""
+    """Yield the column names, then the query's rows, fetched ``TABLE_BATCH`` at a time (read-only)."""
     import duckdb
 
     from uxlocal.store.offline import open_duckdb, refuse_extension_statements
@@ -215,7 +227,7 @@ def _text(row: dict[str, Any], column: str, *, required: bool) -> str | None:
 
 
 def parse_conversation(value: Any, column: str) -> tuple[dict[str, str], ...]:
-    """A ``[{role, content}]`` list (or its JSON string) normalized to user/assistant/system turns."""
+    """Return a ``[{role, content}]`` list (or its JSON string) normalized to user/assistant/system turns."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -233,7 +245,9 @@ def parse_conversation(value: Any, column: str) -> tuple[dict[str, str], ...]:
         role = ROLE_ALIASES.get(role, role)
         content = turn.get("content")
         if role not in ROLES:
-            raise RowProblem(column, f"message {i} has role {turn.get('role')!r}; use user, assistant or system")
+            raise RowProblem(
+                column, f"message {i} has role {turn.get('role')!r}; use user, assistant or system"
+            )
         if not isinstance(content, str):
             raise RowProblem(column, f"message {i} has no text content")
         turns.append({"role": role, "content": content})
@@ -320,7 +334,7 @@ class DistinctIds:
 
     @staticmethod
     def stamp_of(source: str) -> tuple[int, int] | None:
-        """The file's (size, mtime_ns); None for a ``duckdb:`` query (its rows cannot be stamped)."""
+        """Return the file's (size, mtime_ns); None for a ``duckdb:`` query (its rows cannot be stamped)."""
         if source.startswith("duckdb:"):
             return None
         found = Path(source).stat()
@@ -330,7 +344,7 @@ class DistinctIds:
 def iter_loaded(source: str, cols: Columns, *, pairwise: bool = False, human: HumanParser | None = None,
                 skip_bad_rows: bool = False, chunk_rows: int | None = None,
                 distinct: DistinctIds | None = None) -> Iterator[Loaded]:
-    """``source``'s items and set-aside rows, ``chunk_rows`` rows at a time (the input is streamed).
+    """Yield ``source``'s items and set-aside rows, ``chunk_rows`` rows at a time (the input is streamed).
 
     A bad row stops the read unless ``skip_bad_rows``; ids are checked for repeats across the
     whole input: within a chunk exactly, against earlier chunks by digest (``SeenIds``, 24 bytes
@@ -384,8 +398,11 @@ class _RepeatedId(RowProblem):
 
 
 class _ChunkIds:
-    """The repeated-id check of ``iter_loaded``: exact within the current chunk (a dict of its ids),
-    by digest against the earlier chunks (``SeenIds``) when the chunk is settled."""
+    """Check for repeated ids as ``iter_loaded`` does.
+
+    Exact within the current chunk (a dict of its ids), by digest against the earlier chunks
+    (``SeenIds``) when the chunk is settled.
+    """
 
     def __init__(self, name: str, cols: Columns, skip_bad_rows: bool, *, across: bool = True) -> None:
         self.name, self.column, self.skip_bad_rows = name, cols.id, skip_bad_rows
@@ -430,8 +447,10 @@ class _ChunkIds:
         first = earlier.first_lines(digested)
         repeats = np.flatnonzero(first >= 0)
         self.repeated_across = self.repeated_across or bool(len(repeats))
-        message = {chunk.items[i].item_id: _RepeatedId(self.column, chunk.items[i].item_id, int(first[i])).message()
-                   for i in repeats}  # by id: the message of every row that repeats it
+        message = {
+            chunk.items[i].item_id: _RepeatedId(self.column, chunk.items[i].item_id, int(first[i])).message()
+            for i in repeats
+        }  # by id: the message of every row that repeats it
         if len(repeats) and not self.skip_bad_rows:
             item = chunk.items[repeats[0]]
             raise InputError(self.name, item.source_line, message[item.item_id], "or pass --skip-bad-rows")
@@ -445,7 +464,7 @@ class _ChunkIds:
                                                     self.raws[item.source_line]))
             fresh = np.ones(len(chunk.items), dtype=bool)
             fresh[repeats] = False
-            chunk.items = [item for item, keep in zip(chunk.items, fresh) if keep]
+            chunk.items = [item for item, keep in zip(chunk.items, fresh, strict=True) if keep]
             chunk.quarantine.sort(key=lambda q: q.line)
             digested = digested[fresh]
         earlier.add(digested, [item.source_line for item in chunk.items])

@@ -46,7 +46,7 @@ class LabelTallies:
             self.bin_hit = (bins * 2 + (human == judge)).astype(np.int8 if stats.ECE_BINS < 64 else np.int64)
 
     def cells(self, idx: np.ndarray) -> Cells:
-        """The draw's (human, judge) cells (counted once per draw: the statistics share them)."""
+        """Return the draw's (human, judge) cells (counted once per draw: the statistics share them)."""
         last, cells = self._cells
         if last is not idx or cells is None:
             filled, counts = _count(self.cell[idx], self.width * self.width)
@@ -61,8 +61,10 @@ class LabelTallies:
         return int(c.counts[c.human == c.judge].sum()) / total if total else None
 
     def kappa(self, idx: np.ndarray) -> float | None:
-        """Cohen's kappa of the draw (``stats.cohen_kappa``): None under two verdicts or when chance
-        agreement is total."""
+        """Return Cohen's kappa of the draw (``stats.cohen_kappa``).
+
+        None under two verdicts or when chance agreement is total.
+        """
         matrix = self.confusion(idx)
         n = int(matrix.sum())
         if n < 2:
@@ -72,8 +74,10 @@ class LabelTallies:
         return None if chance == 1 else float((observed - chance) / (1 - chance))
 
     def macro_f1(self, idx: np.ndarray) -> float | None:
-        """Macro-F1 of the draw over the classes it holds (``stats.macro_f1``): each class's
-        2·TP / (2·TP + FP + FN), averaged unweighted."""
+        """Return the macro-F1 of the draw over the classes it holds (``stats.macro_f1``).
+
+        Each class's 2·TP / (2·TP + FP + FN), averaged unweighted.
+        """
         matrix = self.confusion(idx)
         if not matrix.size:
             return None
@@ -81,7 +85,7 @@ class LabelTallies:
         return float(np.mean(2 * hits / (matrix.sum(axis=0) + matrix.sum(axis=1))))
 
     def confusion(self, idx: np.ndarray) -> np.ndarray:
-        """The draw's confusion matrix (human rows, judge columns) over the classes it holds."""
+        """Return the draw's confusion matrix (human rows, judge columns) over the classes it holds."""
         c = self.cells(idx)
         classes, codes = np.unique(np.concatenate([c.human, c.judge]), return_inverse=True)
         matrix = np.zeros((len(classes), len(classes)), dtype=np.int64)
@@ -89,9 +93,11 @@ class LabelTallies:
         return matrix
 
     def ece(self, idx: np.ndarray) -> float | None:
-        """Expected calibration error of the draw (``stats.ece``; None without confidences): each bin's
-        verdicts, hits and summed confidence counted a block of the draw at a time, so no copy of a
-        million drawn confidences is made."""
+        """Return the expected calibration error of the draw (``stats.ece``).
+
+        None without confidences. Each bin's verdicts, hits and summed confidence are counted a
+        block of the draw at a time, so no copy of a million drawn confidences is made.
+        """
         if self.confidence is None or not len(idx):
             return None
         bins = stats.ECE_BINS
@@ -127,7 +133,7 @@ BLOCK = 65_536
 
 
 def _count(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """The codes (below ``size``) that occur, and how often each does."""
+    """Return the codes (below ``size``) that occur, and how often each does."""
     counts = np.bincount(codes, minlength=size)
     filled = np.flatnonzero(counts)
     return filled, counts[filled]

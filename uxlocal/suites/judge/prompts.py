@@ -25,14 +25,14 @@ Layout = Literal["shared", "criterion_first"]
 _TEXT = {
     "en": {
         "intro": "You are reviewing a conversation between a user and an AI assistant. Read it; "
-                 "a question about it comes after it.",
+        "a question about it comes after it.",
         "conversation": "Conversation:",
         "turn": "The question is about the assistant's last message in the conversation above.",
         "replies": "Two candidate replies to the user's last message:",
         "reply": "Reply {name}:",
         "question": "Question: {question}",
         "options": "Answer with exactly one of these options:",
-        "reason": "First explain your judgement briefly in \"reasoning\", then give the option in \"verdict\".",
+        "reason": 'First explain your judgement briefly in "reasoning", then give the option in "verdict".',
         "roles": {"user": "User", "assistant": "Assistant", "system": "System"},
     },
     "zh": {
@@ -43,21 +43,21 @@ _TEXT = {
         "reply": "回复 {name}：",
         "question": "问题：{question}",
         "options": "只能回答下列选项之一：",
-        "reason": "先在 \"reasoning\" 中简要说明理由，再在 \"verdict\" 中给出选项。",
+        "reason": '先在 "reasoning" 中简要说明理由，再在 "verdict" 中给出选项。',
         "roles": {"user": "用户", "assistant": "助手", "system": "系统"},
     },
 }
 
 
 def transcript(turns: Sequence[dict[str, str]], lang: str) -> str:
-    """The conversation as ``Role: text`` blocks separated by blank lines."""
+    """Return the conversation as ``Role: text`` blocks separated by blank lines."""
     roles = _TEXT[lang]["roles"]
     return "\n\n".join(f"{roles[t['role']]}: {t['content']}" for t in turns)
 
 
 def _material(rubric: Rubric, turns: Sequence[dict[str, str]], pair: tuple[str, str] | None,
               per_turn: bool) -> list[str]:
-    """The shared part: the conversation, and the replies or the per-turn pointer."""
+    """Return the shared part: the conversation, and the replies or the per-turn pointer."""
     text = _TEXT[rubric.language]
     parts = [text["conversation"], transcript(turns, rubric.language)]
     if pair is not None:
@@ -69,9 +69,11 @@ def _material(rubric: Rubric, turns: Sequence[dict[str, str]], pair: tuple[str, 
 
 
 def _ask(rubric: Rubric, criterion: Criterion, reason: bool) -> list[str]:
-    """The varying part: the criterion's question and the answer options."""
+    """Return the varying part: the criterion's question and the answer options."""
     text = _TEXT[rubric.language]
-    options = "\n".join(f"- {name}: {meaning}" if meaning else f"- {name}" for name, meaning in rubric.descriptions())
+    options = "\n".join(
+        f"- {name}: {meaning}" if meaning else f"- {name}" for name, meaning in rubric.descriptions()
+    )
     parts = [text["question"].format(question=criterion.question), text["options"] + "\n" + options]
     if reason:
         parts.append(text["reason"])

@@ -28,7 +28,7 @@ PAIR_STATS = ("agreement", "agreement_with_ties", "flip_rate")
 
 def _rows(con: Any, sql: str, params: list[Any]) -> list[dict[str, Any]]:
     cols, rows = query(con, sql, params)
-    return [dict(zip(cols, r)) for r in rows]
+    return [dict(zip(cols, r, strict=True)) for r in rows]
 
 
 class VerdictColumns:
@@ -57,13 +57,15 @@ class VerdictColumns:
         return cls(arrays, len(rows))
 
     def _code_arrow(self, keys: tuple[str, ...], values: Any) -> dict[Any, int]:
-        """Code ``keys`` from ``values``, an Arrow array of their values one column after the other:
-        Arrow numbers the distinct values (null one of them) by first appearance, as ``code`` does."""
+        """Code ``keys`` from ``values``, an Arrow array of their values one column after the other.
+
+        Arrow numbers the distinct values (null one of them) by first appearance, as ``code`` does.
+        """
         import pyarrow.compute as pc
 
         encoded = pc.dictionary_encode(values, null_encoding="encode")
         indices = encoded.indices.to_numpy()  # int32, no nulls: a view of Arrow's buffer
-        for key, part in zip(keys, np.split(indices, len(keys))):
+        for key, part in zip(keys, np.split(indices, len(keys)), strict=True):
             self.arrays[key] = part
         self.coded[keys] = {value: code for code, value in enumerate(encoded.dictionary.to_pylist())}
         return self.coded[keys]
@@ -72,19 +74,22 @@ class VerdictColumns:
         return self.n
 
     def first(self, key: str) -> Any:
-        """The first row's value of ``key`` (None without rows)."""
+        """Return the first row's value of ``key`` (None without rows)."""
         head = self.column(key)[:1].tolist()
         return head[0] if head else None
 
     def column(self, key: str) -> np.ndarray:
-        """The array of ``key``; an empty one when there are no rows (row dicts then name no keys)."""
+        """Return the array of ``key``; an empty one when there are no rows (row dicts then name no keys)."""
         if key == "cluster" and self.singletons:
             return np.arange(self.n)
         return self.arrays[key] if self.n or key in self.arrays else np.empty(0, dtype=object)
 
     def clusters(self) -> np.ndarray | None:
-        """What the bootstrap resamples: the cluster codes, or None when every row is its own cluster
-        (the same draws as codes 0..n-1, without their 8 MB a million rows)."""
+        """Return what the bootstrap resamples: the cluster codes, or None.
+
+        None when every row is its own cluster (the same draws as codes 0..n-1, without their 8 MB a
+        million rows).
+        """
         return None if self.singletons else self.column("cluster")
 
     def values(self, key: str) -> list[Any]:
@@ -96,9 +101,10 @@ class VerdictColumns:
         return list(self.column(key)[idx].tolist())
 
     def code(self, *keys: str) -> dict[Any, int]:
-        """Replace the values of ``keys`` by int32 codes, one shared code per distinct value numbered
-        by first appearance (``keys[0]``'s rows first); the codes. Coded once: a second call (or
-        ``of_arrow(shared=keys)``) returns the same codes.
+        """Replace the values of ``keys`` by int32 codes and return the codes.
+
+        One shared code per distinct value, numbered by first appearance (``keys[0]``'s rows first).
+        Coded once: a second call (or ``of_arrow(shared=keys)``) returns the same codes.
 
         Label statistics depend only on which values are equal, so they come out the same on the
         codes, and sklearn checks integer arrays far faster than arrays of strings (per resample).
@@ -135,12 +141,17 @@ def _score_stats(cols: VerdictColumns) -> dict[str, Statistic]:
         return [max(1, min(int(np.floor(h + 0.5)), scale)) for h in cols.take("human_score", idx)]
     return {
         "spearman": lambda idx: stats.spearman(cols.take("score", idx), cols.take("human_score", idx)),
-        "kendall_tau_b": lambda idx: stats.kendall_tau_b(cols.take("score", idx), cols.take("human_score", idx)),
+        "kendall_tau_b": lambda idx: stats.kendall_tau_b(
+            cols.take("score", idx), cols.take("human_score", idx)
+        ),
         "pearson": lambda idx: stats.pearson(cols.take("score", idx), cols.take("human_score", idx)),
-        "qwk": lambda idx: stats.quadratic_weighted_kappa(human_points(idx), cols.take("points", idx),
-                                                          list(range(1, scale + 1))),
-        "acc_eq": lambda idx: stats.acc_eq(cols.take("human_score", idx), cols.take("points", idx),
-                                           [g or "" for g in cols.take("grp", idx)])}
+        "qwk": lambda idx: stats.quadratic_weighted_kappa(
+            human_points(idx), cols.take("points", idx), list(range(1, scale + 1))
+        ),
+        "acc_eq": lambda idx: stats.acc_eq(
+            cols.take("human_score", idx), cols.take("points", idx), [g or "" for g in cols.take("grp", idx)]
+        ),
+    }
 
 
 def _pair_stats(cols: VerdictColumns) -> dict[str, Statistic]:
@@ -162,7 +173,7 @@ def _verdicts_sql(kind: str, columns: str, *, ordered: bool = True) -> str:
 
 
 def verdict_rows(con: Any, run_id: str, kind: str, criterion: str, role: str) -> list[dict[str, Any]]:
-    """The rows the agreement statistics of one (criterion, judge) read, by item id."""
+    """Return the rows the agreement statistics of one (criterion, judge) read, by item id."""
     return _rows(con, _verdicts_sql(kind, "*"), [run_id, criterion, role])
 
 
@@ -185,10 +196,12 @@ inside DuckDB's capped memory."""
 
 
 def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str) -> VerdictColumns:
-    """``verdict_rows`` as columns (the kind's ``STAT_COLUMNS`` and ``GROUP_COLUMNS``; ``cluster``
-    as integer codes; for label rubrics ``human_label`` and ``label`` as shared int32 codes, see
-    ``VerdictColumns.code``), for a report of any size: the rows stream from DuckDB in Arrow
-    batches into numpy arrays (``ColumnFill``).
+    """Return ``verdict_rows`` as columns, for a report of any size.
+
+    The columns are the kind's ``STAT_COLUMNS`` and ``GROUP_COLUMNS``; ``cluster`` as integer codes;
+    for label rubrics ``human_label`` and ``label`` as shared int32 codes, see
+    ``VerdictColumns.code``. The rows stream from DuckDB in Arrow batches into numpy arrays
+    (``ColumnFill``).
 
     The rows are put in item-id order here, not by DuckDB: its sort of a million verdict rows
     did not fit a 128 MB cap, while the ids alone sort in Arrow in a fraction of a second (both
@@ -203,8 +216,11 @@ def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str)
     # (a GROUP BY of a million cluster strings did not fit a 64 MB cap, their hashes do)
     n, grouped, distinct, *firsts = con.execute(
         "SELECT count(*), coalesce(bool_or(grp IS NOT NULL), false), count(DISTINCT hash(cluster)) = count(*)"
-        + "".join(f", first({name})" for name in constant) + " FROM ("
-        f"{_verdicts_sql(kind, ', '.join(GROUP_COLUMNS + tuple(constant)), ordered=False)})", params).fetchall()[0]
+        + "".join(f", first({name})" for name in constant)
+        + " FROM ("
+        f"{_verdicts_sql(kind, ', '.join(GROUP_COLUMNS + tuple(constant)), ordered=False)})",
+        params,
+    ).fetchall()[0]
     # only what varies is read: no groups -> no grp column; one verdict per cluster -> no cluster
     # column (the codes by first appearance are then 0..n-1 in item order, what arange gives)
     names = (tuple(name for name in STAT_COLUMNS[kind] if name not in constant) + GROUP_COLUMNS[:1] * grouped
@@ -216,12 +232,14 @@ def verdict_columns(con: Any, run_id: str, kind: str, criterion: str, role: str)
         ids.append(pa.concat_arrays([batch.column("item_id")]))  # a copy: the batch goes now
         fill.add(batch.drop_columns(["item_id"]))
         del batch
-    order = np.asarray(pc.sort_indices(pa.chunked_array(ids, pa.string()))).astype(np.int32 if n < 2**31 else np.int64)
+    order = np.asarray(pc.sort_indices(pa.chunked_array(ids, pa.string()))).astype(
+        np.int32 if n < 2**31 else np.int64
+    )
     del ids
     arrays, coded = fill.finish(order)
     verdicts = VerdictColumns(arrays, n)
     verdicts.coded.update(coded)
-    for name, value in zip(constant, firsts):
+    for name, value in zip(constant, firsts, strict=True):
         verdicts.arrays[name] = _repeated(value, n)
     if not grouped:
         verdicts.arrays["grp"] = _repeated(None, n)
@@ -238,7 +256,7 @@ def _repeated(value: Any, n: int) -> np.ndarray:
 
 
 def agreement_statistics(kind: str, rows: Verdicts) -> dict[str, Statistic]:
-    """The Python reference of the agreement views: statistic name -> function of row indices."""
+    """Return the Python reference of the agreement views: statistic name -> function of row indices."""
     builders = {"label": _label_stats, "likert": _score_stats, "pairwise": _pair_stats}
     return builders[kind](_columns(rows))
 
@@ -248,7 +266,9 @@ def _fmt(value: float | None, digits: int = 3) -> str | None:
 
 
 def _counts_table(con: Any, run_id: str) -> ReportTable | None:
-    rows = _rows(con, "SELECT * FROM judge_counts WHERE run_id = ? ORDER BY criterion, judge_role, outcome", [run_id])
+    rows = _rows(
+        con, "SELECT * FROM judge_counts WHERE run_id = ? ORDER BY criterion, judge_role, outcome", [run_id]
+    )
     if not rows:
         return None
     grouped: dict[tuple[str, str, str], list[str]] = {}
@@ -279,7 +299,7 @@ _VIEWS = {"label": ("judge_label_agreement", LABEL_STATS), "likert": ("judge_sco
 
 
 def _on_index(statistic: Statistic) -> Callable[[Any], float | None]:
-    """A statistic of row indices as a statistic of a bootstrap draw."""
+    """Return a statistic of row indices as a statistic of a bootstrap draw."""
     return lambda draw: statistic(draw.index)
 
 
@@ -307,53 +327,98 @@ def _agreement_table(con: Any, run_id: str, kind: str, n_boot: int, seed: int) -
 
 
 def _position_table(con: Any, run_id: str) -> ReportTable | None:
-    rows = _rows(con, "SELECT criterion, judge_role, n, flip_rate, first_position_rate FROM judge_pairwise_agreement "
-                      "WHERE run_id = ? ORDER BY criterion, judge_role", [run_id])
+    rows = _rows(
+        con,
+        "SELECT criterion, judge_role, n, flip_rate, first_position_rate FROM judge_pairwise_agreement "
+        "WHERE run_id = ? ORDER BY criterion, judge_role",
+        [run_id],
+    )
     if not rows:
         return None
-    return ReportTable("Judge position bias (pairwise, both orders)",
-                       ["criterion", "judge", "pairs", "flip rate", "P(first shown wins)"],
-                       [(r["criterion"], r["judge_role"], r["n"], _fmt(r["flip_rate"]), _fmt(r["first_position_rate"]))
-                        for r in rows], "flip = the two orders chose different replies; 0.5 = no position bias")
+    return ReportTable(
+        "Judge position bias (pairwise, both orders)",
+        ["criterion", "judge", "pairs", "flip rate", "P(first shown wins)"],
+        [
+            (r["criterion"], r["judge_role"], r["n"], _fmt(r["flip_rate"]), _fmt(r["first_position_rate"]))
+            for r in rows
+        ],
+        "flip = the two orders chose different replies; 0.5 = no position bias",
+    )
 
 
 def _confusion_table(con: Any, run_id: str) -> ReportTable | None:
-    rows = _rows(con, "SELECT * FROM judge_confusion WHERE run_id = ? ORDER BY criterion, judge_role, human, judge",
-                 [run_id])
+    rows = _rows(
+        con,
+        "SELECT * FROM judge_confusion WHERE run_id = ? ORDER BY criterion, judge_role, human, judge",
+        [run_id],
+    )
     if not rows:
         return None
     cells: dict[tuple[str, str, str], list[str]] = {}
     for r in rows:
         cells.setdefault((r["criterion"], r["judge_role"], r["human"]), []).append(f"{r['judge']} {r['n']}")
-    return ReportTable("Judge confusion (human -> judge counts)", ["criterion", "judge", "human", "judge said"],
-                       [(*k, ", ".join(v)) for k, v in cells.items()],
-                       "likert: human scores mapped to the nearest point; the scatter as counts")
+    return ReportTable(
+        "Judge confusion (human -> judge counts)",
+        ["criterion", "judge", "human", "judge said"],
+        [(*k, ", ".join(v)) for k, v in cells.items()],
+        "likert: human scores mapped to the nearest point; the scatter as counts",
+    )
 
 
 def _reliability_table(con: Any, run_id: str) -> ReportTable | None:
-    rows = _rows(con, "SELECT * FROM judge_reliability WHERE run_id = ? ORDER BY criterion, judge_role, bin", [run_id])
+    rows = _rows(
+        con, "SELECT * FROM judge_reliability WHERE run_id = ? ORDER BY criterion, judge_role, bin", [run_id]
+    )
     if not rows:
         return None
-    return ReportTable("Judge reliability diagram (binary labels)",
-                       ["criterion", "judge", "confidence bin", "n", "mean confidence", "accuracy"],
-                       [(r["criterion"], r["judge_role"], f"{r['bin'] / 10:.1f}-{(r['bin'] + 1) / 10:.1f}", r["n"],
-                         _fmt(r["mean_confidence"]), _fmt(r["accuracy"])) for r in rows],
-                       "a calibrated judge has accuracy close to its mean confidence in every bin")
+    return ReportTable(
+        "Judge reliability diagram (binary labels)",
+        ["criterion", "judge", "confidence bin", "n", "mean confidence", "accuracy"],
+        [
+            (
+                r["criterion"],
+                r["judge_role"],
+                f"{r['bin'] / 10:.1f}-{(r['bin'] + 1) / 10:.1f}",
+                r["n"],
+                _fmt(r["mean_confidence"]),
+                _fmt(r["accuracy"]),
+            )
+            for r in rows
+        ],
+        "a calibrated judge has accuracy close to its mean confidence in every bin",
+    )
 
 
 def _interjudge_table(con: Any, run_id: str) -> ReportTable | None:
-    rows = _rows(con, "SELECT * FROM judge_interjudge WHERE run_id = ? ORDER BY criterion, judge_a, judge_b", [run_id])
+    rows = _rows(
+        con, "SELECT * FROM judge_interjudge WHERE run_id = ? ORDER BY criterion, judge_a, judge_b", [run_id]
+    )
     if not rows:
         return None
-    return ReportTable("Judge inter-judge agreement", ["criterion", "judge A", "judge B", "n", "label agreement",
-                                                       "score r"],
-                       [(r["criterion"], r["judge_a"], r["judge_b"], r["n"], _fmt(r["label_agreement"]),
-                         _fmt(r["score_pearson"])) for r in rows], "panel scores: select * from judge_panel")
+    return ReportTable(
+        "Judge inter-judge agreement",
+        ["criterion", "judge A", "judge B", "n", "label agreement", "score r"],
+        [
+            (
+                r["criterion"],
+                r["judge_a"],
+                r["judge_b"],
+                r["n"],
+                _fmt(r["label_agreement"]),
+                _fmt(r["score_pearson"]),
+            )
+            for r in rows
+        ],
+        "panel scores: select * from judge_panel",
+    )
 
 
 def judge_tables(con: Any, run_id: str, *, n_boot: int = 1000, seed: int = 0) -> list[ReportTable]:
     """Every judge table for one run."""
-    kinds = [r[0] for r in con.execute("SELECT DISTINCT kind FROM judge_items WHERE run_id = ?", [run_id]).fetchall()]
+    kinds = [
+        r[0]
+        for r in con.execute("SELECT DISTINCT kind FROM judge_items WHERE run_id = ?", [run_id]).fetchall()
+    ]
     tables = [_counts_table(con, run_id), _throughput_table(con, run_id)]
     # the tables that are SQL alone are read before the agreement tables, whose bootstrap loads
     # scikit-learn and the verdict columns: DuckDB's memory for a view over a million verdicts

@@ -96,7 +96,7 @@ class Rubric(BaseModel):
         return self
 
     def names(self) -> tuple[str, ...]:
-        """The answer labels without ``abstain``."""
+        """Return the answer labels without ``abstain``."""
         if self.kind == "label":
             return tuple(label.name for label in self.labels_)
         if self.kind == "likert":
@@ -108,7 +108,7 @@ class Rubric(BaseModel):
         return self.names() + ((self.abstain,) if self.abstain else ())
 
     def positive_label(self) -> str | None:
-        """The positive class of a two-label rubric (AUROC, ECE); None for larger label sets."""
+        """Return the positive class of a two-label rubric (AUROC, ECE); None for larger label sets."""
         if self.kind != "label" or len(self.names()) != 2:
             return None
         return self.positive or self.names()[0]
@@ -126,7 +126,7 @@ class Rubric(BaseModel):
         return pairs + ([(self.abstain, "the conversation does not let you tell")] if self.abstain else [])
 
     def criteria_list(self) -> tuple[Criterion, ...]:
-        """The criteria to judge (one ``overall`` criterion asking ``question`` when none are given)."""
+        """Return the criteria to judge (one ``overall`` criterion asking ``question`` if none is given)."""
         return self.criteria or (Criterion(name="overall", question=self.question),)
 
     def canonical(self) -> str:
@@ -135,7 +135,7 @@ class Rubric(BaseModel):
         return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
     def sha256(self) -> str:
-        """The rubric's identity."""
+        """Return the rubric's identity."""
         return hashlib.sha256(self.canonical().encode("utf-8")).hexdigest()
 
 
@@ -150,7 +150,7 @@ def builtin_rubrics() -> dict[str, Path]:
 
 
 def load_rubric(spec: str) -> Rubric:
-    """A built-in rubric by name, or a TOML file by path; errors name the file and the field."""
+    """Return a built-in rubric by name, or a TOML file by path; errors name the file and the field."""
     known = builtin_rubrics()
     path = known.get(spec) or Path(spec)
     if not path.is_file():

@@ -35,8 +35,11 @@ from uxlocal.reportkit.rows import NoData, in_list, rows_of
 
 
 def tables(con: Any, run_ids: Sequence[str]) -> list[TableGroup]:
-    """The "learned vs prompted judge" comparison (when ``judge train``'s two held-out runs are
-    both shown), then each run's own tables, as the terminal prints them."""
+    """Return the judge section's tables, as the terminal prints them.
+
+    First the "learned vs prompted judge" comparison (when ``judge train``'s two held-out runs are
+    both shown), then each run's own tables.
+    """
     from uxlocal.suites.judge.compare import learned_vs_prompted
     from uxlocal.suites.judge.suite import JudgeSuite
 
@@ -58,7 +61,7 @@ def _name(row: dict[str, Any], run_ids: Sequence[str]) -> str:
 
 
 def _rows(con: Any, sql: str, run_ids: Sequence[str], missing: str) -> list[dict[str, Any]]:
-    """The view rows for these runs, or ``NoData(missing)``: the section notes why a plot is absent."""
+    """Return the view rows for these runs, or ``NoData(missing)``: the section notes why a plot is absent."""
     rows = rows_of(con, sql, run_ids)
     if not rows:
         raise NoData(missing)
@@ -105,14 +108,20 @@ def reliability(con: Any, run_ids: Sequence[str]) -> list[Figure]:
 @register_figure("judge")
 def confusion(con: Any, run_ids: Sequence[str]) -> list[Figure]:
     """Confusion matrix per (criterion, judge) of label rubrics."""
-    rows = _rows(con, f"SELECT c.* FROM judge_confusion c WHERE c.run_id IN {in_list(run_ids)} AND EXISTS "
-                      "(SELECT 1 FROM judge_verdicts v WHERE v.run_id = c.run_id AND v.criterion = c.criterion "
-                      "AND v.kind = 'label') ORDER BY c.run_id, c.criterion, c.judge_role", run_ids,
-                 "no label rubric with human labels")
+    rows = _rows(
+        con,
+        f"SELECT c.* FROM judge_confusion c WHERE c.run_id IN {in_list(run_ids)} AND EXISTS "
+        "(SELECT 1 FROM judge_verdicts v WHERE v.run_id = c.run_id AND v.criterion = c.criterion "
+        "AND v.kind = 'label') ORDER BY c.run_id, c.criterion, c.judge_role",
+        run_ids,
+        "no label rubric with human labels",
+    )
     groups = list(_groups(rows).values())
     figures = [_matrix(group, run_ids, k) for k, group in enumerate(groups[:MAX_MATRICES])]
     if len(groups) > MAX_MATRICES:
-        figures[-1].caption += f" ({len(groups) - MAX_MATRICES} more matrices not drawn; see judge_confusion.)"
+        figures[
+            -1
+        ].caption += f" ({len(groups) - MAX_MATRICES} more matrices not drawn; see judge_confusion.)"
     return figures
 
 

@@ -27,7 +27,9 @@ MAX_LEVEL = 1 << 18
 
 def digests(ids: Sequence[str]) -> np.ndarray:
     """Each id's 128-bit BLAKE2b digest as two uint64 columns (search key, check)."""
-    joined = b"".join(hashlib.blake2b(i.encode("utf-8", "surrogatepass"), digest_size=16).digest() for i in ids)
+    joined = b"".join(
+        hashlib.blake2b(i.encode("utf-8", "surrogatepass"), digest_size=16).digest() for i in ids
+    )
     return np.frombuffer(joined, dtype=np.uint64).reshape(-1, 2)
 
 
@@ -66,7 +68,7 @@ class SeenIds:
         return sum(len(level) for level in self._levels)
 
     def first_lines(self, digested: np.ndarray) -> np.ndarray:
-        """The line each digest (from ``digests``) was added with, -1 for one not seen."""
+        """Return the line each digest (from ``digests``) was added with, -1 for one not seen."""
         found = np.full(len(digested), -1, dtype=np.int64)
         keys, checks = digested[:, 0], digested[:, 1]
         for level in reversed(self._levels):  # the first line an id was used on is all any level holds
@@ -77,7 +79,9 @@ class SeenIds:
         """Record ids (as digests, all new) first used on ``lines``."""
         if not len(digested):
             return
-        self._levels.append(_Level(digested[:, 0].copy(), digested[:, 1].copy(), np.asarray(lines, dtype=np.int64)))
+        self._levels.append(
+            _Level(digested[:, 0].copy(), digested[:, 1].copy(), np.asarray(lines, dtype=np.int64))
+        )
         while (len(self._levels) > 1 and len(self._levels[-2]) <= MERGE_RATIO * len(self._levels[-1])
                and len(self._levels[-2]) + len(self._levels[-1]) <= MAX_LEVEL):
             newer, older = self._levels.pop(), self._levels.pop()

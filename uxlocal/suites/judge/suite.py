@@ -32,7 +32,7 @@ from uxlocal.suites.judge.rubrics import TIE_LABEL, Rubric, load_rubric
 
 
 def judge_roles(roles: Any) -> list[str]:
-    """The judge roles bound in a run, ``judge`` first."""
+    """Return the judge roles bound in a run, ``judge`` first."""
     found = [r for r in roles if r == "judge" or (r.startswith("judge") and r[5:].isdigit())]
     return sorted(found, key=lambda r: int(r[5:] or 1))
 
@@ -76,7 +76,9 @@ def _preference(value: Any) -> str:
 
 def _require_input(config: JudgeConfig) -> None:
     if not config.input:
-        raise InputError(None, None, "no input given", "pass INPUT (a .jsonl/.csv/.parquet or duckdb:PATH::SQL)")
+        raise InputError(
+            None, None, "no input given", "pass INPUT (a .jsonl/.csv/.parquet or duckdb:PATH::SQL)"
+        )
 
 
 def _item_rows(item: JudgeItem, turn: int | None, kind: str) -> dict[str, Any]:
@@ -89,8 +91,11 @@ def _item_rows(item: JudgeItem, turn: int | None, kind: str) -> dict[str, Any]:
 
 def _chunks(config: JudgeConfig, rubric: Rubric, asker: episodes.Asker, roles: list[str], limit: int | None,
             keep: set[str] | None = None, distinct: DistinctIds | None = None) -> Iterator[PlanChunk]:
-    """The plan of the first ``limit`` items (all when None) among ``keep`` (all when None), one
-    input chunk at a time (``distinct``: what earlier reads found of the ids, see ``DistinctIds``)."""
+    """Yield the plan of the first ``limit`` items among ``keep``, one input chunk at a time.
+
+    ``limit`` and ``keep``: all when None; ``distinct``: what earlier reads found of the ids, see
+    ``DistinctIds``.
+    """
     pairwise = rubric.kind == "pairwise"
     left = limit
     for loaded in iter_loaded(config.input, config.columns(), pairwise=pairwise, human=human_parser(rubric),
@@ -105,10 +110,14 @@ def _chunks(config: JudgeConfig, rubric: Rubric, asker: episodes.Asker, roles: l
                 row = _item_rows(item, turn, rubric.kind)
                 chunk.items.append(row)
                 for role in roles:
-                    program = (episodes.bind(episodes.pairwise_program, item, asker, role, config.both_orders)
-                               if pairwise else episodes.bind(episodes.pointwise_program, item, asker, role, turn))
-                    chunk.episodes.append(EpisodeSpec(f"{row['item_id']}|{role}", program, item_id=row["item_id"],
-                                                      task="judge"))
+                    program = (
+                        episodes.bind(episodes.pairwise_program, item, asker, role, config.both_orders)
+                        if pairwise
+                        else episodes.bind(episodes.pointwise_program, item, asker, role, turn)
+                    )
+                    chunk.episodes.append(
+                        EpisodeSpec(f"{row['item_id']}|{role}", program, item_id=row["item_id"], task="judge")
+                    )
         yield chunk
         if left is not None:
             left -= len(items)
@@ -138,8 +147,12 @@ class JudgeSuite(Suite):
         sample = paths.data_dir() / "judge" / "conversations.jsonl"
         config = {"input": str(sample), "rubric": "ux-liked", "human_col": "thumb", "group_col": "topic",
                   "bootstrap": 200}
-        return DemoSpec(config, {"judge": "embedded"}, limit=10,
-                        data="uxlocal's bundled judge sample (conversations we wrote, CC0, with human thumbs)")
+        return DemoSpec(
+            config,
+            {"judge": "embedded"},
+            limit=10,
+            data="uxlocal's bundled judge sample (conversations we wrote, CC0, with human thumbs)",
+        )
 
     def adapt_models(self, config: SuiteConfig, models: dict[str, ResolvedModel]) -> dict[str, ResolvedModel]:
         """Attach ``--judge-adapter`` adapters (checked against their base) to their judge roles."""
@@ -178,7 +191,8 @@ class JudgeSuite(Suite):
         plan = SuitePlan(episodes=[],
                          stream=lambda: _chunks(config, rubric, asker, roles, run.limit, keep, distinct))
         next(plan.chunks(), None)
-        if keep is not None:  # the adapter recorded its held-out ids from this very input (its hash is checked)
+        # the adapter recorded its held-out ids from this very input (its hash is checked)
+        if keep is not None:
             plan.notes.append(f"{len(keep)} held-out rows of the adapter {config.heldout_of}")
         plan.notes.append(f"rubric {rubric.name} ({rubric.kind}, sha256 {rubric.sha256()[:12]}), "
                           f"{len(rubric.criteria_list())} criteria, judges: {', '.join(roles)}")

@@ -126,12 +126,12 @@ def split_by_group(items: Sequence[JudgeItem], fraction: float, seed: int) -> Sp
 
 
 def human_point(score: float) -> str:
-    """A likert human score as the label the judge would answer (rounded half up, as the views do)."""
+    """Return a likert human score as the label the judge would answer (rounded half up, as the views do)."""
     return str(int(math.floor(score + 0.5)))
 
 
 def verdict_targets(rubric: Rubric, item: JudgeItem) -> list[tuple[tuple[str, str] | None, str]]:
-    """(replies shown, label to learn) of each training example of ``item``."""
+    """Return (replies shown, label to learn) of each training example of ``item``."""
     if rubric.kind == "label":
         return [(None, str(item.human))]
     if rubric.kind == "likert":
@@ -167,8 +167,11 @@ def _check_values(spec: JudgeTrainSpec, items: Sequence[JudgeItem]) -> None:
         if rubric.kind == "likert":
             point = human_point(float(item.human))
             if point not in rubric.names():
-                raise InputError(item.source_file, item.source_line,
-                                 f"{column}: score {float(item.human):g} is off the rubric's scale 1..{rubric.scale}")
+                raise InputError(
+                    item.source_file,
+                    item.source_line,
+                    f"{column}: score {float(item.human):g} is off the rubric's scale 1..{rubric.scale}",
+                )
         if rubric.kind == "pairwise" and item.human == TIE_LABEL and not rubric.allow_tie:
             raise InputError(item.source_file, item.source_line,
                              f"{column}: 'tie' but the rubric has no tie label", "set allow_tie = true")
@@ -211,14 +214,20 @@ def item_prompts(asker: episodes.Asker, renderer: Any, item: JudgeItem) -> list[
     return out
 
 
-def _render_all(asker: episodes.Asker, renderer: Any, items: Sequence[JudgeItem], max_length: int) -> list[Example]:
+def _render_all(
+    asker: episodes.Asker, renderer: Any, items: Sequence[JudgeItem], max_length: int
+) -> list[Example]:
     examples = []
     for item in items:
         for ids, label in item_prompts(asker, renderer, item):
             example = completion_example(ids, renderer.encode(label))
             if len(example.ids) > max_length:
-                raise InputError(item.source_file, item.source_line, f"the judge prompt is {len(example.ids)} "
-                                 f"tokens, more than max_length {max_length}", "raise --max-length")
+                raise InputError(
+                    item.source_file,
+                    item.source_line,
+                    f"the judge prompt is {len(example.ids)} tokens, more than max_length {max_length}",
+                    "raise --max-length",
+                )
             examples.append(example)
     return examples
 
@@ -246,12 +255,12 @@ RunFn = Callable[..., Any]
 """``uxlocal.cli.common.run_configured``: the runner sits above the suites, so the caller hands it in."""
 HeldoutJudge = Callable[[dict[str, Any]], list[dict[str, Any]]]
 PrefixProgress = Callable[[str, int, int], None]
-"""``(part, examples done, total)`` while the frozen layers' states are computed (``part``: train or held-out)."""
+"""``(part, examples done, total)`` while the frozen states are computed (``part``: train, held-out)."""
 """Runs ``uxlocal judge`` with these options and returns its verdict rows (``report.verdict_rows``)."""
 
 
 def judge_options(spec: JudgeTrainSpec, adapter: str | Path, *, with_adapter: bool) -> dict[str, Any]:
-    """The ``uxlocal judge`` options that judge the adapter's held-out rows, with or without it."""
+    """Return the ``uxlocal judge`` options that judge the adapter's held-out rows, with or without it."""
     columns = spec.columns
     options = {"input": spec.source, "rubric": spec.rubric_ref or spec.rubric.name, "id_col": columns.id,
                "conversation_col": columns.conversation, "prompt_col": columns.prompt,
@@ -264,7 +273,7 @@ def judge_options(spec: JudgeTrainSpec, adapter: str | Path, *, with_adapter: bo
 
 
 def heldout_judge(run: RunFn, base_spec: str, db: str | Path, kind: str, criterion: str) -> HeldoutJudge:
-    """A ``HeldoutJudge`` running ``uxlocal judge -m judge=BASE --db DB`` through ``run``."""
+    """Return a ``HeldoutJudge`` running ``uxlocal judge -m judge=BASE --db DB`` through ``run``."""
     from uxlocal.store.db import connect
     from uxlocal.suites.judge.report import verdict_rows
 
@@ -303,25 +312,41 @@ class JudgeTrainResult:
     """Held-out items both arms judged validly (abstentions and invalid verdicts are left out)."""
 
 
-def _meta(prepared: Prepared, base: ResolvedModel, settings: lora.TrainSettings, result: dict[str, Any]) -> dict[str, Any]:
+def _meta(
+    prepared: Prepared, base: ResolvedModel, settings: lora.TrainSettings, result: dict[str, Any]
+) -> dict[str, Any]:
     spec = prepared.spec
-    return {"kind": "uxlocal-judge-adapter", "base_name": base.name, "base_identity": base.identity,
-            "base_path": base.path, "base_weights": folder_fingerprint(Path(base.path)) if base.path else None,
-            "rubric_name": spec.rubric.name, "rubric_ref": spec.rubric_ref or spec.rubric.name,
-            "rubric_sha256": spec.rubric.sha256(),
-            "prompt_sha256": template_sha256(), "layout": spec.layout, "data_source": spec.source,
-            "data_sha256": input_sha256(spec.source), "columns": asdict(spec.columns),
-            "split": {"heldout": spec.heldout, "seed": spec.seed, **prepared.split.as_dict()},
-            "settings": settings.as_dict(), "train_examples": len(prepared.train),
-            "heldout_examples": len(prepared.heldout), **result,
-            "created_at": dt.datetime.now(dt.timezone.utc).isoformat()}
+    return {
+        "kind": "uxlocal-judge-adapter",
+        "base_name": base.name,
+        "base_identity": base.identity,
+        "base_path": base.path,
+        "base_weights": folder_fingerprint(Path(base.path)) if base.path else None,
+        "rubric_name": spec.rubric.name,
+        "rubric_ref": spec.rubric_ref or spec.rubric.name,
+        "rubric_sha256": spec.rubric.sha256(),
+        "prompt_sha256": template_sha256(),
+        "layout": spec.layout,
+        "data_source": spec.source,
+        "data_sha256": input_sha256(spec.source),
+        "columns": asdict(spec.columns),
+        "split": {"heldout": spec.heldout, "seed": spec.seed, **prepared.split.as_dict()},
+        "settings": settings.as_dict(),
+        "train_examples": len(prepared.train),
+        "heldout_examples": len(prepared.heldout),
+        **result,
+        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+    }
 
 
 def _fit(prepared: Prepared, base: ResolvedModel, out: str | Path, settings: lora.TrainSettings,
          on_step: lora.OnStep | None, on_prefix: PrefixProgress | None = None
          ) -> tuple[str, dict[str, Any], list[float], float]:
-    """Train and save; returns the weights hash, the held-out label-token losses, the step losses and the
-    training seconds (the frozen-prefix pass over the training examples and the loop)."""
+    """Train and save the adapter.
+
+    Returns the weights hash, the held-out label-token losses, the step losses and the training
+    seconds (the frozen-prefix pass over the training examples and the loop).
+    """
     import gc
 
     model, where = lora.load_base(base.path)
@@ -336,7 +361,9 @@ def _fit(prepared: Prepared, base: ResolvedModel, out: str | Path, settings: lor
     loss_before = lora.heldout_loss(model, prepared.heldout, pad, where=where, prefix=held_prefix)
     model = lora.with_lora(model, settings)
     began = time.perf_counter()
-    losses = lora.train_loop(model, prepared.train, settings, pad, where, on_step=on_step, prefix=train_prefix)
+    losses = lora.train_loop(
+        model, prepared.train, settings, pad, where, on_step=on_step, prefix=train_prefix
+    )
     train_s = prefix_s + time.perf_counter() - began
     loss = {"base": loss_before, "adapter": lora.heldout_loss(model, prepared.heldout, pad, where=where,
                                                               prefix=held_prefix)}
@@ -360,7 +387,7 @@ def _free_gpu_cache() -> None:
 def train_judge(prepared: Prepared, base: ResolvedModel, out: str | Path, *, judge: HeldoutJudge,
                 settings: lora.TrainSettings = JUDGE_SETTINGS, on_step: lora.OnStep | None = None,
                 on_prefix: PrefixProgress | None = None) -> JudgeTrainResult:
-    """Train the adapter on the training part, save it, then judge the held-out part with the base and with it.
+    """Train the adapter on the training part, save it, then judge the held-out part with and without it.
 
     Both arms are ``uxlocal judge`` runs (``judge``) on the adapter's recorded held-out rows, so
     ``uxlocal judge INPUT --judge-adapter OUT --heldout-of OUT`` prints the adapter's numbers again.
@@ -379,7 +406,9 @@ def train_judge(prepared: Prepared, base: ResolvedModel, out: str | Path, *, jud
     seconds = time.perf_counter() - started
     update_meta(out, {"heldout_base": before, "heldout_adapter": after, "heldout_difference_95": intervals,
                       "heldout_judged": len(base_rows), "seconds": round(seconds, 1)})
-    return JudgeTrainResult(Path(out), sha, before, after, intervals, seconds, train_s, losses, len(base_rows))
+    return JudgeTrainResult(
+        Path(out), sha, before, after, intervals, seconds, train_s, losses, len(base_rows)
+    )
 
 
 def update_meta(folder: str | Path, values: dict[str, Any]) -> None:

@@ -26,14 +26,14 @@ META_FILE = "palate_adapter.json"
 
 
 def adapters_root(folder: str | Path | None = None) -> Path:
-    """The adapters folder (created on first use)."""
+    """Return the adapters folder (created on first use)."""
     root = Path(folder) if folder else paths.home() / "palate" / "adapters"
     root.mkdir(parents=True, exist_ok=True)
     return root
 
 
 def adapter_name(user_id: str) -> str:
-    """The LoRA name requests use for this user's simulator."""
+    """Return the LoRA name requests use for this user's simulator."""
     return f"palate-{user_id}"
 
 
@@ -44,12 +44,12 @@ def adapter_key(base_identity: str, train_sha256: str, settings: dict[str, Any])
 
 
 def read_meta(folder: Path) -> dict[str, Any]:
-    """An adapter's ``palate_adapter.json``."""
+    """Return an adapter's ``palate_adapter.json``."""
     return dict(json.loads((folder / META_FILE).read_text(encoding="utf-8")))
 
 
 def find_adapter(user: UserData, base: ResolvedModel, folder: str | Path | None = None) -> Path:
-    """The newest adapter for ``user`` trained on ``base`` from the user's current training data."""
+    """Return the newest adapter for ``user`` trained on ``base`` from the user's current training data."""
     root = adapters_root(folder)
     matches = []
     for candidate in sorted(root.glob(f"{user.user_id}-*")):

@@ -68,7 +68,7 @@ def _by_session(turns: Iterable[ScoredTurn]) -> dict[str, list[ScoredTurn]]:
 
 
 def _agreement(counts: stats.PairCounts, tie: float) -> Agreement:
-    """The tie rule: a scorer tie on a pair the human orders earns ``tie``; human ties drop out."""
+    """Apply the tie rule: a scorer tie on a pair the human orders earns ``tie``; human ties drop out."""
     pairs = counts.concordant + counts.discordant + counts.y_tied
     value = (counts.concordant + tie * counts.y_tied) / pairs if pairs else None
     return Agreement(value, pairs, counts.y_tied, counts.missing)
@@ -77,7 +77,9 @@ def _agreement(counts: stats.PairCounts, tie: float) -> Agreement:
 def pairwise_agreement(turns: Iterable[ScoredTurn], *, tie: float = 0.5) -> Agreement:
     """Within-session pairwise agreement pooled over sessions (see the module docstring)."""
     turns = list(turns)
-    counts = stats.pair_counts([t.human for t in turns], [t.score for t in turns], [t.session_id for t in turns])
+    counts = stats.pair_counts(
+        [t.human for t in turns], [t.score for t in turns], [t.session_id for t in turns]
+    )
     return _agreement(counts, tie)
 
 
@@ -111,8 +113,15 @@ def bootstrap_agreement(
             values.append(_agreement(counts, 0.5).value)
         return stats.mean([v for v in values if v is not None])
 
-    interval = stats.bootstrap_many({"macro": macro}, len(turns), clusters=[(u, t.session_id) for u, t in turns],
-                                    strata=list(user), n_resamples=n_resamples, seed=seed, level=level)["macro"]
+    interval = stats.bootstrap_many(
+        {"macro": macro},
+        len(turns),
+        clusters=[(u, t.session_id) for u, t in turns],
+        strata=list(user),
+        n_resamples=n_resamples,
+        seed=seed,
+        level=level,
+    )["macro"]
     return interval.low, interval.high
 
 
@@ -170,7 +179,17 @@ def agreement_table(
         sessions = sum(r.sessions for r in table if r.scorer == scorer)
         ties = [r.tie_share for r in table if r.scorer == scorer and r.tie_share is not None]
         table.append(
-            AgreementRow(scorer, "macro", sessions, pairs, stats.mean(values), low, high, stats.mean(ties), stats.mean(taus))
+            AgreementRow(
+                scorer,
+                "macro",
+                sessions,
+                pairs,
+                stats.mean(values),
+                low,
+                high,
+                stats.mean(ties),
+                stats.mean(taus),
+            )
         )
     return table
 
@@ -212,7 +231,9 @@ def realism_table(
             user_probs = [q for _, q in entries if q is not None]
             low, high = _mean_interval(picks, n_resamples, seed)
             rows.append(
-                RealismRow(simulator, user_id, len(picks), stats.mean(picks), low, high, stats.mean(user_probs))
+                RealismRow(
+                    simulator, user_id, len(picks), stats.mean(picks), low, high, stats.mean(user_probs)
+                )
             )
             if picks:
                 rates.append(sum(picks) / len(picks))
@@ -226,7 +247,9 @@ def realism_table(
 def _mean_interval(values: list[float], n_resamples: int, seed: int) -> tuple[float | None, float | None]:
     """Percentile interval of a share, trials resampled (``stats.bootstrap``)."""
     array = np.asarray(values, dtype=float)
-    interval = stats.bootstrap(lambda idx: float(array[idx].mean()), len(array), n_resamples=n_resamples, seed=seed)
+    interval = stats.bootstrap(
+        lambda idx: float(array[idx].mean()), len(array), n_resamples=n_resamples, seed=seed
+    )
     return interval.low, interval.high
 
 

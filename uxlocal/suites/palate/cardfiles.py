@@ -80,7 +80,7 @@ def read_card_file(path: Path) -> list[Card]:
 
 
 def _png_card(path: Path) -> dict[str, Any]:
-    """The JSON inside a PNG card's ``tEXt`` chunk (``ccv3`` preferred over ``chara``)."""
+    """Return the JSON inside a PNG card's ``tEXt`` chunk (``ccv3`` preferred over ``chara``)."""
     blob = path.read_bytes()
     if not blob.startswith(b"\x89PNG\r\n\x1a\n"):
         raise InputError(path, None, "not a PNG file")

@@ -43,7 +43,7 @@ _DEFAULTS = {
 
 
 def card_to_v2(card: Card, lang: str = "en") -> dict[str, Any]:
-    """A Character Card V2 dict for ``card`` in one language (the full card rides in extensions)."""
+    """Return a Character Card V2 dict for ``card`` in one language (the full card rides in extensions)."""
     lines = [
         ("{{user}}: " if line.speaker == "user" else "{{char}}: ") + line.get(lang)
         for line in card.example_dialogue
@@ -80,7 +80,7 @@ def card_from_v2(
     line: int | None = None,
     card_id: str | None = None,
 ) -> Card:
-    """A ``Card`` from a V1 (flat), V2 or V3 card dict."""
+    """Return a ``Card`` from a V1 (flat), V2 or V3 card dict."""
     data = raw.get("data") if isinstance(raw.get("data"), dict) else raw
     assert isinstance(data, dict)
     ours = (data.get("extensions") or {}).get("uxlocal") or {}
@@ -165,7 +165,7 @@ def _tag(value: Any) -> str:
 
 
 def parse_mes_example(text: str, lang: str) -> list[DialogueLine]:
-    """Example lines from a ``mes_example`` block (``You:``/name prefixes after placeholder filling)."""
+    """Return example lines from a ``mes_example`` block (``You:``/name prefixes, placeholders filled)."""
     lines: list[DialogueLine] = []
     you = _DEFAULTS["you"][lang]
     for raw in text.splitlines():

@@ -1,5 +1,8 @@
-"""``uxlocal palate``: card pool and panel tools, LoRA simulator training, and the agreement and
-realism parts of the PALATE suite run on their own."""
+"""``uxlocal palate``: PALATE's tools.
+
+Card pool and panel tools, LoRA simulator training, and the agreement and realism parts of the
+PALATE suite run on their own.
+"""
 
 from __future__ import annotations
 
@@ -31,11 +34,17 @@ def _run_palate_part(part: str, kwargs: dict[str, Any]) -> None:
 
 
 def _palate_user_options(fn: Any) -> Any:
-    for option in reversed([
-        click.option("--users", default="all", show_default=True, help="\"all\" or comma-separated ids."),
-        click.option("--users-dir", default=None, help="Folder of user folders (default: bundled users)."),
-        click.option("--heldout-sessions", type=int, default=None, help="At most N held-out sessions a user."),
-    ]):
+    for option in reversed(
+        [
+            click.option("--users", default="all", show_default=True, help='"all" or comma-separated ids.'),
+            click.option(
+                "--users-dir", default=None, help="Folder of user folders (default: bundled users)."
+            ),
+            click.option(
+                "--heldout-sessions", type=int, default=None, help="At most N held-out sessions a user."
+            ),
+        ]
+    ):
         fn = option(fn)
     return fn
 
@@ -153,7 +162,9 @@ def palate_import_cards(files: tuple[Path, ...], out: Path) -> None:
 @click.option("--ids", default="", help="Comma-separated card ids (default: every card).")
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True, help="Language.")
 @click.option("--cards", default=None, help="Card file or folder (default: the bundled pool).")
-@click.option("--out-dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder.")
+@click.option(
+    "--out-dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder."
+)
 def palate_export_cards(ids: str, lang: str, cards: str | None, out_dir: Path) -> None:
     """Export cards as Character Card V2 JSON files.
 
@@ -190,5 +201,5 @@ def palate_freeze_panel(out: Path, cards: str | None, keep: str | None, name: st
 
 
 def register_commands(cli: click.Group) -> None:
-    """Hook the CLI finds in the suite's package: add the suite's commands to the root ``uxlocal`` group."""
+    """Add the suite's commands to the root ``uxlocal`` group (the CLI finds this hook in the package)."""
     cli.add_command(palate_group)

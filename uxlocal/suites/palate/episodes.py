@@ -81,7 +81,7 @@ def _window(cfg: PalateConfig) -> JudgeWindow:
 
 
 def rubric_request(user: UserData, cfg: PalateConfig) -> GenRequest:
-    """The induction request for ``user`` (identical for every episode that needs the rubric)."""
+    """Return the induction request for ``user`` (identical for every episode that needs the rubric)."""
     examples = induction_examples(user.train, count=cfg.induction_examples)
     return _json("judge", induce_messages(user, examples), InducedRubric, cfg.rubric_max_tokens, "induce")
 
@@ -89,7 +89,7 @@ def rubric_request(user: UserData, cfg: PalateConfig) -> GenRequest:
 def simulator_request(
     kind: str, user: UserData, view: CharacterView, history: list[Turn], cfg: PalateConfig, tag: str
 ) -> GenRequest:
-    """The user seat's next message: prompted (profile + examples) or adapted (the user's LoRA)."""
+    """Return the request for the user seat's next message: prompted (profile + examples) or LoRA-adapted."""
     sampling = Sampling(temperature=cfg.user_temperature, max_tokens=cfg.user_max_tokens)
     if kind == "lora":
         return GenRequest(

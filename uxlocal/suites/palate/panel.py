@@ -64,7 +64,7 @@ class Panel(BaseModel):
 
 
 def primary(card: Card, kind: str = "genre") -> str:
-    """The card's first tag value of ``kind`` (its stratum)."""
+    """Return the card's first tag value of ``kind`` (its stratum)."""
     values = card.tag_values(kind)
     return values[0] if values else "untagged"
 
@@ -108,7 +108,7 @@ def _allocate(strata: dict[str, list[Card]], size: int, rng: random.Random) -> d
 
 
 def _most_novel(members: list[Card], chosen: list[Card]) -> Card:
-    """The first member (in seeded order) adding the most role/tone tags the panel lacks."""
+    """Return the first member (in seeded order) adding the most role/tone tags the panel lacks."""
     have = {t for c in chosen for t in c.tags if t.startswith(("role:", "tone:"))}
     return max(members, key=lambda c: len({t for t in c.tags if t.startswith(("role:", "tone:"))} - have))
 
@@ -122,7 +122,7 @@ def freeze_panel(
     keep: Panel | None = None,
     note: str = "",
 ) -> Panel:
-    """A manifest for a new panel, or with ``keep`` a new version of it (same ids, new hashes)."""
+    """Return a manifest for a new panel, or with ``keep`` a new version of it (same ids, new hashes)."""
     by_id = {c.id: c for c in cards}
     if keep is not None:
         missing = [e.id for e in keep.cards if e.id not in by_id]
@@ -157,7 +157,7 @@ def bundled_panels_dir() -> Path:
 
 
 def load_panel(spec: str) -> tuple[Panel, Path]:
-    """A panel by bundled name (``default``) or by manifest path."""
+    """Return a panel by bundled name (``default``) or by manifest path."""
     path = Path(spec)
     if not path.is_file():
         path = bundled_panels_dir() / f"{spec}.json"
@@ -177,7 +177,7 @@ def load_panel(spec: str) -> tuple[Panel, Path]:
 
 
 def panel_cards(panel: Panel, cards: list[Card], where: str | Path = "panel") -> list[Card]:
-    """The panel's cards in manifest order; refuses any card that is missing or changed."""
+    """Return the panel's cards in manifest order; refuse any card that is missing or changed."""
     by_id = {c.id: c for c in cards}
     hint = (
         f"if the change is intended, declare a new panel version: uxlocal palate freeze-panel "

@@ -70,7 +70,7 @@ class Bilingual(BaseModel):
         return self
 
     def get(self, lang: str) -> str:
-        """The text in ``lang``, else the other language (cards users bring may be monolingual)."""
+        """Return the text in ``lang``, else the other language (cards users bring may be monolingual)."""
         return _pick(self.en, self.zh, lang)
 
     def has(self, lang: str) -> bool:
@@ -88,7 +88,7 @@ class DialogueLine(BaseModel):
     zh: str | None = None
 
     def get(self, lang: str) -> str:
-        """The line in ``lang`` with fallback to the other language."""
+        """Return the line in ``lang`` with fallback to the other language."""
         return _pick(self.en, self.zh, lang)
 
 
@@ -119,7 +119,7 @@ class Card(BaseModel):
         return [t[len(prefix) :] for t in self.tags if t.startswith(prefix)]
 
     def canonical_json(self) -> str:
-        """The card as canonical JSON (sorted keys, no nulls): what its hash covers."""
+        """Return the card as canonical JSON (sorted keys, no nulls): what its hash covers."""
         return json.dumps(
             self.model_dump(mode="json", exclude_none=True),
             sort_keys=True,
@@ -133,7 +133,7 @@ class Card(BaseModel):
 
 
 def bundled_cards_dir() -> Path:
-    """The 300 original cards shipped with uxlocal."""
+    """Return the 300 original cards shipped with uxlocal."""
     return paths.data_dir() / "palate" / "cards"
 
 
@@ -305,7 +305,7 @@ def near_duplicates(
 
 
 def max_similarity(cards: list[Card]) -> dict[str, tuple[float, str, str]]:
-    """The most similar pair per language (for reports and for choosing the threshold)."""
+    """Return the most similar pair per language (for reports and for choosing the threshold)."""
     best: dict[str, tuple[float, str, str]] = {}
     for lang in LANGS:
         sets = [shingles(_card_text(c, lang), lang) for c in cards]

@@ -99,7 +99,7 @@ class CharacterView:
 
 
 def card_view(card: Card, lang: str) -> CharacterView:
-    """The card seen in ``lang`` (falls back to the card's other language)."""
+    """Return the card seen in ``lang`` (falls back to the card's other language)."""
     return CharacterView(
         card.name.get(lang),
         clip(_sentences(card.persona.get(lang), 2), 320, lang),
@@ -110,7 +110,7 @@ def card_view(card: Card, lang: str) -> CharacterView:
 
 
 def session_view(session: Session) -> CharacterView:
-    """A held-out session's character (sessions need not come from pool cards)."""
+    """Return a held-out session's character (sessions need not come from pool cards)."""
     lang = session.lang
     none = _LABELS[_lang(lang)]["none"]
     description = session.character.description or none
@@ -118,7 +118,7 @@ def session_view(session: Session) -> CharacterView:
 
 
 def session_history(session: Session, upto: int) -> list[Turn]:
-    """Turns ``0..upto-1`` of a rated session as ``(speaker, text)``."""
+    """Return turns ``0..upto-1`` of a rated session as ``(speaker, text)``."""
     return [(t.role, t.text) for t in session.turns[:upto]]
 
 
@@ -180,7 +180,7 @@ def example_user_turns(user: UserData, count: int, *, turn_chars: int = 300) -> 
 def prompted_sim_messages(
     user: UserData, view: CharacterView, history: Sequence[Turn], *, examples: int = 6
 ) -> list[Message]:
-    """The prompted simulator: profile summary + example messages + the flipped conversation."""
+    """Return the prompted simulator's input: profile summary, example messages, the flipped conversation."""
     system = render_template(
         "sim_prompted_system",
         user.lang,
@@ -193,13 +193,16 @@ def prompted_sim_messages(
 
 
 def lora_sim_messages(view: CharacterView, lang: str, history: Sequence[Turn]) -> list[Message]:
-    """The adapted simulator's input: a one-line task, then the flipped conversation (its training format)."""
+    """Return the adapted simulator's input: a one-line task, then the flipped conversation.
+
+    That is its training format.
+    """
     system = render_template("sim_lora_system", lang, name=view.name, brief=view.brief)
     return [{"role": "system", "content": system}, *_flipped(history)]
 
 
 def parse_user_turn(text: str) -> tuple[str, bool]:
-    """The simulator's message without the quit marker, and whether it quit.
+    """Return the simulator's message without the quit marker, and whether it quit.
 
     ``[QUIT]`` anywhere (any case) ends the session; words before it are kept as a goodbye.
     """

@@ -235,11 +235,14 @@ def _rubrics(con: Any, run_id: str) -> ReportTable:
         "PALATE personalized rubrics",
         ["user", "version", "source", "judge"],
         [(r["user_id"], r["rubric_version"], r["source"], r["judge_model"]) for r in rows],
-        f"read a rubric: uxlocal query --db {_db_path(con)} \"select criteria from palate_rubrics where user_id = 'u1'\"",
+        f"read a rubric: uxlocal query --db {_db_path(con)} "
+        "\"select criteria from palate_rubrics where user_id = 'u1'\"",
     )
 
 
 def _db_path(con: Any) -> str:
-    """The file behind ``con`` (for copy-paste hints), or ``DB`` when it has none (in-memory)."""
-    row = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    """Return the file behind ``con`` (for copy-paste hints), or ``DB`` when it has none (in-memory)."""
+    row = con.execute(
+        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchone()
     return row[0] if row and row[0] else "DB"

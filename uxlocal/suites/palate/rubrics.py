@@ -102,12 +102,12 @@ def general_score(parsed: dict[str, Any] | None) -> float | None:
 
 
 def session_score(parsed: dict[str, Any] | None) -> float | None:
-    """The session verdict's ``overall`` (None for an invalid verdict)."""
+    """Return the session verdict's ``overall`` (None for an invalid verdict)."""
     return None if not parsed else float(parsed["overall"])
 
 
 def personal_score(parsed: dict[str, Any] | None) -> float | None:
-    """The personalized verdict's ``score`` (None for an invalid verdict)."""
+    """Return the personalized verdict's ``score`` (None for an invalid verdict)."""
     return None if not parsed else float(parsed["score"])
 
 
@@ -147,7 +147,7 @@ class Rubric:
 
 
 def rubric_from_verdict(user: UserData, parsed: dict[str, Any] | None) -> Rubric:
-    """The induced rubric, or the profile-summary fallback when the judge's output was invalid."""
+    """Return the induced rubric, or the profile-summary fallback when the judge's output was invalid."""
     if parsed:
         criteria = tuple(
             (clip(str(c["name"]), NAME_CHARS), clip(str(c["description"]), DESCRIPTION_CHARS))

@@ -266,7 +266,7 @@ def _heldout(user: UserData, config: PalateConfig) -> list[Session]:
 
 
 def realism_positions(session: Session, count: int, seed: int = 0) -> list[int]:
-    """Indices of ``count`` real user turns to imitate (the final ``[QUIT]`` is never one), seeded."""
+    """Return indices of ``count`` real user turns to imitate (the final ``[QUIT]`` is never one), seeded."""
     positions = [k for k, t in enumerate(session.turns) if t.role == "user" and t.text.strip() != QUIT]
     rng = random.Random(f"{seed}:{session.session_id}")
     return sorted(rng.sample(positions, min(count, len(positions))))

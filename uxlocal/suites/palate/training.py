@@ -58,7 +58,7 @@ class TrainResult:
 
 
 def _render_text(renderer: Any, messages: list[dict[str, str]], generation_prompt: bool) -> str:
-    """The chat as text with the model's template (the same Jinja the scheduler's renderer uses)."""
+    """Return the chat as text with the model's template (the same Jinja the scheduler's renderer uses)."""
     return str(
         renderer.template.render(
             messages=messages,
@@ -117,7 +117,7 @@ def user_examples(renderer: Any, sessions: list[Session], *, max_length: int = 1
 
 
 def load_base(base: ResolvedModel) -> tuple[Any, Any, str]:
-    """The base model in fp32 (master weights), the run-time renderer, and the device."""
+    """Return the base model in fp32 (master weights), the run-time renderer, and the device."""
     from uxlocal.engine.render import TemplateRenderer
 
     model, where = lora.load_base(base.path)

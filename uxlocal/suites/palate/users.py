@@ -170,7 +170,7 @@ class UserData:
 
 
 def bundled_users_dir() -> Path:
-    """The five sample users shipped with uxlocal."""
+    """Return the five sample users shipped with uxlocal."""
     return paths.data_dir() / "palate" / "users"
 
 

@@ -56,27 +56,49 @@ def _program(ctx: EpisodeContext, opener: str, cfg: SelftestConfig) -> Program:
     history: list[dict[str, str]] = [{"role": "user", "content": opener}]
     ctx.turn("user", opener)
     for exchange in range(cfg.exchanges):
-        reply = yield GenRequest("candidate", tuple(history), Sampling(max_tokens=cfg.max_tokens), tag="reply")
+        reply = yield GenRequest(
+            "candidate", tuple(history), Sampling(max_tokens=cfg.max_tokens), tag="reply"
+        )
         ctx.turn("assistant", reply.text, model_role="candidate", result=reply)
         history.append({"role": "assistant", "content": reply.text})
         if exchange == cfg.exchanges - 1:
             break
-        flipped = [{"role": "system", "content": "You are the user in this chat. Write the user's next short message."}]
-        flipped += [{"role": "assistant" if m["role"] == "user" else "user", "content": m["content"]} for m in history]
-        follow = yield GenRequest("user", tuple(flipped), Sampling(temperature=0.7, max_tokens=cfg.max_tokens), tag="user")
+        flipped = [
+            {
+                "role": "system",
+                "content": "You are the user in this chat. Write the user's next short message.",
+            }
+        ]
+        flipped += [
+            {"role": "assistant" if m["role"] == "user" else "user", "content": m["content"]} for m in history
+        ]
+        follow = yield GenRequest(
+            "user", tuple(flipped), Sampling(temperature=0.7, max_tokens=cfg.max_tokens), tag="user"
+        )
         ctx.turn("user", follow.text, model_role="user", result=follow)
         history.append({"role": "user", "content": follow.text})
     transcript = "\n".join(f"{m['role']}: {m['content']}" for m in history)
     ask = f"Conversation:\n{transcript}\n\nWas the assistant's last reply helpful? Answer good or bad."
     label, verdict = yield [
-        GenRequest("judge", ({"role": "user", "content": ask},), Sampling(max_tokens=4), Choice(LABELS), tag="label"),
-        GenRequest("judge", ({"role": "user", "content": ask + " Reply as JSON with helpful and score (1-5)."},),
-                   Sampling(max_tokens=40), JsonSchema.from_model(JudgeVerdict), tag="json"),
+        GenRequest(
+            "judge", ({"role": "user", "content": ask},), Sampling(max_tokens=4), Choice(LABELS), tag="label"
+        ),
+        GenRequest(
+            "judge",
+            ({"role": "user", "content": ask + " Reply as JSON with helpful and score (1-5)."},),
+            Sampling(max_tokens=40),
+            JsonSchema.from_model(JudgeVerdict),
+            tag="json",
+        ),
     ]
     good = (label.label_probs or {}).get("good")
     ctx.verdict("label", result=label, label=label.parsed, score=good)
-    ctx.verdict("json", result=verdict, label=None if not verdict.valid else str(verdict.parsed["helpful"]).lower(),
-                score=None if not verdict.valid else float(verdict.parsed["score"]))
+    ctx.verdict(
+        "json",
+        result=verdict,
+        label=None if not verdict.valid else str(verdict.parsed["helpful"]).lower(),
+        score=None if not verdict.valid else float(verdict.parsed["score"]),
+    )
     return Outcome("judged", reward=None if good is None else float(good))
 
 
@@ -100,13 +122,19 @@ class Selftest(Suite):
         return SuitePlan(episodes, items)
 
     def report(self, con: Any, run_id: str) -> list[ReportTable]:
-        """The ``selftest_summary`` view for this run."""
+        """Return the ``selftest_summary`` view for this run."""
         cols, rows = query(con, "SELECT * EXCLUDE (run_id) FROM selftest_summary WHERE run_id = ?", [run_id])
-        return [ReportTable("selftest", cols, rows, "plumbing check; the embedded model's verdicts are near chance")]
+        return [
+            ReportTable(
+                "selftest", cols, rows, "plumbing check; the embedded model's verdicts are near chance"
+            )
+        ]
 
     def demo(self) -> DemoSpec:
         """Four openers, every role on the embedded model."""
-        return DemoSpec({"max_tokens": 32}, {"candidate": "embedded", "user": "embedded", "judge": "embedded"}, limit=4)
+        return DemoSpec(
+            {"max_tokens": 32}, {"candidate": "embedded", "user": "embedded", "judge": "embedded"}, limit=4
+        )
 
 
 def _bind(opener: str, cfg: SelftestConfig) -> Any:

@@ -90,11 +90,20 @@ def tau2_conformance(domains: str, recording: Path, tau2_data: Path, show: int) 
     """
     from uxlocal.tau2.conformance.__main__ import main
 
-    argv = ["--recording", str(recording), "--data", str(tau2_data), "--domains", domains, "--show", str(show)]
+    argv = [
+        "--recording",
+        str(recording),
+        "--data",
+        str(tau2_data),
+        "--domains",
+        domains,
+        "--show",
+        str(show),
+    ]
     if main(argv) != 0:
         raise click.ClickException(f"no recorded suite for {domains} in {recording}")
 
 
 def register_commands(cli: click.Group) -> None:
-    """Hook the CLI finds in the suite's package: add the suite's commands to the root ``uxlocal`` group."""
+    """Add the suite's commands to the root ``uxlocal`` group (the CLI finds this hook in the package)."""
     cli.add_command(tau2_group)

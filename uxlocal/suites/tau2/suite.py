@@ -48,8 +48,8 @@ class Tau2Config(Tau2Options):
     }
 
     domain: str = "retail"
-    """tau2 domain (mock, retail, airline, telecom, banking_knowledge; homenet is our bundled sample; all = the
-    four UserProxyBench domains); several, comma-separated."""
+    """tau2 domain (mock, retail, airline, telecom, banking_knowledge; homenet is our bundled sample; all =
+    the four UserProxyBench domains); several, comma-separated."""
     judge_nl: Literal["gating", "always"] = "gating"
     """Judge NL assertions only where they gate the reward, or always (as a diagnostic)."""
     export_tau2: Path | None = None

@@ -1,2 +1,5 @@
-"""UserProxyBench on the tau2 runtime (``uxlocal.tau2``, episodes from ``uxlocal.tau2.episode``): the user-fidelity
-layer (``ufs/``), ``uxlocal run userproxy`` (``suite.py``) and ``uxlocal ufs criteria`` (``criteria_run.py``)."""
+"""UserProxyBench on the tau2 runtime (``uxlocal.tau2``).
+
+Episodes come from ``uxlocal.tau2.episode``. The user-fidelity layer (``ufs/``), ``uxlocal run
+userproxy`` (``suite.py``) and ``uxlocal ufs criteria`` (``criteria_run.py``).
+"""

@@ -1,5 +1,8 @@
-"""UserProxyBench tools: ``uxlocal ingest`` (outside trajectories) and ``uxlocal ufs`` (criteria sets,
-pre-checks, the cost-fidelity frontier)."""
+"""UserProxyBench tools: ``uxlocal ingest`` and ``uxlocal ufs``.
+
+``ingest`` loads outside trajectories; ``ufs`` handles criteria sets, pre-checks and the
+cost-fidelity frontier.
+"""
 
 from __future__ import annotations
 
@@ -20,8 +23,13 @@ def _names_options(fn: Any) -> Any:
 
 
 def _tau2_data_option(fn: Any) -> Any:
-    return click.option("--tau2-data", type=click.Path(path_type=Path), default=None, envvar="UXLOCAL_TAU2_DATA",
-                        help=_TAU2_DATA_HELP)(fn)
+    return click.option(
+        "--tau2-data",
+        type=click.Path(path_type=Path),
+        default=None,
+        envvar="UXLOCAL_TAU2_DATA",
+        help=_TAU2_DATA_HELP,
+    )(fn)
 
 
 @click.group(name="ingest", context_settings=CONTEXT)
@@ -231,6 +239,6 @@ def ufs_frontier(db: str, axis: str, plot_path: Path | None) -> None:
 
 
 def register_commands(cli: click.Group) -> None:
-    """Hook the CLI finds in the suite's package: add the suite's commands to the root ``uxlocal`` group."""
+    """Add the suite's commands to the root ``uxlocal`` group (the CLI finds this hook in the package)."""
     cli.add_command(ingest_group)
     cli.add_command(ufs_group)

@@ -89,7 +89,7 @@ class CriteriaSuite(Suite):
         """(domain, task id) -> the sample trajectory shown to the writer (from ``load_samples``)."""
 
     def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
-        """The writer/verifier/grader prompts and the domain's data files."""
+        """Return the writer/verifier/grader prompts and the domain's data files."""
         assert isinstance(config, CriteriaConfig)
         return {**prompt_hashes(), **data_hashes(resolve_data_dir(config.tau2_data), [config.domain])}
 
@@ -99,7 +99,9 @@ class CriteriaSuite(Suite):
         try:
             domain_spec(config.domain)
         except KeyError as err:
-            raise InputError(None, None, str(err.args[0]), "pass --domain mock, retail, airline or telecom") from None
+            raise InputError(
+                None, None, str(err.args[0]), "pass --domain mock, retail, airline or telecom"
+            ) from None
         root = resolve_data_dir(config.tau2_data)
         ids = [t.strip() for t in config.tasks.split(",") if t.strip()] if config.tasks else None
         blueprints = domain_blueprints(root, config.domain, contract=config.contract, split=config.split,
@@ -107,15 +109,23 @@ class CriteriaSuite(Suite):
         if run.limit is not None:
             blueprints = dict(list(blueprints.items())[: run.limit])
         if not blueprints:
-            raise InputError(None, None, f"no {config.domain} tasks selected", "check --split, --tasks and --limit")
+            raise InputError(
+                None, None, f"no {config.domain} tasks selected", "check --split, --tasks and --limit"
+            )
         writer = Sampling(temperature=config.writer_temperature, max_tokens=config.writer_max_tokens)
         verifier = Sampling(temperature=0.0, max_tokens=config.verifier_max_tokens)
         plan = SuitePlan(episodes=[])
         source = str(domain_dir(root, config.domain) / "tasks.json")
         for (domain, task_id), bp in blueprints.items():
             item_id = f"{domain}/{task_id}"
-            plan.items.append({"item_id": item_id, "task": domain, "source_file": source,
-                               "data": {"domain": domain, "task_id": task_id, "blueprint_sha256": bp.sha256()}})
+            plan.items.append(
+                {
+                    "item_id": item_id,
+                    "task": domain,
+                    "source_file": source,
+                    "data": {"domain": domain, "task_id": task_id, "blueprint_sha256": bp.sha256()},
+                }
+            )
             if config.sample_run and not self.samples:
                 raise InputError(None, None, f"--sample-run {config.sample_run}: no trajectories were loaded",
                                  "load them with load_samples (the CLI does)")
@@ -124,7 +134,9 @@ class CriteriaSuite(Suite):
         plan.notes.append(f"{config.domain}: {len(blueprints)} tasks, contract {config.contract!r}")
         if config.sample_run:
             shown = sum(1 for key in blueprints if key in self.samples)
-            plan.notes.append(f"sample trajectories from run {config.sample_run}: {shown}/{len(blueprints)} tasks")
+            plan.notes.append(
+                f"sample trajectories from run {config.sample_run}: {shown}/{len(blueprints)} tasks"
+            )
         return plan
 
     def after_run(self, config: SuiteConfig, con: Any, run_id: str) -> list[str]:
@@ -143,7 +155,9 @@ class CriteriaSuite(Suite):
             tasks.append(task_criteria_from_outcome(info, writer=models.get(WRITER_ROLE),
                                                     verifier=models.get(VERIFIER_ROLE)))
         written, unchanged = save_criteria(con, config.criteria_set, tasks)
-        notes = [f"criteria set {config.criteria_set!r}: {written} tasks written, {unchanged} already identical"]
+        notes = [
+            f"criteria set {config.criteria_set!r}: {written} tasks written, {unchanged} already identical"
+        ]
         if unusable:
             notes.append(f"{len(unusable)} task(s) got no usable writer output and were not stored: "
                          + ", ".join(unusable[:5]) + (" ..." if len(unusable) > 5 else ""))

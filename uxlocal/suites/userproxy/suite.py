@@ -153,8 +153,12 @@ class UserProxyConfig(Tau2Options):
             return f"file:{self.criteria_file.stem}"
         if self.criteria_template:
             return TEMPLATE_SET
-        raise InputError(None, None, "no criteria to grade against",
-                         "pass --criteria-set NAME (written by `uxlocal ufs criteria`) or --criteria-file F.jsonl")
+        raise InputError(
+            None,
+            None,
+            "no criteria to grade against",
+            "pass --criteria-set NAME (written by `uxlocal ufs criteria`) or --criteria-file F.jsonl",
+        )
 
     def user_sampling(self, proxy: Proxy) -> Sampling:
         """Return one proxy's user-seat decoding settings."""
@@ -173,8 +177,11 @@ class UserProxySuite(Suite):
     roles = (AGENT_ROLE, JUDGE_ROLE)
 
     def demo(self) -> DemoSpec:
-        """Two tasks (tau2's mock, else our sample domain), the embedded model at two user
-        temperatures, template criteria, short budgets."""
+        """Return the demo's settings: two tasks, two user temperatures, short budgets.
+
+        The tasks are tau2's mock, else our sample domain; the embedded model plays at two user
+        temperatures, graded by template criteria.
+        """
         roles = {AGENT_ROLE: "embedded", JUDGE_ROLE: "embedded",
                  **{f"{PROXY_ROLE_PREFIX}{p}": "embedded" for p in DEMO_PROXIES}}
         data = demo_data()
@@ -230,7 +237,7 @@ class UserProxySuite(Suite):
         return [f"pre-checks on {trajectories} trajectories: {flagged} flagged (view ufs_prechecks)"]
 
     def report(self, con: Any, run_id: str) -> list[ReportTable]:
-        """UFS by proxy (with intervals), by domain and by family, then effort deltas, frontier, pre-checks."""
+        """Return UFS by proxy (with intervals), domain and family, then effort, the frontier, pre-checks."""
         proxies = [r[0] for r in con.execute(
             "SELECT DISTINCT json_extract_string(info, '$.proxy') FROM episodes WHERE run_id = ? "
             "ORDER BY 1", [run_id]).fetchall() if r[0] is not None]
@@ -247,19 +254,29 @@ class UserProxySuite(Suite):
             cols, rows = query(con, f"SELECT {columns} FROM {view} WHERE {where} ORDER BY proxy", params)
             tables.append(ReportTable(title, cols, rows, note))
         cols, rows = query(
-            con, "SELECT proxy, kind, family, count(*) AS episodes, count(*) FILTER (WHERE flagged) AS flagged "
-            "FROM ufs_prechecks WHERE run_id = ? GROUP BY ALL ORDER BY proxy, kind", [run_id])
+            con,
+            "SELECT proxy, kind, family, count(*) AS episodes, count(*) FILTER (WHERE flagged) AS flagged "
+            "FROM ufs_prechecks WHERE run_id = ? GROUP BY ALL ORDER BY proxy, kind",
+            [run_id],
+        )
         tables.append(ReportTable("Pre-checks (no model)", cols, rows, "deterministic audits of the judge"))
         return tables
 
 
 _REPORTS = (
-    ("Agent effort when a family is violated", "ufs_effort_deltas",
-     "proxy, family, n_with, n_without, tool_calls_with, tool_calls_without, delta_tool_calls, delta_questions",
-     "agent tool calls and questions, episodes with a violation minus those without"),
-    ("Cost-fidelity frontier", "ufs_frontier",
-     "proxy, judge_model, mean_ufs, mean_reward, cost_per_sim_usd, dominated, dominated_by, frontier_rank",
-     "a proxy is dominated when another is no costlier and no less faithful (one strictly)"),
+    (
+        "Agent effort when a family is violated",
+        "ufs_effort_deltas",
+        "proxy, family, n_with, n_without, tool_calls_with, tool_calls_without, "
+        "delta_tool_calls, delta_questions",
+        "agent tool calls and questions, episodes with a violation minus those without",
+    ),
+    (
+        "Cost-fidelity frontier",
+        "ufs_frontier",
+        "proxy, judge_model, mean_ufs, mean_reward, cost_per_sim_usd, dominated, dominated_by, frontier_rank",
+        "a proxy is dominated when another is no costlier and no less faithful (one strictly)",
+    ),
 )
 
 
@@ -268,11 +285,13 @@ _REPORTS = (
 
 def _criteria(run: RunConfig, config: UserProxyConfig, set_name: str, root: Path,
               blueprints: dict[tuple[str, str], Blueprint]) -> dict[tuple[str, str], TaskCriteria]:
-    """The set's criteria, freezing ``--criteria-file`` (or templates for tasks it lacks) into it first."""
+    """Return the set's criteria once ``--criteria-file`` (or templates for tasks it lacks) is frozen in."""
     con = connect(run.db_path)
     try:
         if config.criteria_file is not None:
-            import_criteria_file(con, config.criteria_file, criteria_set=set_name, data_dir=root, contract="ours")
+            import_criteria_file(
+                con, config.criteria_file, criteria_set=set_name, data_dir=root, contract="ours"
+            )
         stored = load_criteria(con, set_name)
         if config.criteria_template:
             missing = [bp for key, bp in blueprints.items() if key not in stored]
@@ -285,7 +304,7 @@ def _criteria(run: RunConfig, config: UserProxyConfig, set_name: str, root: Path
 
 
 def _blueprint(domain: Domain, task: Task) -> Blueprint:
-    """What the grader sees of the task: scenario, our user seat's guidelines, the user tools."""
+    """Return what the grader sees of the task: scenario, our user seat's guidelines, the user tools."""
     tools = user_tool_schemas(domain, task)
     return Blueprint.from_task(task, domain=domain.name, contract=guidelines(tools), user_tools=tools)
 
@@ -298,10 +317,13 @@ def _check_criteria(set_name: str, blueprints: dict[tuple[str, str], Blueprint],
         shown = ", ".join(f"{d}/{t}" for d, t in missing[:5]) + (" ..." if len(missing) > 5 else "")
         domains = ",".join(dict.fromkeys(d for d, _ in missing))
         data = f" --tau2-data {config.tau2_data}" if config.tau2_data else ""
-        raise InputError(None, None, f"criteria set {set_name!r} has no criteria for {len(missing)} selected "
-                         f"task(s): {shown}",
-                         f"run `uxlocal ufs criteria --domain {domains}{data} --model writer=... "
-                         f"--model verifier=... --set {set_name} --db ...` first, or pass --criteria-file F.jsonl")
+        raise InputError(
+            None,
+            None,
+            f"criteria set {set_name!r} has no criteria for {len(missing)} selected task(s): {shown}",
+            f"run `uxlocal ufs criteria --domain {domains}{data} --model writer=... "
+            f"--model verifier=... --set {set_name} --db ...` first, or pass --criteria-file F.jsonl",
+        )
     stale = [key for key, bp in blueprints.items() if bp.sha256() != stored[key].blueprint_sha256]
     if stale:
         shown = ", ".join(f"{d}/{t}" for d, t in stale[:5])
@@ -344,12 +366,14 @@ def _add_domain(plan: SuitePlan, config: UserProxyConfig, seed: int, domain: Dom
                 plan.episodes.append(EpisodeSpec(f"{item_id}/{proxy.name}/trial-{trial}",
                                                  _bind(setup, job, proxy.name), item_id=item_id,
                                                  task=domain.name, trial=trial))
-    plan.notes.append(f"{domain.name}: {len(tasks)} tasks x {len(proxies)} proxies x {config.trials} trial(s), "
-                      f"split {config.split!r}, max_steps {config.max_steps}")
+    plan.notes.append(
+        f"{domain.name}: {len(tasks)} tasks x {len(proxies)} proxies x {config.trials} trial(s), "
+        f"split {config.split!r}, max_steps {config.max_steps}"
+    )
 
 
 def userproxy_episode(ctx: EpisodeContext, setup: EpisodeSetup, job: GradingJob, proxy: str) -> Any:
-    """A tau2 episode, then UFS grading of its trajectory; ``info.proxy`` names the proxy."""
+    """Run a tau2 episode, then UFS grading of its trajectory; ``info.proxy`` names the proxy."""
     outcome, messages = yield from tau2_trajectory(ctx, setup)
     info = {**outcome.info, "proxy": proxy}
     if outcome.termination != INFRASTRUCTURE_ERROR:

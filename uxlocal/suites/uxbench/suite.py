@@ -1,11 +1,11 @@
 """``uxlocal run uxbench``: T1 UX Judge, T2 UX Eval and T3 UX Recovery as scheduler episodes.
 
-One episode per item. T1 asks the judge once (label mode: a Choice over the two labels with
-label probabilities; reason mode: JSON ``{reasoning, verdict}``). T2 and T3 ask the candidate
-for a reply, then the judge for a label on it; the scheduler batches each step across items. ``--reply-scoring grm`` reads
-T2/T3 verdicts the way UXBench's GRM is read (spec §2.4): score = P(good)/(P(good)+P(bad)) from
-the label probabilities, good when score >= 0.5; any judge can stand there, a prompted model or
-one with a learned adapter.
+One episode per item. T1 asks the judge once (label mode: a Choice over the two labels with label
+probabilities; reason mode: JSON ``{reasoning, verdict}``). T2 and T3 ask the candidate for a reply,
+then the judge for a label on it; the scheduler batches each step across items. ``--reply-scoring
+grm`` reads T2/T3 verdicts the way UXBench's GRM is read (spec §2.4): score =
+P(good)/(P(good)+P(bad)) from the label probabilities, good when score >= 0.5; any judge can stand
+there, a prompted model or one with a learned adapter.
 
 Every verdict row names its judge; invalid outputs (cut off, context window, empty reply) are
 stored with ``valid = false`` and counted apart, never guessed. Point metrics come from
@@ -106,7 +106,7 @@ class UXBenchConfig(SuiteConfig):
     score >= 0.5, ties to good)."""
 
     def task_list(self) -> list[str]:
-        """The chosen tasks in canonical order; unknown names are a user error."""
+        """Return the chosen tasks in canonical order; unknown names are a user error."""
         chosen = [t.strip() for t in self.tasks.split(",") if t.strip()]
         unknown = [t for t in chosen if t not in TASKS]
         if unknown or not chosen:
@@ -121,7 +121,7 @@ class UXBenchConfig(SuiteConfig):
         return UXBenchFiles(**{k: v for k, v in given.items() if v})
 
     def data_dir(self) -> Path:
-        """The data folder (bundled samples by default)."""
+        """Return the data folder (bundled samples by default)."""
         return Path(self.data) if self.data else SAMPLE_DIR
 
 
@@ -129,7 +129,7 @@ class UXBenchConfig(SuiteConfig):
 
 
 def _trim(turns: Sequence[Turn], keep: int | None) -> list[Turn]:
-    """The last ``keep`` turns (all when None); a leading system turn is kept for generation."""
+    """Return the last ``keep`` turns (all when None); a leading system turn is kept for generation."""
     turns = list(turns)
     if keep is None or len(turns) <= keep:
         return turns
@@ -148,7 +148,7 @@ def _p_good(result: GenResult, good: str, bad: str) -> float | None:
 
 
 def _label_request(messages: list[dict[str, str]], lang: str, tag: str) -> GenRequest:
-    """A greedy label-mode judge request (the GRM convention: greedy, a few tokens)."""
+    """Return a greedy label-mode judge request (the GRM convention: greedy, a few tokens)."""
     return GenRequest("judge", tuple(messages), Sampling(temperature=0.0, max_tokens=LABEL_TOKENS),
                       Choice(labels_for(lang)), tag=tag)  # type: ignore[arg-type]
 
@@ -182,7 +182,9 @@ def _canonical_label(verdict: int | None) -> str | None:
 
 def _data_turns(ctx: EpisodeContext, turns: Sequence[Turn | dict[str, str]]) -> None:
     for turn in turns:
-        role, content = (turn.role, turn.content) if isinstance(turn, Turn) else (turn["role"], turn["content"])
+        role, content = (
+            (turn.role, turn.content) if isinstance(turn, Turn) else (turn["role"], turn["content"])
+        )
         ctx.turn(role, content)
 
 
@@ -200,10 +202,19 @@ def judge_program(ctx: EpisodeContext, item: JudgeItem, cfg: UXBenchConfig) -> P
         verdict = _record_label(ctx, "t1", result, item.lang)
     else:
         schema = JsonSchema.from_model(reason_model(item.lang))
-        result = yield GenRequest("judge", tuple(messages), Sampling(temperature=0.0, max_tokens=cfg.reason_max_tokens),
-                                  schema, tag="t1_reason")
+        result = yield GenRequest(
+            "judge",
+            tuple(messages),
+            Sampling(temperature=0.0, max_tokens=cfg.reason_max_tokens),
+            schema,
+            tag="t1_reason",
+        )
         verdict = parse_verdict(result.text, item.lang, "reason") if result.valid else None
-        reasoning = result.parsed.get("reasoning") if verdict is not None and isinstance(result.parsed, dict) else None
+        reasoning = (
+            result.parsed.get("reasoning")
+            if verdict is not None and isinstance(result.parsed, dict)
+            else None
+        )
         ctx.verdict("t1", result=result, label=_canonical_label(verdict), valid=verdict is not None,
                     rationale=reasoning)
     if verdict is None:
@@ -263,8 +274,11 @@ def _judge_data(item: JudgeItem) -> dict[str, Any]:
 
 
 def _eval_data(item: EvalItem) -> dict[str, Any]:
-    return {"dimension": canonical_dimension(item.dimension) or item.dimension, "raw_dimension": item.dimension,
-            "messages_source": item.messages_source}
+    return {
+        "dimension": canonical_dimension(item.dimension) or item.dimension,
+        "raw_dimension": item.dimension,
+        "messages_source": item.messages_source,
+    }
 
 
 def _recovery_data(item: RecoveryItem) -> dict[str, Any]:
@@ -273,8 +287,14 @@ def _recovery_data(item: RecoveryItem) -> dict[str, Any]:
 
 
 def _item_row(task: str, item: JudgeItem | EvalItem | RecoveryItem, extra: dict[str, Any]) -> dict[str, Any]:
-    data = {"cid": item.item_id, "lang": item.lang, "scenario": canonical_scenario(item.scenario) or item.scenario,
-            "raw_scenario": item.scenario, "difficulty": item.difficulty, **extra}
+    data = {
+        "cid": item.item_id,
+        "lang": item.lang,
+        "scenario": canonical_scenario(item.scenario) or item.scenario,
+        "raw_scenario": item.scenario,
+        "difficulty": item.difficulty,
+        **extra,
+    }
     return {"item_id": f"{task}:{item.item_id}", "task": task, "data": data,
             "source_file": item.source_file, "source_line": item.source_line}
 
@@ -293,11 +313,15 @@ def _quarantine_rows(records: list[QuarantineRecord]) -> list[dict[str, Any]]:
              "reason": f"{r.field}: {r.reason}" if r.field else r.reason, "raw": r.raw} for r in records]
 
 
-def _bind(program: Callable[..., Program], item: Any, cfg: UXBenchConfig) -> Callable[[EpisodeContext], Program]:
+def _bind(
+    program: Callable[..., Program], item: Any, cfg: UXBenchConfig
+) -> Callable[[EpisodeContext], Program]:
     return lambda ctx: program(ctx, item, cfg)
 
 
-_LOADERS: dict[str, tuple[Callable[..., Loaded[Any]], Callable[..., Program], Callable[[Any], dict[str, Any]]]] = {
+_LOADERS: dict[
+    str, tuple[Callable[..., Loaded[Any]], Callable[..., Program], Callable[[Any], dict[str, Any]]]
+] = {
     "judge": (load_judge, judge_program, _judge_data),
     "eval": (load_eval, eval_program, _eval_data),
     "recovery": (load_recovery, recovery_program, _recovery_data),
@@ -323,7 +347,11 @@ class UXBench(Suite):
         assert isinstance(config, UXBenchConfig)
         hashes = dict(prompt_hashes())
         files = config.files()
-        names = {"judge": [files.judge_bad, files.judge_good], "eval": [files.eval], "recovery": [files.recovery]}
+        names = {
+            "judge": [files.judge_bad, files.judge_good],
+            "eval": [files.eval],
+            "recovery": [files.recovery],
+        }
         for task in config.task_list():
             for name in names[task]:
                 path = files.path(config.data_dir(), name)
@@ -340,7 +368,9 @@ class UXBench(Suite):
                              "pass --model candidate=PRESET_OR_PATH, or --tasks judge")
         data_dir = config.data_dir()
         if not data_dir.is_dir():
-            raise InputError(data_dir, None, "no such data folder", "point --data at the released UXBench files")
+            raise InputError(
+                data_dir, None, "no such data folder", "point --data at the released UXBench files"
+            )
         plan = SuitePlan(episodes=[])
         for task in tasks:
             loader, program, extra = _LOADERS[task]
@@ -374,8 +404,11 @@ class UXBench(Suite):
 
 
 def bootstrap_settings(con: Any, run_id: str) -> tuple[int, int]:
-    """(resamples, seed) of a run's intervals, from its stored config: the tables and the report's
-    leaderboard whiskers both use these, so they print the same interval."""
+    """Return (resamples, seed) of a run's intervals, from its stored config.
+
+    The tables and the report's leaderboard whiskers both use these, so they print the same
+    interval.
+    """
     row = con.execute("SELECT config FROM runs WHERE run_id = ?", [run_id]).fetchone()
     config = (json_value(row[0]) if row else None) or {}
     return UXBenchConfig(**config.get("suite_config", {})).bootstrap, int(config.get("seed", 0))
@@ -389,7 +422,7 @@ def _interval(iv: metrics.Interval) -> str | None:
 
 def _rows(con: Any, sql: str, params: list[Any]) -> list[dict[str, Any]]:
     cols, rows = query(con, sql, params)
-    return [dict(zip(cols, r)) for r in rows]
+    return [dict(zip(cols, r, strict=True)) for r in rows]
 
 
 def uxbench_tables(con: Any, run_id: str, *, n_boot: int = 2000, seed: int = 0) -> list[ReportTable]:
@@ -398,43 +431,82 @@ def uxbench_tables(con: Any, run_id: str, *, n_boot: int = 2000, seed: int = 0) 
     t1 = _rows(con, "SELECT * FROM uxbench_t1 WHERE run_id = ?", [run_id])
     if t1:
         rows = _rows(con, "SELECT * FROM uxbench_t1_rows WHERE run_id = ?", [run_id])
-        ci = {m: _interval(metrics.bootstrap_judge(rows, m, n_resamples=n_boot, seed=seed)) if n_boot else None
-              for m in ("good_acc", "bad_acc", "avg_acc")}
+        ci = {
+            m: _interval(metrics.bootstrap_judge(rows, m, n_resamples=n_boot, seed=seed)) if n_boot else None
+            for m in ("good_acc", "bad_acc", "avg_acc")
+        }
         s = t1[0]
-        tables.append(ReportTable(
-            f"UXBench T1 UX Judge: judge {s['judge_model']}, {s['mode']} mode",
-            ["metric", "value", "95% CI", "detail"],
-            [("Good-Acc %", _f1(s["good_acc"]), ci["good_acc"], f"{s['n_good']} liked, {s['good_invalid']} invalid"),
-             ("Bad-Acc %", _f1(s["bad_acc"]), ci["bad_acc"], f"{s['n_bad']} disliked, {s['bad_invalid']} invalid"),
-             ("Avg-Acc %", _f1(s["avg_acc"]), ci["avg_acc"], "published rounding, invalid left out"),
-             ("Avg-Acc strict %", _f1(s["avg_acc_strict"]), None, "invalid counted wrong"),
-             ("AUROC", _f3(s["auroc"]), None, "from label probabilities"),
-             ("ECE", _f3(s["ece"]), None, "10 bins, confidence in own verdict")],
-            "convention C (published): invalid outputs excluded from the denominators and counted"))
+        tables.append(
+            ReportTable(
+                f"UXBench T1 UX Judge: judge {s['judge_model']}, {s['mode']} mode",
+                ["metric", "value", "95% CI", "detail"],
+                [
+                    (
+                        "Good-Acc %",
+                        _f1(s["good_acc"]),
+                        ci["good_acc"],
+                        f"{s['n_good']} liked, {s['good_invalid']} invalid",
+                    ),
+                    (
+                        "Bad-Acc %",
+                        _f1(s["bad_acc"]),
+                        ci["bad_acc"],
+                        f"{s['n_bad']} disliked, {s['bad_invalid']} invalid",
+                    ),
+                    ("Avg-Acc %", _f1(s["avg_acc"]), ci["avg_acc"], "published rounding, invalid left out"),
+                    ("Avg-Acc strict %", _f1(s["avg_acc_strict"]), None, "invalid counted wrong"),
+                    ("AUROC", _f3(s["auroc"]), None, "from label probabilities"),
+                    ("ECE", _f3(s["ece"]), None, "10 bins, confidence in own verdict"),
+                ],
+                "convention C (published): invalid outputs excluded from the denominators and counted",
+            )
+        )
     rates = _rows(con, "SELECT * FROM uxbench_rates WHERE run_id = ? ORDER BY task", [run_id])
     if rates:
         out = []
         for r in rates:
-            rows = _rows(con, "SELECT * FROM uxbench_reply_rows WHERE run_id = ? AND task = ?", [run_id, r["task"]])
+            rows = _rows(
+                con, "SELECT * FROM uxbench_reply_rows WHERE run_id = ? AND task = ?", [run_id, r["task"]]
+            )
             iv = _interval(metrics.bootstrap_rate(rows, n_resamples=n_boot, seed=seed)) if n_boot else None
             label = "T2 Good %" if r["task"] == "eval" else "T3 Recovery Rate %"
             out.append((label, _f1(r["rate"]), iv, f"{r['n_valid']}/{r['n']}",
                         f"{r['n_invalid']} ({r['n_not_judged']} not judged)", _f1(r["rate_strict"]),
                         r["candidate_model"], r["judge_model"]))
-        tables.append(ReportTable("UXBench T2 UX Eval / T3 UX Recovery",
-                                  ["metric", "value", "95% CI", "valid/n", "invalid", "strict %", "candidate",
-                                   "judge"], out,
-                                  "rates over judged-valid replies; not judged = empty reply or prompt over the "
-                                  "window (never sent to the judge); strict = over all items"))
+        tables.append(
+            ReportTable(
+                "UXBench T2 UX Eval / T3 UX Recovery",
+                ["metric", "value", "95% CI", "valid/n", "invalid", "strict %", "candidate", "judge"],
+                out,
+                "rates over judged-valid replies; not judged = empty reply or prompt over the "
+                "window (never sent to the judge); strict = over all items",
+            )
+        )
     breakdown = _rows(con, "SELECT * FROM uxbench_breakdown WHERE run_id = ? AND facet <> 'all' "
                            "ORDER BY task, facet, key", [run_id])
     if breakdown:
-        tables.append(ReportTable("UXBench breakdowns (T1: Avg-Acc; T2/T3: rate %)",
-                                  ["task", "by", "key", "n", "valid", "Good-Acc", "Bad-Acc", "Avg-Acc / rate"],
-                                  [(b["task"], b["facet"], b["key"], b["n"], b["n_valid"], _f1(b["good_acc"]),
-                                    _f1(b["bad_acc"]), _f1(b["value"])) for b in breakdown]))
-    quarantined = con.execute("SELECT task, count(*) FROM quarantine WHERE run_id = ? GROUP BY task ORDER BY task",
-                              [run_id]).fetchall()
+        tables.append(
+            ReportTable(
+                "UXBench breakdowns (T1: Avg-Acc; T2/T3: rate %)",
+                ["task", "by", "key", "n", "valid", "Good-Acc", "Bad-Acc", "Avg-Acc / rate"],
+                [
+                    (
+                        b["task"],
+                        b["facet"],
+                        b["key"],
+                        b["n"],
+                        b["n_valid"],
+                        _f1(b["good_acc"]),
+                        _f1(b["bad_acc"]),
+                        _f1(b["value"]),
+                    )
+                    for b in breakdown
+                ],
+            )
+        )
+    quarantined = con.execute(
+        "SELECT task, count(*) FROM quarantine WHERE run_id = ? GROUP BY task ORDER BY task", [run_id]
+    ).fetchall()
     if quarantined:
         tables.append(ReportTable("UXBench quarantined rows", ["task", "rows"], quarantined,
                                   "see: uxlocal query --db DB \"select * from quarantine\""))

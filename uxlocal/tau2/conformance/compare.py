@@ -123,7 +123,9 @@ def _compare_schemas(report: DomainReport, domain: Domain, folder: Path, keep: i
                 continue
             what = "missing" if mine is None else (
                 "parameters" if structure(mine) != structure(function) else "words")
-            report.note("schema", f"{seat}:{what}", {"tool": f"{seat}:{function['name']}", "differs": what}, keep)
+            report.note(
+                "schema", f"{seat}:{what}", {"tool": f"{seat}:{function['name']}", "differs": what}, keep
+            )
         counts = (same, len(theirs))
         if seat == "assistant":
             report.schemas_agent = counts
@@ -137,7 +139,9 @@ def _compare_case(report: DomainReport, domain: Domain, task: Task | None, case:
     report.calls += len(case["calls"])
     if task is None or "setup_error" in up:
         report.setup_errors += 1
-        report.note("setup", str(up.get("setup_error") or "no such task")[:80], {"case": case["case_id"]}, keep)
+        report.note(
+            "setup", str(up.get("setup_error") or "no such task")[:80], {"case": case["case_id"]}, keep
+        )
         return
     env = Environment.for_task(domain, task)
     before, initial_hash = canon.state(env.agent_db, env.user_db)
@@ -193,7 +197,7 @@ def _compare_call(report: DomainReport, where: dict[str, Any], recorded: dict[st
 
 
 def reward_record(info: RewardInfo) -> dict[str, Any]:
-    """The components the recording keeps of a reward info (``null`` where the field is null)."""
+    """Return the components the recording keeps of a reward info (``null`` where the field is null)."""
     data = info.model_dump(mode="json")
 
     def mets(key: str, flag: str) -> list[bool] | None:
@@ -238,7 +242,7 @@ def _compare_reward(report: DomainReport, domain: Domain, task: Task, messages: 
 
 
 def _component(value: Any) -> Any:
-    """A component as compared: numbers as floats, empty lists and maps as null."""
+    """Return a component as compared: numbers as floats, empty lists and maps as null."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int | float):

@@ -15,7 +15,7 @@ def _pct(report: DomainReport, hits: int, total: int) -> str:
 
 
 def table(reports: Sequence[DomainReport]) -> str:
-    """The per-domain figures as a Markdown table."""
+    """Return the per-domain figures as a Markdown table."""
     head = ("domain", "cases / calls", "schemas agent", "schemas user", "error flag", "exact text",
             "state", "change", "reward", "reward info", "time")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -30,7 +30,7 @@ def table(reports: Sequence[DomainReport]) -> str:
 
 
 def details(report: DomainReport, show: int) -> str:
-    """The most frequent mismatch classes and the first ``show`` mismatches of each kind."""
+    """Return the most frequent mismatch classes and the first ``show`` mismatches of each kind."""
     out = [f"== {report.domain}: {report.cases} cases, {report.calls} calls, {report.scored} scored; "
            f"initial state equal in {report.initial_same}/{report.cases - report.setup_errors}"
            + (f"; setup errors {report.setup_errors}" if report.setup_errors else "")

@@ -57,7 +57,7 @@ def sha16(text: str) -> str:
 
 
 def key_records(value: Any) -> Any:
-    """A list of dict records with a unique string first ``*_id`` field, as an object keyed by it."""
+    """Return a list of dict records with a unique string first ``*_id`` field, as an object keyed by it."""
     if not (isinstance(value, list) and value and all(isinstance(r, Mapping) for r in value)):
         return value
     key = next((k for k in value[0] if str(k).endswith("_id")), None)
@@ -192,8 +192,11 @@ def _plain(value: Any) -> Any:
 
 def state_delta(before: Any, after: Any, path: str = "", out: list[list[Any]] | None = None,
                 cap: int = 2000) -> list[list[Any]]:
-    """What changed: ``[pointer, new value]`` per changed leaf (a list that changed length is one
-    leaf), ``[pointer]`` per removed key; a value over ``cap`` JSON characters as its hash."""
+    """Return what changed between two states.
+
+    ``[pointer, new value]`` per changed leaf (a list that changed length is one leaf),
+    ``[pointer]`` per removed key; a value over ``cap`` JSON characters as its hash.
+    """
     out = [] if out is None else out
     if before is after or (type(before) is type(after) and before == after):
         return out
@@ -250,7 +253,7 @@ class RandomIds:
         return text
 
     def rename(self, value: Any) -> Any:
-        """A state with every new id renamed, in keys and values."""
+        """Return a state with every new id renamed, in keys and values."""
         if not self.names:
             return value
         if isinstance(value, dict):
@@ -265,6 +268,6 @@ TIMING = re.compile(r"\[Timing: [^\]\n]*\]")
 
 
 def normalise_text(text: str, ids: RandomIds) -> str:
-    """An output text after the recording's random-value rules."""
+    """Return an output text after the recording's random-value rules."""
     text = ids.text(text)
     return TIMING.sub("[Timing: N]", text) if "[Timing:" in text else text

@@ -62,7 +62,12 @@ class AgentSeat:
         if retries:
             chat = with_retry_notes(chat, retries, json_turns=True)
         constraint = self.constraint
-        if self.first_constraint is not None and messages and messages[-1].role == "user" and messages[-1].has_text():
+        if (
+            self.first_constraint is not None
+            and messages
+            and messages[-1].role == "user"
+            and messages[-1].has_text()
+        ):
             constraint = self.first_constraint
         return GenRequest(AGENT_ROLE, tuple(chat), self.sampling, constraint, tag="agent")
 

@@ -55,14 +55,18 @@ FILLER = [
     "Take your time with it, and don't be afraid to experiment a little.",
     "Ultimately, there is no single answer that fits everyone.",
 ]
-PADDED_SHORT = ["It really depends.", "That depends on a lot of things.", "There are many ways to look at it.",
-                "Hard to say, it varies."]
+PADDED_SHORT = [
+    "It really depends.",
+    "That depends on a lot of things.",
+    "There are many ways to look at it.",
+    "Hard to say, it varies.",
+]
 
 Question = tuple[str, str, str]
 
 
 def _answer(rng: random.Random, question: Question, *, long: bool | None = None) -> str:
-    """A reply that answers ``question`` (short, or with its extra detail)."""
+    """Return a reply that answers ``question`` (short, or with its extra detail)."""
     _, answer, extra = question
     if long is None:
         long = rng.random() < 0.5
@@ -83,7 +87,9 @@ def _padded(rng: random.Random, noun: str) -> str:
     return rng.choice(OPENERS) + text
 
 
-def _replies(rng: random.Random, noun: str, question: Question, others: list[Question]) -> list[tuple[str, str]]:
+def _replies(
+    rng: random.Random, noun: str, question: Question, others: list[Question]
+) -> list[tuple[str, str]]:
     """(reason, reply) for the six conversations of one question."""
     other = rng.choice(others)
     return [
@@ -96,8 +102,10 @@ def _replies(rng: random.Random, noun: str, question: Question, others: list[Que
     ]
 
 
-def _conversation(rng: random.Random, question: Question, reply: str, others: list[Question]) -> list[dict[str, str]]:
-    """The user's question and the reply, after an earlier answered exchange one time in four."""
+def _conversation(
+    rng: random.Random, question: Question, reply: str, others: list[Question]
+) -> list[dict[str, str]]:
+    """Return the user's question and the reply, after an earlier answered exchange one time in four."""
     turns = []
     if rng.random() < 0.25:
         earlier = rng.choice(others)

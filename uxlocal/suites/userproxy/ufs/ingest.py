@@ -314,7 +314,10 @@ def rebuild_results(con: Any, run_id: str) -> Results:
     if config.get("source") != "ingest":
         raise InputError(None, None, f"run {run_id!r} was not ingested from a file")
     items = sorted(
-        (json_value(d) for (d,) in con.execute("SELECT data FROM items WHERE run_id = ?", [run_id]).fetchall()),
+        (
+            json_value(d)
+            for (d,) in con.execute("SELECT data FROM items WHERE run_id = ?", [run_id]).fetchall()
+        ),
         key=lambda d: d["position"],
     )
     messages: dict[str, list[Message]] = {}

@@ -94,7 +94,7 @@ def store_frontier(con: Any, *, axis: str = "cost") -> dict[tuple[str, str, str]
 
 
 def graded_groups_sql(run_ids: Sequence[str] | None) -> str:
-    """A subquery of the groups graded in these runs (every graded group when ``run_ids`` is None)."""
+    """Return a subquery of the groups graded in these runs (every graded group when ``run_ids`` is None)."""
     where = "" if run_ids is None else f"WHERE run_id IN {in_list(run_ids)}"
     return f"(SELECT DISTINCT {', '.join(GROUP)} FROM ufs_episodes {where})"
 
@@ -133,7 +133,9 @@ def ufs_tables(
     families = group_view(
         con, "ufs_family_failures", run_ids, "criteria_set, judge_model, agent, proxy, failures DESC, family"
     )
-    user_only = group_view(con, "ufs_user_only_tasks", run_ids, "criteria_set, judge_model, agent, proxy, domain")
+    user_only = group_view(
+        con, "ufs_user_only_tasks", run_ids, "criteria_set, judge_model, agent, proxy, domain"
+    )
     tables = (_by_proxy(summary, intervals), _by_domain(domains), _by_family(families), _user_only(user_only))
     return [t for t in tables if t.rows]
 

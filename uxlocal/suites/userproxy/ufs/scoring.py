@@ -346,7 +346,9 @@ def delta_pass_rate(
         with_ = [e.success for e in known if e.has_failure(family)]
         without = [e.success for e in known if not e.has_failure(family)]
         if len(with_) >= min_side and len(without) >= min_side:
-            cells.append(PassRateCell(proxy, domain, len(with_), len(without), stats.mean(with_), stats.mean(without)))
+            cells.append(
+                PassRateCell(proxy, domain, len(with_), len(without), stats.mean(with_), stats.mean(without))
+            )
     deltas = [c.delta for c in cells if c.delta is not None]
     return cells, stats.mean(deltas), (statistics.median(deltas) if deltas else None)
 

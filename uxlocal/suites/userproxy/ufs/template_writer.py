@@ -243,17 +243,17 @@ def template_criteria(blueprint: Blueprint) -> list[Criterion]:
 
 
 def template_task_criteria(blueprint: Blueprint, *, contract: str) -> TaskCriteria:
-    """A task's template criteria, screened, with ``template`` provenance (ready for ``save_criteria``)."""
+    """Return a task's template criteria, screened, with ``template`` provenance (for ``save_criteria``)."""
     items = screen(template_criteria(blueprint), blueprint)
     return TaskCriteria(blueprint.domain, blueprint.task_id, blueprint.sha256(), tuple(items),
                         Provenance("template", note=f"{TEMPLATE_VERSION}; contract: {contract}"))
 
 
 def template_summary(tasks: list[TaskCriteria]) -> dict[str, Any]:
-    """Counts for the command's message: tasks, graded criteria, tasks under the minimum."""
+    """Count what the command's message shows: tasks, graded criteria, tasks under the minimum."""
     graded = [len(t.graded()) for t in tasks]
     return {"tasks": len(tasks), "criteria": sum(graded),
-            "thin_tasks": [t.task_id for t, n in zip(tasks, graded) if n < MIN_CRITERIA]}
+            "thin_tasks": [t.task_id for t, n in zip(tasks, graded, strict=True) if n < MIN_CRITERIA]}
 
 
 def freeze_template_set(

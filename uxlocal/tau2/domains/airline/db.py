@@ -95,7 +95,8 @@ class Flight(Record):
 
 class Passenger(Record):
     """A traveller on a reservation or saved on a profile; as a tool argument, unknown keys are
-    ignored (as tau2's model does)."""
+    ignored (as tau2's model does).
+    """  # noqa: D205 - the tool schema the model reads carries this text (pydantic)
 
     model_config = ConfigDict(extra="ignore")
 
@@ -148,7 +149,8 @@ class User(Record):
 
 class Payment(Record):
     """A charge (positive) or refund (negative) on a reservation, in whole dollars; as a tool
-    argument, unknown keys are ignored (as tau2's model does)."""
+    argument, unknown keys are ignored (as tau2's model does).
+    """  # noqa: D205 - the tool schema the model reads carries this text (pydantic)
 
     model_config = ConfigDict(extra="ignore")
 

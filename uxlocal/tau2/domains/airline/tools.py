@@ -172,7 +172,7 @@ def _direct(db: AirlineDB, date: Any, origin: Any = None, destination: Any = Non
 
 
 def _next_day_unpadded(date: str) -> str:
-    """The next day as tau2 writes it: May 2024, day not zero-padded ('2024-05-6')."""
+    """Return the next day as tau2 writes it: May 2024, day not zero-padded ('2024-05-6')."""
     return f"2024-05-{int(date[-2:]) + 1}"
 
 

@@ -39,7 +39,7 @@ TABLES: tuple[str, ...] = (
 )
 """Every table of the DB, in upstream's declaration order; tables absent from a file start empty."""
 
-NOW = datetime(2025, 11, 14, 3, 40, 0)
+NOW = datetime(2025, 11, 14, 3, 40, 0)  # noqa: DTZ001 - tau2 parity: upstream's clock is naive and outputs print it
 """The domain's frozen clock (2025-11-14 03:40, US Eastern, stored without a zone)."""
 TODAY = NOW.date()
 TODAY_MDY = TODAY.strftime("%m/%d/%Y")
@@ -97,7 +97,9 @@ class BankingGrading:
 
     def __post_init__(self) -> None:
         if self.version not in GRADING_VERSIONS:
-            raise ValueError(f"unknown tau2 grading version {self.version!r}; use {' or '.join(GRADING_VERSIONS)}")
+            raise ValueError(
+                f"unknown tau2 grading version {self.version!r}; use {' or '.join(GRADING_VERSIONS)}"
+            )
 
     @property
     def later(self) -> bool:
@@ -141,7 +143,7 @@ class BankingTable(CopyOnWriteRows[dict[str, Any]]):
         return [(k, r) for k, r in self.items() if all(r.get(f) == v for f, v in equal.items())]
 
     def dump(self) -> dict[str, Any]:
-        """The table as stored in ``db.json``."""
+        """Return the table as stored in ``db.json``."""
         return {"data": {k: r for k, r in self.items()}, "notes": self.notes}
 
 
@@ -150,7 +152,9 @@ class BankingDB:
 
     def __init__(self, snapshot: BankingSnapshot) -> None:
         self._snapshot = snapshot
-        self._tables = {name: BankingTable(name, snapshot.tables[name], snapshot.notes[name]) for name in TABLES}
+        self._tables = {
+            name: BankingTable(name, snapshot.tables[name], snapshot.notes[name]) for name in TABLES
+        }
         self.unlocked_agent_tools: list[str] = []
         """Agent tools unlocked in this episode, in order (in memory, not hashed)."""
         self.grading = BankingGrading()
@@ -163,7 +167,7 @@ class BankingDB:
         return self._snapshot.source
 
     def table(self, name: str) -> BankingTable:
-        """A table by name; ``KeyError`` for a name the DB does not have."""
+        """Return a table by name; ``KeyError`` for a name the DB does not have."""
         return self._tables[name]
 
     def has_table(self, name: str) -> bool:
@@ -208,7 +212,9 @@ class BankingDB:
             entry = raw.get(name, {})
             data = entry.get("data", {}) if isinstance(entry, dict) else None
             if not isinstance(data, dict) or not all(isinstance(r, dict) for r in data.values()):
-                raise InputError(path, None, f"table {name!r}: expected {{'data': {{id: record}}, 'notes': str}}")
+                raise InputError(
+                    path, None, f"table {name!r}: expected {{'data': {{id: record}}, 'notes': str}}"
+                )
             tables[name] = data
             notes[name] = str(entry.get("notes", ""))
         return BankingSnapshot(tables=tables, notes=notes, source=path)
@@ -225,7 +231,7 @@ class BankingDB:
         return digest.hexdigest()
 
     def dump(self) -> dict[str, Any]:
-        """The whole DB as plain data (slow; for tests and exports)."""
+        """Return the whole DB as plain data (slow; for tests and exports)."""
         return {name: copy.deepcopy(self._tables[name].dump()) for name in TABLES}
 
     def apply_patch(self, patch: Mapping[str, Any]) -> None:

@@ -1,5 +1,7 @@
-"""banking_knowledge retrieval as the agent meets it: the ``KB_search`` tool, retrieval variants
-(``bm25``; ``bm25+dense`` with a local encoder) and the variant's policy text.
+"""banking_knowledge retrieval as the agent meets it.
+
+The ``KB_search`` tool, retrieval variants (``bm25``; ``bm25+dense`` with a local encoder) and the
+variant's policy text.
 
 The knowledge base and the BM25 scoring live in ``knowledge.py`` (their names are re-exported
 here); the optional dense search in ``retrieval_dense.py``, imported only when a variant needs it.

@@ -78,7 +78,7 @@ def change_plan(
 
 @AGENT.tool("read", "List ongoing and past outages in a postcode.")
 def check_outages(db: HomenetDB, postcode: Annotated[str, arg("e.g. '40121'")]) -> list[Outage]:
-    """An empty list means no outage was ever recorded there."""
+    """List the outages in a postcode; an empty list means no outage was ever recorded there."""
     return [o for o in db.outages.values() if o.postcode == postcode.strip()]
 
 
@@ -89,7 +89,7 @@ def apply_outage_credit(
     outage_id: Annotated[str, arg("e.g. 'out_7'")],
     amount: Annotated[float, arg("e.g. 10.0")],
 ) -> Customer:
-    """The amount comes from the policy (per full day, capped); the tool only blocks the impossible."""
+    """Credit an outage; the policy sets the amount (per full day, capped), the tool blocks the impossible."""
     current = _customer(db, customer_id)
     if amount <= 0:
         raise ToolError("the amount must be above 0")
@@ -108,7 +108,7 @@ def apply_outage_credit(
 
 @AGENT.tool("read", "Test a customer's line: 'ok' or 'fault'.")
 def run_line_test(db: HomenetDB, customer_id: CustomerId) -> dict[str, str]:
-    """What the exchange sees, which the customer's router light cannot tell apart from a frozen router."""
+    """Return what the exchange sees, which the router light cannot tell apart from a frozen router."""
     return {"customer_id": customer_id, "line": _customer(db, customer_id).line_status}
 
 
@@ -141,7 +141,7 @@ def assert_plan(db: HomenetDB, customer_id: str, expected_plan_id: str) -> bool:
 
 
 def _router_view(router: Router) -> dict[str, Any]:
-    """What the customer can see: the light and what it means, never the hidden fault."""
+    """Return what the customer can see: the light and what it means, never the hidden fault."""
     return {"status_light": router.light, "meaning": _LIGHT_MEANING[router.light],
             "restarts_today": router.restarts}
 
@@ -155,13 +155,13 @@ def _router(db: HomenetUserDB) -> Router:
 
 @USER.tool("read", "Look at your router's status light.")
 def check_router(db: HomenetUserDB) -> dict[str, Any]:
-    """Reading the light changes nothing."""
+    """Read the router's light; reading it changes nothing."""
     return _router_view(_router(db))
 
 
 @USER.tool("write", "Turn your router off and on again.")
 def restart_router(db: HomenetUserDB) -> dict[str, Any]:
-    """A restart clears a frozen router; a line fault outside the home stays."""
+    """Restart the router: that clears a frozen router; a line fault outside the home stays."""
     _router(db)
     router = db.routers.edit(ROUTER_ID)
     router.restarts += 1

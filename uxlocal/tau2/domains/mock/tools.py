@@ -59,7 +59,7 @@ def update_task_status(
     task_id: TaskId,
     status: Annotated[TaskStatus, arg("The new status.")],
 ) -> MockTask:
-    """The schema offers the two statuses; like tau2, any other string is stored as given."""
+    """Set a task's status; the schema offers two, but like tau2 any other string is stored as given."""
     task = _task(db, task_id).model_copy(update={"status": status})
     db.tasks.put(task_id, task)
     return task

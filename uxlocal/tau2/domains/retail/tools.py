@@ -141,7 +141,7 @@ MODIFY = _Swap("pending", "Non-pending order cannot be modified", "{item} not fo
 
 def _checked_swap(db: RetailDB, order_id: Any, item_ids: Sequence[Any], new_item_ids: Sequence[Any],
                   payment_method_id: Any, swap: _Swap) -> tuple[Order, float, Variant | None, PaymentMethod]:
-    """The order, price difference, last new variant and payment method of a valid swap."""
+    """Return the order, price difference, last new variant and payment method of a valid swap."""
     order = _order(db, order_id)
     if order.status != swap.status:
         raise ToolError(swap.wrong_status)
@@ -310,8 +310,9 @@ def modify_pending_order_items(
     payment_method_id: PaymentMethodId,
 ) -> Order:
     """Leave the order 'pending (item modified)', which blocks further item changes and cancelling."""
-    order, difference, variant, method = _checked_swap(db, order_id, item_ids, new_item_ids, payment_method_id,
-                                                       MODIFY)
+    order, difference, variant, method = _checked_swap(
+        db, order_id, item_ids, new_item_ids, payment_method_id, MODIFY
+    )
     order.payment_history.append(Transaction(
         transaction_type="payment" if difference > 0 else "refund", amount=abs(difference),
         payment_method_id=payment_method_id))

@@ -67,7 +67,7 @@ def _bill(db: TelecomDB, bill_id: str) -> Bill:
 
 
 def _own_line(db: TelecomDB, customer_id: str, line_id: str) -> Line:
-    """The line, checked to belong to the customer: a tool never acts on someone else's line."""
+    """Return the line, checked to belong to the customer: a tool never acts on someone else's line."""
     if line_id not in _customer(db, customer_id).line_ids:
         raise ToolError(f"Line {line_id} not found for customer {customer_id}")
     return _line(db, line_id)
@@ -75,7 +75,7 @@ def _own_line(db: TelecomDB, customer_id: str, line_id: str) -> Line:
 
 @AGENT.tool("read", "Find the customer whose own number, or one of whose lines, is this phone number.")
 def get_customer_by_phone(db: TelecomDB, phone_number: Annotated[LooseStr, arg("The phone number.")]) -> str:
-    """Customers in file order; each is found by its own number or one of its lines' numbers."""
+    """Return customers in file order; each is found by its own number or one of its lines' numbers."""
     customer = customer_by_phone(db, phone_number)
     if customer is None:
         raise ToolError(f"Customer with phone number {phone_number} not found")
@@ -209,7 +209,7 @@ register_common(AGENT, with_calculate=False)
 def refuel_data(
     db: TelecomDB, customer_id: CustomerId, line_id: LineId, gb_amount: Annotated[Number, arg("Gigabytes.")]
 ) -> str:
-    """The charge is amount x the plan's refuel price, on the Draft bill (created when missing)."""
+    """Add data to a line, charged at the plan's refuel price on the Draft bill (created when missing)."""
     line = _own_line(db, customer_id, line_id)
     if gb_amount <= 0:
         raise ToolError("Refuel amount must be positive")
@@ -231,7 +231,7 @@ def refuel_data(
 
 
 def _draft_bill(db: TelecomDB, customer_id: str) -> Bill:
-    """The customer's first Draft bill, for editing; else a new one for next month."""
+    """Return the customer's first Draft bill, for editing; else a new one for next month."""
     customer = _customer(db, customer_id)
     for bill_id in customer.bill_ids:
         if _bill(db, bill_id).status == "Draft":
@@ -253,7 +253,7 @@ def _draft_bill(db: TelecomDB, customer_id: str) -> Bill:
 
 @AGENT.helper("Set how much data a line has used this cycle (setup only).")
 def set_data_usage(db: TelecomDB, customer_id: str, line_id: str, data_used_gb: float) -> str:
-    """Puts a line over (or under) its allowance."""
+    """Put a line over (or under) its allowance."""
     _own_line(db, customer_id, line_id)
     db.lines.edit(line_id).data_used_gb = data_used_gb
     return f"Data usage set to {data_used_gb} GB for line {line_id}"
@@ -263,7 +263,7 @@ def set_data_usage(db: TelecomDB, customer_id: str, line_id: str, data_used_gb: 
 def suspend_line_for_overdue_bill(
     db: TelecomDB, customer_id: str, line_id: str, new_bill_id: str, contract_ended: bool
 ) -> str:
-    """The overdue amount is the line's monthly plan price; ``contract_ended`` also ends the contract."""
+    """Suspend a line for an overdue bill of its monthly plan price; ``contract_ended`` ends the contract."""
     line = _line(db, line_id)
     if line.status != "Active":
         raise ToolError("Line must be active to suspend for unpaid bill")

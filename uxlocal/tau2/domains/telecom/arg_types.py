@@ -16,12 +16,12 @@ from pydantic import BeforeValidator, PlainValidator, Strict, WithJsonSchema
 
 
 def _scalar_as_text(value: Any) -> Any:
-    """A number or boolean where text is expected becomes its Python text, as an f-string shows it."""
+    """Turn a number or boolean where text is expected into its Python text, as an f-string shows it."""
     return str(value) if isinstance(value, bool | int | float) else value
 
 
 def _json_number(value: Any) -> int | float:
-    """An int or float as sent; anything else (a numeric string, a boolean) is refused."""
+    """Return an int or float as sent; refuse anything else (a numeric string, a boolean)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError("Input should be a valid number")
     return value

@@ -63,7 +63,7 @@ class Customer(Record):
     payment_methods: list[PaymentMethod] = []
     line_ids: list[str] = []
     bill_ids: list[str] = []
-    created_at: datetime.datetime = datetime.datetime(2025, 1, 1)
+    created_at: datetime.datetime = datetime.datetime(2025, 1, 1)  # noqa: DTZ001 - tau2 parity: upstream's default is naive
     last_extension_date: datetime.date | None = None
     goodwill_credit_used_this_year: float = 0.0
 

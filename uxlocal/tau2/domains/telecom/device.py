@@ -55,7 +55,7 @@ _ONLY_MODE = {
 
 
 def sim_status(device: PhoneDevice) -> SimStatus:
-    """A SIM out of its slot reads as missing whatever its lock says; reseating keeps the lock."""
+    """Return the SIM status: missing when out of its slot, whatever the lock says (reseating keeps it)."""
     return "missing" if device.sim_card_missing else device.sim_card_status
 
 
@@ -138,7 +138,7 @@ def can_send_mms(device: PhoneDevice, surroundings: Surroundings) -> bool:
 
 
 def customer_by_phone(db: TelecomDB, phone_number: str) -> Customer | None:
-    """The first customer, in file order, whose own number or one of whose lines has the number."""
+    """Return the first customer, in file order, whose own number or one of whose lines has the number."""
     for customer in db.customers.values():
         if customer.phone_number == phone_number:
             return customer
@@ -181,7 +181,7 @@ def _line_of(agent_db: TelecomDB, phone_number: str | None) -> Line | None:
 
 
 def _awaiting_request(agent_db: TelecomDB, phone_number: str) -> PaymentRequest | None:
-    """A request for the first bill awaiting payment on the account the phone number finds."""
+    """Return a request for the first bill awaiting payment on the account the phone number finds."""
     customer = customer_by_phone(agent_db, phone_number)
     if customer is None:
         return None

@@ -26,7 +26,7 @@ Performance = Literal["unknown", "poor", "fair", "good", "excellent"]
 
 # Which technologies the radio may attach to; only the first can reach 5G. (No docstring: pydantic
 # would show it in the tool schema's $defs, where upstream's enum has no description.)
-class NetworkModePreference(str, Enum):
+class NetworkModePreference(str, Enum):  # noqa: D101 - see the comment above
     FOUR_G_5G_PREFERRED = "4g_5g_preferred"
     FOUR_G_ONLY = "4g_only"
     THREE_G_ONLY = "3g_only"
@@ -35,7 +35,7 @@ class NetworkModePreference(str, Enum):
 
 # The data APNs the phone knows; ``broken`` is the one setup uses to cut service. (No docstring,
 # for the same reason.)
-class APNNames(str, Enum):
+class APNNames(str, Enum):  # noqa: D101 - see the comment above
     INTERNET = "internet"
     BROKEN = "broken"
 
@@ -77,7 +77,7 @@ class VpnDetails(Record):
 
 
 def default_vpn() -> VpnDetails:
-    """The profile ``connect_vpn`` connects to: a new object per connection, never a shared one."""
+    """Return the profile ``connect_vpn`` connects to: a new object per connection, never a shared one."""
     return VpnDetails(server_address="192.168.1.1", protocol="OpenVPN", server_performance="excellent")
 
 
@@ -117,8 +117,11 @@ class PhoneDevice(Record):
     app_statuses: dict[str, AppStatus] = Field(default_factory=_default_apps)
 
     def model_dump(self, **kwargs: Any) -> dict[str, Any]:
-        """Dump without pydantic's type warnings: a setting a malformed call stored unchecked
-        (``user_tools.store_unchecked``, upstream's bug 3) is dumped as it is, on purpose."""
+        """Dump without pydantic's type warnings.
+
+        A setting a malformed call stored unchecked (``user_tools.store_unchecked``, upstream's bug
+        3) is dumped as it is, on purpose.
+        """
         kwargs.setdefault("warnings", False)
         return super().model_dump(**kwargs)
 

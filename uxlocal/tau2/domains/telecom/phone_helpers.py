@@ -21,7 +21,7 @@ from .user_tools import USER, connect, flip, search, set_permission, toggle_airp
 
 @USER.helper("Say whose phone this is (setup only).")
 def set_user_info(db: TelecomUserDB, name: str, phone_number: str) -> None:
-    """The phone number is how sync finds the carrier's line."""
+    """Set the phone's user info; the phone number is how sync finds the carrier's line."""
     db.surroundings.name = name
     db.surroundings.phone_number = phone_number
 
@@ -67,7 +67,7 @@ for _name, _field in _SWITCHES.items():
 
 @USER.helper("Turn mobile data on (setup only).")
 def turn_data_on(db: TelecomUserDB) -> None:
-    """Sets the switch only; unlike every other ``turn_*``, no toggle and so no network search."""
+    """Set the data switch only; unlike every other ``turn_*``, no toggle and so no network search."""
     db.device.data_enabled = True
 
 
@@ -80,7 +80,7 @@ def unseat_sim_card(db: TelecomUserDB) -> None:
 
 @USER.helper("Lock the SIM card by PIN or PUK (setup only).")
 def lock_sim_card(db: TelecomUserDB, mode: str) -> None:
-    """A locked SIM cannot be fixed by the user or the agent: such tasks end in a transfer."""
+    """Lock the SIM; a locked SIM cannot be fixed by the user or the agent: such tasks end in a transfer."""
     if mode not in ("pin", "puk"):
         raise ToolError("mode must be 'pin' or 'puk'")
     db.device.sim_card_status = "locked_pin" if mode == "pin" else "locked_puk"
@@ -89,14 +89,14 @@ def lock_sim_card(db: TelecomUserDB, mode: str) -> None:
 
 @USER.helper("Break the data APN (setup only).")
 def break_apn_settings(db: TelecomUserDB) -> None:
-    """A broken APN means no service until a reset and a reboot."""
+    """Break the APN: no service until a reset and a reboot."""
     db.device.active_apn_settings.apn_name = "broken"  # type: ignore[assignment]
     search(db)
 
 
 @USER.helper("Remove the MMS server address from the APN (setup only).")
 def break_apn_mms_setting(db: TelecomUserDB) -> None:
-    """Data still works; only MMS fails."""
+    """Break only the MMS setting of the APN: data still works, only MMS fails."""
     db.device.active_apn_settings.mmsc_url = None
 
 
@@ -118,13 +118,13 @@ def break_vpn(db: TelecomUserDB) -> None:
 
 @USER.helper("Take one permission away from an app (setup only).")
 def remove_app_permission(db: TelecomUserDB, app_name: str, permission: str) -> None:
-    """The messaging app without sms or storage cannot send MMS."""
+    """Remove an app permission; the messaging app without sms or storage cannot send MMS."""
     set_permission(db, app_name, permission, False)
 
 
 @USER.helper("Re-run the network search (setup only).")
 def simulate_network_search(db: TelecomUserDB) -> None:
-    """Setup calls it after changing the carrier's side, which the phone notices only on a search."""
+    """Run a network search: the phone notices a change setup made on the carrier's side only then."""
     search(db)
 
 

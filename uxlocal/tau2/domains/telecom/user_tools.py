@@ -64,7 +64,7 @@ def search(db: TelecomUserDB) -> None:
 
 
 def status_bar(db: TelecomUserDB) -> str:
-    """The icons along the top of the screen; it shows the data switch, not whether data works."""
+    """Return the icons along the top of the screen; it shows the data switch, not whether data works."""
     d = db.device
     icons = []
     if d.airplane_mode:
@@ -99,7 +99,7 @@ def store_unchecked(device: PhoneDevice, field: str, value: object) -> None:
 
 
 def did(db: TelecomUserDB, what: str) -> str:
-    """A write tool's answer: what happened, then the status bar."""
+    """Return a write tool's answer: what happened, then the status bar."""
     return f"{what}\nStatus Bar: {status_bar(db)}"
 
 
@@ -108,13 +108,13 @@ def did(db: TelecomUserDB, what: str) -> str:
 
 @USER.tool("read", "Look at the status bar: signal, network type, mobile data, Wi-Fi, VPN, battery.")
 def check_status_bar(db: TelecomUserDB) -> str:
-    """What the user sees first when asked whether the phone has service."""
+    """Return what the user sees first when asked whether the phone has service."""
     return f"Status Bar: {status_bar(db)}"
 
 
 @USER.tool("read", "Open the network settings: airplane mode, SIM, signal, data and roaming switches, Wi-Fi.")
 def check_network_status(db: TelecomUserDB) -> str:
-    """The radio's state and the switches; whether data actually flows is not shown."""
+    """Return the radio's state and the switches; whether data actually flows is not shown."""
     d = db.device
     lines = [
         f"Airplane Mode: {_on(d.airplane_mode)}",
@@ -134,13 +134,13 @@ def check_network_status(db: TelecomUserDB) -> str:
 
 @USER.tool("read", "See which network types the phone prefers (e.g. 4G/5G preferred, 3G only).")
 def check_network_mode_preference(db: TelecomUserDB) -> str:
-    """The preference decides the technology at the next network search."""
+    """Return the network mode preference, which decides the technology at the next network search."""
     return f"Network Mode Preference: {db.device.network_mode_preference.value}"
 
 
 @USER.tool("write", "Set the preferred network type; the phone then searches for a network.")
 def set_network_mode_preference(db: TelecomUserDB, mode: NetworkModePreference | str) -> str:
-    """An unknown mode is refused in the answer text (not as an error), and nothing changes.
+    """Set the network mode preference; an unknown mode is refused in the answer text (not as an error).
 
     A mode that is not text breaks the phone as it breaks upstream's (see ``store_unchecked``).
     """
@@ -200,7 +200,7 @@ def check_sim_status(db: TelecomUserDB) -> str:
 
 @USER.tool("write", "Take the SIM card out and put it back in; helps when the phone does not detect it.")
 def reseat_sim_card(db: TelecomUserDB) -> str:
-    """Fixes a SIM that was out of its slot; a PIN or PUK lock stays (the issue's reproducer)."""
+    """Fix a SIM that was out of its slot; a PIN or PUK lock stays (the issue's reproducer)."""
     db.device.sim_card_missing = False
     search(db)
     return did(db, "SIM card re-seated successfully.")
@@ -224,14 +224,14 @@ def flip(db: TelecomUserDB, field: str, *, search_after: bool) -> bool:
 
 @USER.tool("write", "Turn data roaming on or off on the phone.")
 def toggle_roaming(db: TelecomUserDB) -> str:
-    """The phone's setting only; the carrier must also allow roaming on the line."""
+    """Toggle the phone's roaming setting only; the carrier must also allow roaming on the line."""
     on = flip(db, "roaming_enabled", search_after=True)
     return did(db, f"Data Roaming is now {_on(on)}.")
 
 
 @USER.tool("read", "Check whether data saver limits mobile data.")
 def check_data_restriction_status(db: TelecomUserDB) -> str:
-    """Data saver only: the carrier's usage cap is not something the phone shows."""
+    """Return the data saver setting only: the carrier's usage cap is not something the phone shows."""
     if db.device.data_saver_mode:
         return "Data Saver mode is ON (limits data usage)."
     return "Data Saver mode is OFF."
@@ -246,7 +246,7 @@ def toggle_data_saver_mode(db: TelecomUserDB) -> str:
 
 @USER.tool("read", "Show the APN settings.")
 def check_apn_settings(db: TelecomUserDB) -> str:
-    """The APN name and MMSC address only, as a settings screen for non-experts shows them."""
+    """Return the APN name and MMSC address only, as a settings screen for non-experts shows them."""
     apn = db.device.active_apn_settings
     return (
         f"Current APN Name: {apn.apn_name.value or 'Not Set'}\n"
@@ -257,7 +257,7 @@ def check_apn_settings(db: TelecomUserDB) -> str:
 
 @USER.tool("write", "Replace the APN settings; omitted fields take their defaults.")
 def set_apn_settings(db: TelecomUserDB, apn_settings: APNSettings | dict[str, Any]) -> str:
-    """The whole profile is replaced (not merged), only known APN names pass, then a search runs.
+    """Replace the whole APN profile (not merged); only known APN names pass, then a search runs.
 
     Settings that are neither a mapping nor a profile break the phone as they break upstream's
     (see ``store_unchecked``).
@@ -323,7 +323,7 @@ def toggle_wifi_calling(db: TelecomUserDB) -> str:
 
 @USER.tool("read", "Check the VPN: off, on but not connected, or connected (with its details).")
 def check_vpn_status(db: TelecomUserDB) -> str:
-    """Connected (with the server's details), set on but not connected, or off."""
+    """Report the VPN as connected (with the server's details), set on but not connected, or off."""
     d = db.device
     if d.vpn_connected:
         if d.vpn_details is None:
@@ -335,7 +335,7 @@ def check_vpn_status(db: TelecomUserDB) -> str:
 
 
 def _details_text(details: dict[str, Any]) -> str:
-    """The VPN details as a Python dict prints them, the performance shown as its enum member."""
+    """Return the VPN details as a Python dict prints them, the performance shown as its enum member."""
     parts = []
     for key, value in details.items():
         enum_member = f"<PerformanceLevel.{str(value).upper()}: '{value}'>"
@@ -346,7 +346,7 @@ def _details_text(details: dict[str, Any]) -> str:
 
 @USER.tool("write", "Connect to the phone's VPN.")
 def connect_vpn(db: TelecomUserDB) -> str:
-    """Connects to the default profile; the setting switch is left as it is."""
+    """Connect to the default profile; the setting switch is left as it is."""
     if not connect(db):
         return "VPN already connected."
     return did(db, "VPN connected successfully.")
@@ -400,7 +400,7 @@ def _granted(db: TelecomUserDB, app_name: str) -> list[str] | None:
 
 @USER.tool("read", "Show one app's status and the permissions it has.")
 def check_app_status(db: TelecomUserDB, app_name: AppName) -> str:
-    """The app's granted permissions as a list; names match exactly (case matters)."""
+    """Return the app's granted permissions as a list; names match exactly (case matters)."""
     granted = _granted(db, app_name)
     if granted is None:
         return f"App '{app_name}' not found on this phone."
@@ -452,7 +452,7 @@ def set_permission(db: TelecomUserDB, app_name: str, permission: str, allowed: b
 
 @USER.tool("read", "Check whether the messaging app can send MMS.")
 def can_send_mms(db: TelecomUserDB) -> str:
-    """The outcome only; finding the cause is the agent's job."""
+    """Return the outcome only; finding the cause is the agent's job."""
     if _can_send_mms(db.device, db.surroundings):
         return "Your messaging app can send MMS messages."
     return "Your messaging app cannot send MMS messages."
@@ -460,7 +460,7 @@ def can_send_mms(db: TelecomUserDB) -> str:
 
 @USER.tool("write", "Restart the phone; a pending APN reset applies and the phone looks for a network.")
 def reboot_device(db: TelecomUserDB) -> str:
-    """A pending APN reset applies, then the network search runs."""
+    """Reboot the phone: a pending APN reset applies, then the network search runs."""
     d = db.device
     lines = []
     if d.active_apn_settings.reset_at_reboot:
@@ -474,7 +474,7 @@ def reboot_device(db: TelecomUserDB) -> str:
 
 @USER.tool("read", "Check whether the agent has sent a payment request.")
 def check_payment_request(db: TelecomUserDB) -> str:
-    """A request appears once the agent sends one (the sync carries it to the phone)."""
+    """Return the payment request; one appears once the agent sends it (the sync carries it to the phone)."""
     request = db.surroundings.payment_request
     if request is None:
         return "No payment request has been made."
@@ -483,7 +483,7 @@ def check_payment_request(db: TelecomUserDB) -> str:
 
 @USER.tool("write", "Pay the bill the agent sent you a payment request for.")
 def make_payment(db: TelecomUserDB) -> str:
-    """Marks the request paid; the carrier's bill becomes Paid at the next sync."""
+    """Mark the request paid; the carrier's bill becomes Paid at the next sync."""
     request = db.surroundings.payment_request
     if request is None:
         return "You do not have a payment request."

@@ -41,7 +41,7 @@ def parse_models(values: tuple[str, ...]) -> dict[str, str]:
     for value in values:
         role, sep, spec = value.partition("=")
         if not sep or not role or not spec:
-            raise InputError(None, None, f"--model expects ROLE=PRESET_OR_PATH, got {value!r}",
+            raise InputError(f"--model expects ROLE=PRESET_OR_PATH, got {value!r}",
                              "e.g. --model judge=embedded")
         models[role.strip()] = spec.strip()
     return models

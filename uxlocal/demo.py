@@ -33,13 +33,11 @@ def run_demo(*, db: Path, suites: list[str] | None = None, model: str = "embedde
     chosen = suites or [name for name, cls in registered.items() if cls().demo() is not None]
     unknown = [name for name in chosen if name not in registered]
     if unknown:
-        raise InputError(
-            None, None, f"unknown suite(s) {', '.join(unknown)}", f"known: {', '.join(registered)}"
-        )
+        raise InputError(f"unknown suite(s) {', '.join(unknown)}", f"known: {', '.join(registered)}")
     specs = {name: registered[name]().demo() for name in chosen}
     missing = [name for name, spec in specs.items() if spec is None]
     if missing:
-        raise InputError(None, None, f"suite(s) {', '.join(missing)} have no demo settings")
+        raise InputError(f"suite(s) {', '.join(missing)} have no demo settings")
     echo(f"preparing model {model!r} (converted once, then cached)...")
     resolved = resolve(model)
     results = []

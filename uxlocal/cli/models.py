@@ -39,7 +39,7 @@ def models_prepare(name: str, force: bool) -> None:
 
     presets = load_presets()
     if name not in presets:
-        raise InputError(None, None, f"unknown preset {name!r}", f"known: {', '.join(sorted(presets))}")
+        raise InputError(f"unknown preset {name!r}", f"known: {', '.join(sorted(presets))}")
     folder = prepare(presets[name], force=force)
     click.echo(f"{name}: ready at {folder}")
 

@@ -40,7 +40,7 @@ def query_cmd(sql: str, db: str, fmt: str) -> None:
         try:
             cols, rows = user_query(con, sql)
         except duckdb.Error as exc:
-            raise InputError(None, None, f"SQL failed: {str(exc).splitlines()[0]}") from exc
+            raise InputError(f"SQL failed: {str(exc).splitlines()[0]}") from exc
     print_rows(cols, rows, fmt)
 
 

@@ -158,7 +158,7 @@ class HttpOptions(BaseModel):
         try:
             return cls(**known)
         except ValidationError as exc:
-            raise InputError(None, None, f"model {name}: bad openai-http engine_args: "
+            raise InputError(f"model {name}: bad openai-http engine_args: "
                              f"{format_validation_error(exc)}") from exc
 
 
@@ -410,7 +410,7 @@ class HttpEngine(Engine):
     def __init__(self, model: ResolvedModel, renderer: MessagesRenderer,
                  options: HttpOptions | None = None) -> None:
         if not model.endpoints:
-            raise InputError(None, None, f"model {model.name} has no endpoints")
+            raise InputError(f"model {model.name} has no endpoints")
         self.model = model
         self.identity = model.identity
         self.max_model_len = model.max_model_len

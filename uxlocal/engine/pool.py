@@ -35,7 +35,7 @@ def find_backend(name: str, role: str = "") -> Backend:
         return found
     known = sorted(set(_BACKENDS) | {ep.name for ep in group_entry_points(BACKENDS_GROUP)})
     what = "is not a uxlocal.engine.backends.Backend" if found is not None else "is unknown"
-    raise InputError(None, None, f"backend {name!r}{f' for role {role}' if role else ''} {what}",
+    raise InputError(f"backend {name!r}{f' for role {role}' if role else ''} {what}",
                      f"known: {', '.join(known)}")
 
 
@@ -110,8 +110,7 @@ class ModelPool:
     def slot(self, role: str) -> ModelSlot:
         """The slot serving ``role``; a clear error for a role the run did not bind."""
         if role not in self.roles:
-            raise InputError(None, None, f"no model bound to role {role!r}",
-                             f"pass --model {role}=PRESET_OR_PATH")
+            raise InputError(f"no model bound to role {role!r}", f"pass --model {role}=PRESET_OR_PATH")
         return self.slots[self.roles[role]]
 
     def model(self, role: str) -> ResolvedModel:

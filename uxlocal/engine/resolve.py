@@ -28,14 +28,13 @@ def ask_served_name(url: str) -> str:
     try:
         response = httpx.get(f"{url}/models", headers=bearer_headers(), timeout=SERVED_NAME_TIMEOUT_S)
         if response.status_code in (401, 403):
-            raise InputError(None, None, f"{url}/models answered HTTP {response.status_code}",
+            raise InputError(f"{url}/models answered HTTP {response.status_code}",
                              "export the server's key as $UXLOCAL_API_KEY")
         body = response.json()
         names = [m["id"] for m in body.get("data", [])]
     except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
-        raise InputError(None, None, f"cannot ask {url}/models which model it serves ({exc})",
+        raise InputError(f"cannot ask {url}/models which model it serves ({exc})",
                          f"name it: --model ROLE={url}#SERVED_NAME") from exc
     if len(names) != 1:
-        raise InputError(None, None, f"{url} serves {len(names)} models {names}",
-                         f"pick one: --model ROLE={url}#NAME")
+        raise InputError(f"{url} serves {len(names)} models {names}", f"pick one: --model ROLE={url}#NAME")
     return str(names[0])

@@ -55,7 +55,7 @@ def select_runs(con: Any, run_ids: Sequence[str] | None = None) -> list[tuple[st
     unknown = [r for r in run_ids if r not in known]
     if unknown:
         hint = f"known: {', '.join(sorted(known))}" if known else "the store has no runs"
-        raise InputError(None, None, f"no such run(s) in the store: {', '.join(unknown)}", hint)
+        raise InputError(f"no such run(s) in the store: {', '.join(unknown)}", hint)
     wanted = set(run_ids)
     return [(r[0], r[1]) for r in rows if r[0] in wanted]
 

@@ -95,7 +95,7 @@ def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyC
     path = Path(db_path)
     if read_only:
         if not path.is_file():
-            raise InputError(path, None, "no such store", "run a suite with --db first")
+            raise InputError("no such store", "run a suite with --db first", path=path)
         try:
             con = open_duckdb(path, read_only=True)
         except duckdb.Error as exc:

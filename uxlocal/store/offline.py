@@ -139,7 +139,7 @@ def resource_config(path: str | Path | None = None) -> dict[str, str | int]:
     (see the module docstring and ``STORE_SHARE``)."""
     asked_threads = settings.current().duckdb_threads
     if asked_threads and (not asked_threads.isdigit() or int(asked_threads) < 1):
-        raise InputError(None, None, f"{THREADS_ENV}={asked_threads!r} is not a positive whole number")
+        raise InputError(f"{THREADS_ENV}={asked_threads!r} is not a positive whole number")
     threads = int(asked_threads) if asked_threads else default_threads()
     asked = settings.current().duckdb_memory  # a cap the person set is kept, even the default's size
     memory = asked or f"{default_memory_mb(threads)}MB"
@@ -158,7 +158,7 @@ def open_duckdb(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPy
     except (duckdb.InvalidInputException, duckdb.ParserException) as exc:
         if "memory" not in str(exc).lower():
             raise
-        raise InputError(None, None, f"{MEMORY_ENV}={config['memory_limit']!r}: {exc}",
+        raise InputError(f"{MEMORY_ENV}={config['memory_limit']!r}: {exc}",
                          "give a DuckDB size such as 512MB or 4GB") from exc
 
 
@@ -171,7 +171,7 @@ def refuse_extension_statements(con: duckdb.DuckDBPyConnection, sql: str) -> Non
     for number, statement in enumerate(con.extract_statements(sql), start=1):
         if _touches_extensions(statement):
             words = " ".join(statement.query.split())[:60]
-            raise InputError(None, None, f"SQL statement {number} ({words}): {OFFLINE_MESSAGE}")
+            raise InputError(f"SQL statement {number} ({words}): {OFFLINE_MESSAGE}")
 
 
 def _touches_extensions(statement: duckdb.Statement) -> bool:

@@ -176,7 +176,7 @@ def get_suite(name: str) -> Suite:
 
     cls = suite_class(name)
     if cls is None:
-        raise InputError(None, None, f"unknown suite {name!r}", f"known: {', '.join(sorted(suites()))}")
+        raise InputError(f"unknown suite {name!r}", f"known: {', '.join(sorted(suites()))}")
     return cls()
 
 

@@ -283,13 +283,12 @@ class Database:
             else:
                 root = cls.ROOT.model_validate_json(path.read_bytes())
         except FileNotFoundError:
-            raise InputError(path, None, "DB file not found") from None
+            raise InputError("DB file not found", path=path) from None
         except tomllib.TOMLDecodeError as err:
-            raise InputError(path, None, f"not valid TOML: {err}") from None
+            raise InputError(f"not valid TOML: {err}", path=path) from None
         except ValidationError as err:
-            raise InputError(
-                path, None, f"does not match the {cls.ROOT.__name__} schema: {_first_errors(err)}"
-            ) from None
+            raise InputError(f"does not match the {cls.ROOT.__name__} schema: {_first_errors(err)}",
+                             path=path) from None
         return Snapshot(root, path)
 
     def hash(self) -> str:

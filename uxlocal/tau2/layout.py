@@ -30,7 +30,7 @@ def tau2_root(data_dir: str | Path) -> Path:
     for candidate in (base, base / "data" / "tau2"):
         if (candidate / "domains").is_dir():
             return candidate
-    raise InputError(base, None, "no tau2 data here (no domains/ folder)", _LAYOUT_HINT)
+    raise InputError("no tau2 data here (no domains/ folder)", _LAYOUT_HINT, path=base)
 
 
 def available_domains(data_dir: str | Path) -> list[str]:
@@ -53,4 +53,4 @@ def domain_dir(data_dir: str | Path, domain: str) -> Path:
     hint = f"available: {known}"
     if root.resolve() == SAMPLE_DATA:
         hint += "; tau2's own domains need --tau2-data DIR or UXLOCAL_TAU2_DATA"
-    raise InputError(root / "domains", None, f"no tau2 domain {domain!r}", hint)
+    raise InputError(f"no tau2 domain {domain!r}", hint, path=root / "domains")

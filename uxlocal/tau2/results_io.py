@@ -127,7 +127,7 @@ def read_results(path: str | Path) -> Results:
         source = source / RESULTS_FILE
     raw = read_json_file(source)
     if not isinstance(raw, dict):
-        raise InputError(source, 1, "expected a JSON object with info, tasks and simulations")
+        raise InputError("expected a JSON object with info, tasks and simulations", path=source, line=1)
     folder = source.parent / SIMULATIONS_DIR
     if not raw.get("simulations") and raw.get("simulation_index") and folder.is_dir():
         raw = {
@@ -137,7 +137,7 @@ def read_results(path: str | Path) -> Results:
     try:
         return Results.model_validate(raw)
     except ValidationError as err:
-        raise InputError(source, None, f"not a tau2 results file: {format_validation_error(err)}") from None
+        raise InputError(f"not a tau2 results file: {format_validation_error(err)}", path=source) from None
 
 
 def read_json_file(path: Path) -> Any:
@@ -145,6 +145,6 @@ def read_json_file(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise InputError(path, None, "file not found") from None
+        raise InputError("file not found", path=path) from None
     except json.JSONDecodeError as err:
-        raise InputError(path, err.lineno, f"not valid JSON: {err.msg}") from None
+        raise InputError(f"not valid JSON: {err.msg}", path=path, line=err.lineno) from None

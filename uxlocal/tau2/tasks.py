@@ -165,7 +165,7 @@ def load_tasks(
         tasks = _select_ids(task_source(data_dir, domain), tasks, task_ids, split)
     if limit is not None:
         if limit < 0:
-            raise InputError(None, None, f"limit must be 0 or more, got {limit}")
+            raise InputError(f"limit must be 0 or more, got {limit}")
         tasks = tasks[:limit]
     return tasks
 
@@ -196,7 +196,7 @@ def _read_task_glob(folder: Path, pattern: str) -> list[Task]:
     """Tasks from one JSON object per file, in file-name order (as upstream banking loads them)."""
     paths = sorted(folder.glob(pattern))
     if not paths:
-        raise InputError(folder, None, f"no task files match {pattern!r}")
+        raise InputError(f"no task files match {pattern!r}", path=folder)
     tasks: list[Task] = []
     seen: set[str] = set()
     for path in paths:
@@ -204,10 +204,11 @@ def _read_task_glob(folder: Path, pattern: str) -> list[Task]:
         try:
             raw = json.loads(text)
         except json.JSONDecodeError as err:
-            raise InputError(path, err.lineno, f"not valid JSON: {err.msg}") from None
+            raise InputError(f"not valid JSON: {err.msg}", path=path, line=err.lineno) from None
         task = _validate_task(path, text, 0, raw)
         if task.id in seen:
-            raise InputError(path, _line_of_id(text, task.id), f"task id {task.id!r} appears twice")
+            raise InputError(f"task id {task.id!r} appears twice", path=path,
+                             line=_line_of_id(text, task.id))
         seen.add(task.id)
         tasks.append(task)
     return tasks
@@ -224,15 +225,16 @@ def _read_task_file(path: Path) -> list[Task]:
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as err:
-        raise InputError(path, err.lineno, f"not valid JSON: {err.msg}") from None
+        raise InputError(f"not valid JSON: {err.msg}", path=path, line=err.lineno) from None
     if not isinstance(raw, list):
-        raise InputError(path, 1, f"expected a JSON list of tasks, got {type(raw).__name__}")
+        raise InputError(f"expected a JSON list of tasks, got {type(raw).__name__}", path=path, line=1)
     tasks: list[Task] = []
     seen: set[str] = set()
     for index, item in enumerate(raw):
         task = _validate_task(path, text, index, item)
         if task.id in seen:
-            raise InputError(path, _line_of_id(text, task.id), f"task id {task.id!r} appears twice")
+            raise InputError(f"task id {task.id!r} appears twice", path=path,
+                             line=_line_of_id(text, task.id))
         seen.add(task.id)
         tasks.append(task)
     return tasks
@@ -246,7 +248,7 @@ def _validate_task(path: Path, text: str, index: int, item: object) -> Task:
     except ValidationError as err:
         where = f"task {task_id!r} (index {index})" if task_id is not None else f"task at index {index}"
         line = _line_of_id(text, str(task_id)) if task_id is not None else None
-        raise InputError(path, line, f"{where}: {format_validation_error(err)}") from None
+        raise InputError(f"{where}: {format_validation_error(err)}", path=path, line=line) from None
 
 
 def _line_of_id(text: str, task_id: str) -> int | None:
@@ -259,7 +261,7 @@ def _read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError(path, None, "file not found") from None
+        raise InputError("file not found", path=path) from None
 
 
 def _read_splits(path: Path) -> dict[str, list[str]] | None:
@@ -269,11 +271,11 @@ def _read_splits(path: Path) -> dict[str, list[str]] | None:
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as err:
-        raise InputError(path, err.lineno, f"not valid JSON: {err.msg}") from None
+        raise InputError(f"not valid JSON: {err.msg}", path=path, line=err.lineno) from None
     if not isinstance(raw, dict) or not all(
         isinstance(ids, list) and all(isinstance(i, str) for i in ids) for ids in raw.values()
     ):
-        raise InputError(path, 1, "expected an object mapping split names to lists of task ids")
+        raise InputError("expected an object mapping split names to lists of task ids", path=path, line=1)
     return raw
 
 
@@ -282,25 +284,18 @@ def _split_ids(folder: Path, split: str, tasks: list[Task]) -> list[str]:
     splits = _read_splits(folder / SPLITS_FILE)
     if splits is None:
         if split != DEFAULT_SPLIT:
-            raise InputError(
-                folder,
-                None,
-                f"unknown split {split!r}",
-                f"this domain has no {SPLITS_FILE}; available: {DEFAULT_SPLIT} (all tasks)",
-            )
+            raise InputError(f"unknown split {split!r}",
+                             f"this domain has no {SPLITS_FILE}; available: {DEFAULT_SPLIT} (all tasks)",
+                             path=folder)
         return [t.id for t in tasks]
     if split not in splits:
-        raise InputError(
-            folder / SPLITS_FILE, None, f"unknown split {split!r}", f"available: {', '.join(sorted(splits))}"
-        )
+        raise InputError(f"unknown split {split!r}", f"available: {', '.join(sorted(splits))}",
+                         path=folder / SPLITS_FILE)
     known = {t.id for t in tasks}
     missing = [i for i in splits[split] if i not in known]
     if missing:
-        raise InputError(
-            folder / SPLITS_FILE,
-            None,
-            f"split {split!r} names ids missing from {TASKS_FILE}: {', '.join(missing[:5])}",
-        )
+        raise InputError(f"split {split!r} names ids missing from {TASKS_FILE}: {', '.join(missing[:5])}",
+                         path=folder / SPLITS_FILE)
     return splits[split]
 
 
@@ -309,7 +304,7 @@ def _select_ids(path: Path, tasks: list[Task], task_ids: list[str], split: str |
     missing = [i for i in task_ids if i not in known]
     if missing:
         scope = f"split {split!r}" if split is not None else "the task file"
-        raise InputError(path, None, f"task ids not in {scope}: {', '.join(missing[:10])}")
+        raise InputError(f"task ids not in {scope}: {', '.join(missing[:10])}", path=path)
     wanted = set(task_ids)
     return [t for t in tasks if t.id in wanted]
 

@@ -143,6 +143,4 @@ def _check_port(port: int) -> None:
         try:
             probe.bind((HOST, port))
         except OSError:
-            raise InputError(
-                None, None, f"port {port} on {HOST} is in use", "pick another with --port"
-            ) from None
+            raise InputError(f"port {port} on {HOST} is in use", "pick another with --port") from None

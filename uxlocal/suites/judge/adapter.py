@@ -34,7 +34,7 @@ def parse_adapters(value: str | None) -> dict[str, str]:
         role, sep, where = part.partition("=")
         role, where = (role.strip(), where.strip()) if sep else ("judge", part)
         if not (role == "judge" or (role.startswith("judge") and role[5:].isdigit())) or not where:
-            raise InputError(None, None, f"--judge-adapter {part!r}: expected DIR or judgeN=DIR",
+            raise InputError(f"--judge-adapter {part!r}: expected DIR or judgeN=DIR",
                              "e.g. --judge-adapter my-judge or --judge-adapter judge2=my-judge")
         out[role] = where
     return out
@@ -49,12 +49,13 @@ def read_meta(folder: Path) -> dict[str, Any]:
     """Return the adapter's ``judge_adapter.json``; an ``InputError`` when it is not a judge adapter."""
     meta_file = folder / META_FILE
     if not (folder / "adapter_config.json").is_file() or not meta_file.is_file():
-        raise InputError(folder, None, f"not a judge adapter (needs adapter_config.json and {META_FILE})",
-                         "train one with: uxlocal judge train INPUT --rubric R --base MODEL --out DIR")
+        raise InputError(f"not a judge adapter (needs adapter_config.json and {META_FILE})",
+                         "train one with: uxlocal judge train INPUT --rubric R --base MODEL --out DIR",
+                         path=folder)
     try:
         return dict(json.loads(meta_file.read_text(encoding="utf-8")))
     except json.JSONDecodeError as exc:
-        raise InputError(meta_file, exc.lineno, f"not valid JSON: {exc.msg}") from exc
+        raise InputError(f"not valid JSON: {exc.msg}", path=meta_file, line=exc.lineno) from exc
 
 
 def adapter_folder(where: str, model: ResolvedModel) -> Path:
@@ -70,24 +71,21 @@ def check_base(meta: dict[str, Any], model: ResolvedModel, folder: Path) -> None
     else:
         same = meta.get("base_identity") == model.identity
     if not same:
-        raise InputError(
-            folder / META_FILE,
-            None,
-            f"the adapter was trained on base {meta.get('base_name')!r} "
+        raise InputError(f"the adapter was trained on base {meta.get('base_name')!r} "
             f"({meta.get('base_path')}), not on the judge model {model.name!r} ({model.path})",
-            f"judge with -m judge={meta.get('base_name')} or retrain on {model.name}",
-        )
+                         f"judge with -m judge={meta.get('base_name')} or retrain on {model.name}",
+                         path=folder / META_FILE)
 
 
 def attach(value: str | None, models: dict[str, ResolvedModel]) -> dict[str, ResolvedModel]:
     """Attach each ``--judge-adapter`` entry to its role's model (checked, identified by weights)."""
     for role, where in parse_adapters(value).items():
         if role not in models:
-            raise InputError(None, None, f"--judge-adapter names role {role!r}, which has no model",
+            raise InputError(f"--judge-adapter names role {role!r}, which has no model",
                              f"bind it: --model {role}=BASE")
         model = models[role]
         if model.backend == "openai-http":
-            raise InputError(None, None, f"--judge-adapter on {role}: a server applies its own adapters",
+            raise InputError(f"--judge-adapter on {role}: a server applies its own adapters",
                              "serve the adapter with vLLM --lora-modules NAME=DIR and judge with URL#NAME")
         folder = adapter_folder(where, model)
         meta = read_meta(folder)
@@ -108,17 +106,13 @@ def heldout_ids(folder: str | Path, input_sha256: str) -> list[str]:
     folder = Path(folder).expanduser()
     meta = read_meta(folder)
     if meta.get("data_sha256") != input_sha256:
-        raise InputError(folder / META_FILE, None, "the adapter was trained on other data "
+        raise InputError("the adapter was trained on other data "
                          f"({meta.get('data_source')}); its held-out rows are unknown for this input",
-                         "pass the file the adapter was trained on")
+                         "pass the file the adapter was trained on", path=folder / META_FILE)
     ids = meta.get("split", {}).get("heldout_ids")
     if not ids:
-        raise InputError(
-            folder / META_FILE,
-            None,
-            "records no held-out item ids (trained by an older uxlocal)",
-            "retrain the adapter",
-        )
+        raise InputError("records no held-out item ids (trained by an older uxlocal)", "retrain the adapter",
+                         path=folder / META_FILE)
     return [str(i) for i in ids]
 
 

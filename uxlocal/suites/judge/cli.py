@@ -68,9 +68,7 @@ def judge_cmd(input_: str | None, list_rubrics: bool, **kwargs: Any) -> None:
         _list_rubrics()
         return
     if not input_:
-        raise InputError(
-            None, None, "no INPUT given", "uxlocal judge FILE.jsonl --rubric ux-liked -m judge=embedded"
-        )
+        raise InputError("no INPUT given", "uxlocal judge FILE.jsonl --rubric ux-liked -m judge=embedded")
     common = split_run_options(kwargs)
     run_suite_from_command("judge", {"input": input_, **kwargs}, common, show=_print_judged)
 

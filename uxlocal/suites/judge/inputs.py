@@ -158,7 +158,7 @@ def _parquet_rows(path: Path) -> Iterator[Row]:
         batches = source.iter_batches(batch_size=TABLE_BATCH)
         names = source.schema_arrow.names
     except Exception as exc:  # pyarrow raises several types for a damaged file
-        raise InputError(path, None, f"cannot read Parquet: {exc}") from None
+        raise InputError(f"cannot read Parquet: {exc}", path=path) from None
     yield from _table_rows(names, (tuple(r.values()) for batch in batches for r in batch.to_pylist()))
 
 
@@ -166,11 +166,10 @@ def _duckdb_rows(spec: str) -> tuple[str, Iterator[Row]]:
     body = spec[len("duckdb:"):]
     db, sep, sql = body.partition("::")
     if not sep or not db or not sql.strip():
-        raise InputError(
-            spec, None, "expected duckdb:PATH::SQL", "e.g. duckdb:runs.duckdb::select * from turns"
-        )
+        raise InputError("expected duckdb:PATH::SQL", "e.g. duckdb:runs.duckdb::select * from turns",
+                         path=spec)
     if not Path(db).is_file():
-        raise InputError(db, None, "no such DuckDB file")
+        raise InputError("no such DuckDB file", path=db)
     rows = _query_rows(db, sql)
     names = next(rows)  # runs the query now: a bad query fails here, before any row is read
     return f"duckdb:{db}", _table_rows(names, rows)  # type: ignore[arg-type]
@@ -190,7 +189,7 @@ def _query_rows(db: str, sql: str) -> Iterator[Any]:
             while batch := cur.fetchmany(TABLE_BATCH):
                 yield from batch
     except duckdb.Error as exc:
-        raise InputError(f"duckdb:{db}", None, f"query failed: {exc}") from None
+        raise InputError(f"query failed: {exc}", path=f"duckdb:{db}") from None
 
 
 def read_rows(source: str) -> tuple[str, Iterator[Row]]:
@@ -199,14 +198,14 @@ def read_rows(source: str) -> tuple[str, Iterator[Row]]:
         return _duckdb_rows(source)
     path = Path(source)
     if not path.is_file():
-        raise InputError(path, None, "no such input file")
+        raise InputError("no such input file", path=path)
     suffix = path.suffix.lower()
     readers: dict[str, Callable[[Path], Iterator[Row]]] = {
         ".jsonl": _jsonl_rows, ".json": _jsonl_rows, ".ndjson": _jsonl_rows, ".csv": _csv_rows,
         ".parquet": _parquet_rows}
     if suffix not in readers:
-        raise InputError(path, None, f"unknown input format {suffix!r}",
-                         "use .jsonl, .csv, .parquet or duckdb:PATH::SQL")
+        raise InputError(f"unknown input format {suffix!r}",
+                         "use .jsonl, .csv, .parquet or duckdb:PATH::SQL", path=path)
     return str(path), readers[suffix](path)
 
 
@@ -369,7 +368,7 @@ def iter_loaded(source: str, cols: Columns, *, pairwise: bool = False, human: Hu
         except RowProblem as problem:
             if not skip_bad_rows:
                 reading.settle(chunk)  # a row above that repeats an earlier chunk's id is the first error
-                raise InputError(name, line, problem.message(), "or pass --skip-bad-rows") from None
+                raise InputError(problem.message(), "or pass --skip-bad-rows", path=name, line=line) from None
             reading.quarantine(chunk, Quarantined(name, line, problem.message(), raw), problem)
         else:
             reading.keep(item, raw)
@@ -380,7 +379,7 @@ def iter_loaded(source: str, cols: Columns, *, pairwise: bool = False, human: Hu
             yield chunk
             chunk = Loaded()
     if not count:
-        raise InputError(name, None, "has no rows")
+        raise InputError("has no rows", path=name)
     if chunk.items or chunk.quarantine:
         reading.settle(chunk)
         yield chunk
@@ -453,7 +452,8 @@ class _ChunkIds:
         }  # by id: the message of every row that repeats it
         if len(repeats) and not self.skip_bad_rows:
             item = chunk.items[repeats[0]]
-            raise InputError(self.name, item.source_line, message[item.item_id], "or pass --skip-bad-rows")
+            raise InputError(message[item.item_id], "or pass --skip-bad-rows", path=self.name,
+                             line=item.source_line)
         if len(repeats):
             for i, item_id in self.echoes:
                 if item_id in message:

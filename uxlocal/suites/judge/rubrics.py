@@ -154,15 +154,15 @@ def load_rubric(spec: str) -> Rubric:
     known = builtin_rubrics()
     path = known.get(spec) or Path(spec)
     if not path.is_file():
-        raise InputError(spec, None, "no such rubric file or built-in rubric",
-                         f"built-ins: {', '.join(known)}; see uxlocal judge --list-rubrics")
+        raise InputError("no such rubric file or built-in rubric",
+                         f"built-ins: {', '.join(known)}; see uxlocal judge --list-rubrics", path=spec)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         line = getattr(exc, "lineno", None)
-        raise InputError(path, line, f"invalid TOML: {exc}") from None
+        raise InputError(f"invalid TOML: {exc}", path=path, line=line) from None
     data.setdefault("name", path.stem)
     try:
         return Rubric.model_validate(data)
     except ValidationError as exc:
-        raise InputError(path, None, f"bad rubric: {format_validation_error(exc)}") from None
+        raise InputError(f"bad rubric: {format_validation_error(exc)}", path=path) from None

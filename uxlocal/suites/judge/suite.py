@@ -76,9 +76,7 @@ def _preference(value: Any) -> str:
 
 def _require_input(config: JudgeConfig) -> None:
     if not config.input:
-        raise InputError(
-            None, None, "no input given", "pass INPUT (a .jsonl/.csv/.parquet or duckdb:PATH::SQL)"
-        )
+        raise InputError("no input given", "pass INPUT (a .jsonl/.csv/.parquet or duckdb:PATH::SQL)")
 
 
 def _item_rows(item: JudgeItem, turn: int | None, kind: str) -> dict[str, Any]:

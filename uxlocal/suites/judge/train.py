@@ -148,16 +148,18 @@ def verdict_targets(rubric: Rubric, item: JudgeItem) -> list[tuple[tuple[str, st
 def _check_rubric(spec: JudgeTrainSpec) -> None:
     rubric = spec.rubric
     if len(rubric.criteria_list()) != 1:
-        raise InputError(rubric.name, None, f"has {len(rubric.criteria_list())} criteria; a judge learns one "
-                         "question from one human column", "train one rubric per criterion")
+        raise InputError(f"has {len(rubric.criteria_list())} criteria; a judge learns one "
+                         "question from one human column",
+                         "train one rubric per criterion", path=rubric.name)
     if rubric.unit != "conversation":
-        raise InputError(rubric.name, None, "unit = 'each_assistant_turn' has no human label per turn",
-                         "train with a unit = 'conversation' rubric")
+        raise InputError("unit = 'each_assistant_turn' has no human label per turn",
+                         "train with a unit = 'conversation' rubric", path=rubric.name)
     if spec.columns.human is None:
-        raise InputError(spec.source, None, "no human column: training needs the label, score or preference "
-                         "each row was given", "pass --human-col COLUMN")
+        raise InputError("no human column: training needs the label, score or preference "
+                         "each row was given",
+                         "pass --human-col COLUMN", path=spec.source)
     if not 0.0 < spec.heldout < 1.0:
-        raise InputError(spec.source, None, f"--heldout {spec.heldout}: must be between 0 and 1")
+        raise InputError(f"--heldout {spec.heldout}: must be between 0 and 1", path=spec.source)
 
 
 def _check_values(spec: JudgeTrainSpec, items: Sequence[JudgeItem]) -> None:
@@ -167,14 +169,11 @@ def _check_values(spec: JudgeTrainSpec, items: Sequence[JudgeItem]) -> None:
         if rubric.kind == "likert":
             point = human_point(float(item.human))
             if point not in rubric.names():
-                raise InputError(
-                    item.source_file,
-                    item.source_line,
-                    f"{column}: score {float(item.human):g} is off the rubric's scale 1..{rubric.scale}",
-                )
+                raise InputError(f"{column}: score {float(item.human):g} is off the rubric's scale 1..{rubric.scale}",
+                                 path=item.source_file, line=item.source_line)
         if rubric.kind == "pairwise" and item.human == TIE_LABEL and not rubric.allow_tie:
-            raise InputError(item.source_file, item.source_line,
-                             f"{column}: 'tie' but the rubric has no tie label", "set allow_tie = true")
+            raise InputError(f"{column}: 'tie' but the rubric has no tie label", "set allow_tie = true",
+                             path=item.source_file, line=item.source_line)
 
 
 def _classes(rubric: Rubric, items: Sequence[JudgeItem]) -> list[str]:
@@ -184,21 +183,24 @@ def _classes(rubric: Rubric, items: Sequence[JudgeItem]) -> list[str]:
 def _check_split(spec: JudgeTrainSpec, split: Split) -> None:
     rubric, column = spec.rubric, spec.columns.human
     if not split.train:
-        raise InputError(spec.source, None, "nothing left to train on after the held-out split")
+        raise InputError("nothing left to train on after the held-out split", path=spec.source)
     train_classes = _classes(rubric, split.train)
     if rubric.kind != "pairwise" and len(train_classes) < 2:
         first = split.train[0]
-        raise InputError(first.source_file, first.source_line, f"{column}: every training row says "
+        raise InputError(f"{column}: every training row says "
                          f"{train_classes[0]!r}; a judge cannot learn from one class",
-                         "add rows of the other labels or change --seed/--heldout")
+                         "add rows of the other labels or change --seed/--heldout", path=first.source_file,
+                         line=first.source_line)
     held_classes = _classes(rubric, split.heldout)
     if len(split.heldout) < MIN_HELDOUT or (rubric.kind != "pairwise" and len(held_classes) < 2):
         where = split.heldout[0] if split.heldout else None
         what = spec.columns.group or spec.columns.id
-        raise InputError(spec.source if where is None else where.source_file, None if where is None else
-                         where.source_line, f"{what}: the held-out part has {len(split.heldout)} rows "
+        raise InputError(f"{what}: the held-out part has {len(split.heldout)} rows "
                          f"(classes {held_classes}); measuring agreement needs at least {MIN_HELDOUT} rows "
-                         "and two classes", "raise --heldout, add rows, or change --seed")
+                         "and two classes",
+                         "raise --heldout, add rows, or change --seed",
+                         path=spec.source if where is None else where.source_file, line=None if where is None else
+                         where.source_line)
 
 
 # ---------------------------------------------------------------- examples
@@ -222,12 +224,8 @@ def _render_all(
         for ids, label in item_prompts(asker, renderer, item):
             example = completion_example(ids, renderer.encode(label))
             if len(example.ids) > max_length:
-                raise InputError(
-                    item.source_file,
-                    item.source_line,
-                    f"the judge prompt is {len(example.ids)} tokens, more than max_length {max_length}",
-                    "raise --max-length",
-                )
+                raise InputError(f"the judge prompt is {len(example.ids)} tokens, more than max_length {max_length}",
+                                 "raise --max-length", path=item.source_file, line=item.source_line)
             examples.append(example)
     return examples
 

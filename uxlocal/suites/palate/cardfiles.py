@@ -29,11 +29,11 @@ def load_cards(source: str | Path | None = None) -> list[Card]:
     if root.is_dir():
         files = sorted(list(root.glob("*.jsonl")) + list(root.glob("*.json")))
         if not files:
-            raise InputError(root, None, "no .jsonl or .json card files in this folder")
+            raise InputError("no .jsonl or .json card files in this folder", path=root)
     elif root.is_file():
         files = [root]
     else:
-        raise InputError(root, None, "no such card file or folder")
+        raise InputError("no such card file or folder", path=root)
     cards: list[Card] = []
     for file in files:
         cards.extend(_read_card_file(file))
@@ -50,7 +50,7 @@ def _read_card_file(file: Path) -> list[Card]:
     try:
         raw = json.loads(file.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise InputError(file, exc.lineno, f"not valid JSON: {exc.msg}") from exc
+        raise InputError(f"not valid JSON: {exc.msg}", path=file, line=exc.lineno) from exc
     items = raw if isinstance(raw, list) else [raw]
     return [parse_card(item, file, None) for item in items]
 
@@ -59,7 +59,7 @@ def _json_line(file: Path, lineno: int, line: str) -> object:
     try:
         return json.loads(line)
     except json.JSONDecodeError as exc:
-        raise InputError(file, lineno, f"not valid JSON: {exc.msg} at column {exc.colno}") from exc
+        raise InputError(f"not valid JSON: {exc.msg} at column {exc.colno}", path=file, line=lineno) from exc
 
 
 def parse_card(raw: object, file: str | Path | None = None, line: int | None = None) -> Card:
@@ -69,7 +69,7 @@ def parse_card(raw: object, file: str | Path | None = None, line: int | None = N
     try:
         return Card.model_validate(raw)
     except ValidationError as exc:
-        raise InputError(file, line, f"not a valid card: {format_validation_error(exc)}") from exc
+        raise InputError(f"not a valid card: {format_validation_error(exc)}", path=file, line=line) from exc
 
 
 def read_card_file(path: Path) -> list[Card]:
@@ -83,7 +83,7 @@ def _png_card(path: Path) -> dict[str, Any]:
     """Return the JSON inside a PNG card's ``tEXt`` chunk (``ccv3`` preferred over ``chara``)."""
     blob = path.read_bytes()
     if not blob.startswith(b"\x89PNG\r\n\x1a\n"):
-        raise InputError(path, None, "not a PNG file")
+        raise InputError("not a PNG file", path=path)
     found: dict[str, bytes] = {}
     pos = 8
     while pos + 8 <= len(blob):
@@ -96,11 +96,11 @@ def _png_card(path: Path) -> dict[str, Any]:
         pos += 12 + length
     payload = found.get("ccv3") or found.get("chara")
     if payload is None:
-        raise InputError(path, None, "PNG has no 'chara' or 'ccv3' text chunk (not a character card)")
+        raise InputError("PNG has no 'chara' or 'ccv3' text chunk (not a character card)", path=path)
     try:
         raw = json.loads(base64.b64decode(payload))
     except (ValueError, json.JSONDecodeError) as exc:
-        raise InputError(path, None, f"card chunk is not base64 JSON: {exc}") from exc
+        raise InputError(f"card chunk is not base64 JSON: {exc}", path=path) from exc
     if not isinstance(raw, dict):
-        raise InputError(path, None, "card chunk is not a JSON object")
+        raise InputError("card chunk is not a JSON object", path=path)
     return raw

@@ -88,9 +88,8 @@ def card_from_v2(
         try:
             card = Card.model_validate(ours["card"])
         except ValidationError as exc:
-            raise InputError(
-                source, line, f"extensions.uxlocal.card: {format_validation_error(exc)}"
-            ) from exc
+            raise InputError(f"extensions.uxlocal.card: {format_validation_error(exc)}", path=source,
+                             line=line) from exc
         lang = str(ours.get("lang") or "en")
         if _v2_text(card_to_v2(card, lang)["data"]) == _v2_text(data):
             return card
@@ -114,9 +113,8 @@ def _foreign(data: dict[str, Any], source: str | Path | None, line: int | None, 
     name = str(data.get("name") or "").strip()
     greeting = str(data.get("first_mes") or "").strip()
     if not name or not greeting:
-        raise InputError(
-            source, line, "card needs a name and a first_mes (the greeting that opens a session)"
-        )
+        raise InputError("card needs a name and a first_mes (the greeting that opens a session)",
+                         path=source, line=line)
     description = str(data.get("description") or "").strip()
     personality = str(data.get("personality") or "").strip()
     lang = detect_lang(" ".join([name, description, personality, greeting]))
@@ -147,7 +145,7 @@ def _foreign(data: dict[str, Any], source: str | Path | None, line: int | None, 
     try:
         return Card.model_validate(fields)
     except ValidationError as exc:
-        raise InputError(source, line, f"card cannot be converted: {format_validation_error(exc)}") from exc
+        raise InputError(f"card cannot be converted: {format_validation_error(exc)}", path=source, line=line) from exc
 
 
 def _slug_id(name: str) -> str:

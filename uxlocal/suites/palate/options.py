@@ -135,15 +135,9 @@ def parse_candidates(text: str) -> list[Candidate]:
             name = base + (f"@{backend}" if backend in ("vllm", "hf") else "")
         name, spec = name.strip(), spec.strip()
         if not re.fullmatch(r"[A-Za-z0-9_.@+-]{1,64}", name) or not spec:
-            raise InputError(
-                None,
-                None,
-                f"--candidates: bad entry {item!r}",
-                "use PRESET, FOLDER or NAME=SPEC with NAME of letters, digits, _.@+-",
-            )
+            raise InputError(f"--candidates: bad entry {item!r}",
+                             "use PRESET, FOLDER or NAME=SPEC with NAME of letters, digits, _.@+-")
         if any(c.name == name for c in out):
-            raise InputError(
-                None, None, f"--candidates: name {name!r} appears twice", "use NAME=SPEC to rename one"
-            )
+            raise InputError(f"--candidates: name {name!r} appears twice", "use NAME=SPEC to rename one")
         out.append(Candidate(name, spec))
     return out

@@ -78,7 +78,7 @@ def sample_panel(
 ) -> list[Card]:
     """Seeded stratified sample of ``size`` cards (see the module docstring)."""
     if size > len(cards):
-        raise InputError(None, None, f"panel size {size} exceeds the pool's {len(cards)} cards")
+        raise InputError(f"panel size {size} exceeds the pool's {len(cards)} cards")
     rng = random.Random(seed)
     strata: dict[str, list[Card]] = defaultdict(list)
     for card in sorted(cards, key=lambda c: c.id):
@@ -127,11 +127,7 @@ def freeze_panel(
     if keep is not None:
         missing = [e.id for e in keep.cards if e.id not in by_id]
         if missing:
-            raise InputError(
-                None,
-                None,
-                f"cards {', '.join(missing)} of panel {keep.name} v{keep.version} are not in the pool",
-            )
+            raise InputError(f"cards {', '.join(missing)} of panel {keep.name} v{keep.version} are not in the pool")
         chosen = [by_id[e.id] for e in keep.cards]
         name, seed, version = keep.name, keep.seed, keep.version + 1
         stratify_on = keep.stratify_on
@@ -163,17 +159,16 @@ def load_panel(spec: str) -> tuple[Panel, Path]:
         path = bundled_panels_dir() / f"{spec}.json"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in bundled_panels_dir().glob("*.json"))) or "none"
-        raise InputError(
-            spec, None, "no such panel manifest", f"bundled panels: {known}; or pass a file path"
-        )
+        raise InputError("no such panel manifest", f"bundled panels: {known}; or pass a file path",
+                         path=spec)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise InputError(path, exc.lineno, f"not valid JSON: {exc.msg}") from exc
+        raise InputError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from exc
     try:
         return Panel.model_validate(raw), path
     except ValidationError as exc:
-        raise InputError(path, None, f"not a panel manifest: {format_validation_error(exc)}") from exc
+        raise InputError(f"not a panel manifest: {format_validation_error(exc)}", path=path) from exc
 
 
 def panel_cards(panel: Panel, cards: list[Card], where: str | Path = "panel") -> list[Card]:
@@ -187,18 +182,13 @@ def panel_cards(panel: Panel, cards: list[Card], where: str | Path = "panel") ->
     for entry in panel.cards:
         card = by_id.get(entry.id)
         if card is None:
-            raise InputError(
-                where, None, f"panel {panel.name} v{panel.version}: card {entry.id} is not in the pool", hint
-            )
+            raise InputError(f"panel {panel.name} v{panel.version}: card {entry.id} is not in the pool",
+                             hint, path=where)
         actual = card.sha256()
         if actual != entry.sha256:
-            raise InputError(
-                where,
-                None,
-                f"panel {panel.name} v{panel.version}: card {entry.id} changed since the "
+            raise InputError(f"panel {panel.name} v{panel.version}: card {entry.id} changed since the "
                 f"panel was frozen (sha256 {actual[:12]} != {entry.sha256[:12]})",
-                hint,
-            )
+                             hint, path=where)
         chosen.append(card)
     return chosen
 

@@ -142,12 +142,8 @@ class Palate(Suite):
     ) -> None:
         candidates = parse_candidates(config.candidates)
         if not candidates:
-            raise InputError(
-                None,
-                None,
-                "the trajectories part needs --candidates",
-                "e.g. --candidates embedded, or --parts agreement,realism",
-            )
+            raise InputError("the trajectories part needs --candidates",
+                             "e.g. --candidates embedded, or --parts agreement,realism")
         _check_bound(candidates, run)
         panel, where = load_panel(config.panel)
         cards = panel_cards(panel, load_cards(config.cards), where)[: config.panel_cards]
@@ -247,12 +243,8 @@ class Palate(Suite):
 def _check_bound(candidates: list[Candidate], run: RunConfig) -> None:
     missing = [c.role for c in candidates if c.role not in run.models]
     if missing:
-        raise InputError(
-            None,
-            None,
-            f"no model bound to {', '.join(missing)}",
-            "candidates come from --candidates (or --model candidate:NAME=SPEC)",
-        )
+        raise InputError(f"no model bound to {', '.join(missing)}",
+                         "candidates come from --candidates (or --model candidate:NAME=SPEC)")
 
 
 def _product(

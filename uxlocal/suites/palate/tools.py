@@ -63,7 +63,7 @@ def import_cards(files: list[Path], out: Path) -> list[Card]:
     seen: set[str] = set()
     for card in cards:
         if card.id in seen:
-            raise InputError(out, None, f"two imported cards share the id {card.id!r}", "rename one of them")
+            raise InputError(f"two imported cards share the id {card.id!r}", "rename one of them", path=out)
         seen.add(card.id)
     write_cards(cards, out)
     return cards
@@ -74,7 +74,7 @@ def export_cards(ids: list[str], out_dir: Path, *, lang: str = "en", cards: str 
     pool = {c.id: c for c in load_cards(cards)}
     unknown = [i for i in ids if i not in pool]
     if unknown:
-        raise InputError(None, None, f"unknown card id(s) {', '.join(unknown)}")
+        raise InputError(f"unknown card id(s) {', '.join(unknown)}")
     written = []
     for card_id in ids or sorted(pool):
         path = out_dir / f"{card_id}.{lang}.json"

@@ -179,15 +179,15 @@ def load_user(folder: Path) -> UserData:
     profile_file, sessions_file = folder / "profile.json", folder / "sessions.jsonl"
     for file in (profile_file, sessions_file):
         if not file.is_file():
-            raise InputError(file, None, "missing", "a user folder holds profile.json and sessions.jsonl")
+            raise InputError("missing", "a user folder holds profile.json and sessions.jsonl", path=file)
     try:
         raw = json.loads(profile_file.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise InputError(profile_file, exc.lineno, f"not valid JSON: {exc.msg}") from exc
+        raise InputError(f"not valid JSON: {exc.msg}", path=profile_file, line=exc.lineno) from exc
     try:
         profile = UserProfile.model_validate(raw)
     except ValidationError as exc:
-        raise InputError(profile_file, None, format_validation_error(exc)) from exc
+        raise InputError(format_validation_error(exc), path=profile_file) from exc
     sessions, lines = _read_sessions(sessions_file)
     user = UserData(profile, sessions, folder, lines)
     _check_user(user, sessions_file)
@@ -203,15 +203,14 @@ def _read_sessions(file: Path) -> tuple[list[Session], dict[str, int]]:
         try:
             raw = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise InputError(file, lineno, f"not valid JSON: {exc.msg} at column {exc.colno}") from exc
+            raise InputError(f"not valid JSON: {exc.msg} at column {exc.colno}", path=file, line=lineno) from exc
         try:
             session = Session.model_validate(raw)
         except ValidationError as exc:
-            raise InputError(file, lineno, _describe(exc)) from exc
+            raise InputError(_describe(exc), path=file, line=lineno) from exc
         if session.session_id in lines:
-            raise InputError(
-                file, lineno, f"session_id {session.session_id!r} repeats line {lines[session.session_id]}"
-            )
+            raise InputError(f"session_id {session.session_id!r} repeats line {lines[session.session_id]}",
+                             path=file, line=lineno)
         lines[session.session_id] = lineno
         sessions.append(session)
     return sessions, lines
@@ -224,40 +223,32 @@ def _describe(exc: ValidationError) -> str:
 
 def _check_user(user: UserData, file: Path) -> None:
     if not user.train:
-        raise InputError(
-            file, None, "no 'train' sessions", "simulators and rubrics learn from the train split"
-        )
+        raise InputError("no 'train' sessions", "simulators and rubrics learn from the train split",
+                         path=file)
     if not user.heldout:
-        raise InputError(file, None, "no 'heldout' sessions", "agreement and realism need held-out sessions")
+        raise InputError("no 'heldout' sessions", "agreement and realism need held-out sessions", path=file)
     for session in user.sessions:
         if session.lang != user.lang:
-            raise InputError(
-                file,
-                user.lines[session.session_id],
-                f"session lang {session.lang!r} differs from the profile's {user.lang!r}",
-            )
+            raise InputError(f"session lang {session.lang!r} differs from the profile's {user.lang!r}",
+                             path=file, line=user.lines[session.session_id])
 
 
 def load_users(spec: str = "all", folder: str | Path | None = None) -> list[UserData]:
     """Users by id list (``u1,u3``) or ``all``, from ``folder`` (default: the bundled users)."""
     root = Path(folder) if folder else bundled_users_dir()
     if not root.is_dir():
-        raise InputError(root, None, "no such users folder")
+        raise InputError("no such users folder", path=root)
     available = sorted(p.name for p in root.iterdir() if (p / "profile.json").is_file())
     if not available:
-        raise InputError(root, None, "no user folders (each needs profile.json and sessions.jsonl)")
+        raise InputError("no user folders (each needs profile.json and sessions.jsonl)", path=root)
     wanted = available if spec.strip() in ("", "all") else [s.strip() for s in spec.split(",") if s.strip()]
     unknown = [u for u in wanted if u not in available]
     if unknown:
-        raise InputError(
-            root, None, f"unknown user(s) {', '.join(unknown)}", f"available: {', '.join(available)}"
-        )
+        raise InputError(f"unknown user(s) {', '.join(unknown)}", f"available: {', '.join(available)}",
+                         path=root)
     users = [load_user(root / u) for u in wanted]
     for user, name in zip(users, wanted, strict=True):
         if user.user_id != name:
-            raise InputError(
-                root / name / "profile.json",
-                None,
-                f"user_id {user.user_id!r} differs from its folder name {name!r}",
-            )
+            raise InputError(f"user_id {user.user_id!r} differs from its folder name {name!r}",
+                             path=root / name / "profile.json")
     return users

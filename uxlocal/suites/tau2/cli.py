@@ -63,7 +63,7 @@ def tau2_replay(domains: tuple[str, ...], tau2_data: Path | None, tau2_tools: Pa
                 summary = replay_domain(root, domain, agent, tau2_version=tau2_version,  # type: ignore[arg-type]
                                         tools_dir=tau2_tools)
             except KeyError as err:
-                raise InputError(root, None, str(err.args[0])) from None
+                raise InputError(str(err.args[0]), path=root) from None
             except ToolWordsError as err:
                 raise click.ClickException(str(err)) from None
             summaries.append(summary)

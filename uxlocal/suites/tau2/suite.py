@@ -86,7 +86,7 @@ class Tau2Suite(Suite):
                                limit=run.limit)
             _add_domain(plan, config, domain, tasks, source=task_source(root, name))
         if not plan.episodes:
-            raise InputError(None, None, "no tau2 tasks selected", "check --split, --tasks and --limit")
+            raise InputError("no tau2 tasks selected", "check --split, --tasks and --limit")
         return plan
 
     def after_run(self, config: SuiteConfig, con: Any, run_id: str) -> list[str]:

@@ -99,9 +99,7 @@ class CriteriaSuite(Suite):
         try:
             domain_spec(config.domain)
         except KeyError as err:
-            raise InputError(
-                None, None, str(err.args[0]), "pass --domain mock, retail, airline or telecom"
-            ) from None
+            raise InputError(str(err.args[0]), "pass --domain mock, retail, airline or telecom") from None
         root = resolve_data_dir(config.tau2_data)
         ids = [t.strip() for t in config.tasks.split(",") if t.strip()] if config.tasks else None
         blueprints = domain_blueprints(root, config.domain, contract=config.contract, split=config.split,
@@ -109,9 +107,7 @@ class CriteriaSuite(Suite):
         if run.limit is not None:
             blueprints = dict(list(blueprints.items())[: run.limit])
         if not blueprints:
-            raise InputError(
-                None, None, f"no {config.domain} tasks selected", "check --split, --tasks and --limit"
-            )
+            raise InputError(f"no {config.domain} tasks selected", "check --split, --tasks and --limit")
         writer = Sampling(temperature=config.writer_temperature, max_tokens=config.writer_max_tokens)
         verifier = Sampling(temperature=0.0, max_tokens=config.verifier_max_tokens)
         plan = SuitePlan(episodes=[])
@@ -127,7 +123,7 @@ class CriteriaSuite(Suite):
                 }
             )
             if config.sample_run and not self.samples:
-                raise InputError(None, None, f"--sample-run {config.sample_run}: no trajectories were loaded",
+                raise InputError(f"--sample-run {config.sample_run}: no trajectories were loaded",
                                  "load them with load_samples (the CLI does)")
             job = CriteriaJob(bp, writer, verifier, self.samples.get((domain, task_id), ()))
             plan.episodes.append(EpisodeSpec(item_id, _bind(job), item_id=item_id, task=domain))
@@ -188,6 +184,6 @@ def load_samples(con: Any, run_id: str, domain: str) -> dict[tuple[str, str], tu
         if trajectory.domain == domain and trajectory.messages and key not in samples:
             samples[key] = trajectory.messages
     if not samples:
-        raise InputError(None, None, f"run {run_id!r} has no finished {domain} trajectories in this store",
+        raise InputError(f"run {run_id!r} has no finished {domain} trajectories in this store",
                          "pick a tau2 or userproxy run id from `uxlocal runs`")
     return samples

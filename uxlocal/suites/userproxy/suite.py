@@ -95,7 +95,7 @@ def parse_proxies(text: str | None) -> list[Proxy]:
     """Read ``--proxies``: comma-separated ``SPEC`` or ``SPEC@temp=T``; names must be unique."""
     entries = [part.strip() for part in (text or "").split(",") if part.strip()]
     if not entries:
-        raise InputError(None, None, "--proxies names no user proxy",
+        raise InputError("--proxies names no user proxy",
                          "e.g. --proxies embedded or --proxies embedded@temp=0,embedded@temp=0.7")
     proxies: list[Proxy] = []
     for entry in entries:
@@ -107,10 +107,10 @@ def parse_proxies(text: str | None) -> list[Proxy]:
             except ValueError:
                 temperature = -1.0
             if not spec or temperature < 0:
-                raise InputError(None, None, f"--proxies entry {entry!r}: expected SPEC@temp=T with T >= 0",
+                raise InputError(f"--proxies entry {entry!r}: expected SPEC@temp=T with T >= 0",
                                  "e.g. embedded@temp=0.7")
         if any(p.name == entry for p in proxies):
-            raise InputError(None, None, f"--proxies names {entry!r} twice")
+            raise InputError(f"--proxies names {entry!r} twice")
         proxies.append(Proxy(entry, spec, temperature))
     return proxies
 
@@ -153,12 +153,8 @@ class UserProxyConfig(Tau2Options):
             return f"file:{self.criteria_file.stem}"
         if self.criteria_template:
             return TEMPLATE_SET
-        raise InputError(
-            None,
-            None,
-            "no criteria to grade against",
-            "pass --criteria-set NAME (written by `uxlocal ufs criteria`) or --criteria-file F.jsonl",
-        )
+        raise InputError("no criteria to grade against",
+                         "pass --criteria-set NAME (written by `uxlocal ufs criteria`) or --criteria-file F.jsonl")
 
     def user_sampling(self, proxy: Proxy) -> Sampling:
         """Return one proxy's user-seat decoding settings."""
@@ -219,7 +215,7 @@ class UserProxySuite(Suite):
                                limit=run.limit)
             selected.append((config.load_domain(root, name), tasks))
         if not any(tasks for _, tasks in selected):
-            raise InputError(None, None, "no tau2 tasks selected", "check --split, --tasks and --limit")
+            raise InputError("no tau2 tasks selected", "check --split, --tasks and --limit")
         blueprints = {(d.name, t.id): _blueprint(d, t) for d, tasks in selected for t in tasks}
         stored = _criteria(run, config, set_name, root, blueprints)
         _check_criteria(set_name, blueprints, stored, config)
@@ -317,17 +313,12 @@ def _check_criteria(set_name: str, blueprints: dict[tuple[str, str], Blueprint],
         shown = ", ".join(f"{d}/{t}" for d, t in missing[:5]) + (" ..." if len(missing) > 5 else "")
         domains = ",".join(dict.fromkeys(d for d, _ in missing))
         data = f" --tau2-data {config.tau2_data}" if config.tau2_data else ""
-        raise InputError(
-            None,
-            None,
-            f"criteria set {set_name!r} has no criteria for {len(missing)} selected task(s): {shown}",
-            f"run `uxlocal ufs criteria --domain {domains}{data} --model writer=... "
-            f"--model verifier=... --set {set_name} --db ...` first, or pass --criteria-file F.jsonl",
-        )
+        raise InputError(f"criteria set {set_name!r} has no criteria for {len(missing)} selected task(s): {shown}", f"run `uxlocal ufs criteria --domain {domains}{data} --model writer=... "
+            f"--model verifier=... --set {set_name} --db ...` first, or pass --criteria-file F.jsonl")
     stale = [key for key, bp in blueprints.items() if bp.sha256() != stored[key].blueprint_sha256]
     if stale:
         shown = ", ".join(f"{d}/{t}" for d, t in stale[:5])
-        raise InputError(None, None, f"criteria set {set_name!r} was written for another version of "
+        raise InputError(f"criteria set {set_name!r} was written for another version of "
                          f"{len(stale)} task(s) or another user contract: {shown}",
                          "write criteria for this data into a new set (sets are frozen)")
 
@@ -394,7 +385,7 @@ def _file_sha256(path: Path) -> str:
     try:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except FileNotFoundError:
-        raise InputError(path, None, "criteria file not found") from None
+        raise InputError("criteria file not found", path=path) from None
 
 
 __all__ = ["PROXY_ROLE_PREFIX", "USER_ROLE", "Proxy", "UserProxyConfig", "UserProxySuite", "parse_proxies",

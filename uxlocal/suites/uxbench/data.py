@@ -544,8 +544,9 @@ def _build_recovery(row: dict[str, Any], ctx: _RowContext) -> RecoveryItem:
 
 def _iter_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     if not path.is_file():
-        raise InputError(path, None, "file not found",
-                         hint="point the data folder at the released files or override this file's name")
+        raise InputError("file not found",
+                         hint="point the data folder at the released files or override this file's name",
+                         path=path)
     with path.open("rb") as handle:
         yield from enumerate(handle, start=1)
 
@@ -587,7 +588,7 @@ def _load_task(task: Task, sources: list[_Source], build: Callable[[dict[str, An
                 _claim_id(first_seen, item.item_id, source.path, line)
             except _RowProblem as problem:
                 if not skip_bad_rows:
-                    raise InputError(source.path, line, problem.message(), problem.hint) from None
+                    raise InputError(problem.message(), problem.hint, path=source.path, line=line) from None
                 text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
                 quarantine.append(QuarantineRecord(task, str(source.path), line, problem.field,
                                                    problem.problem, text))

@@ -110,7 +110,7 @@ class UXBenchConfig(SuiteConfig):
         chosen = [t.strip() for t in self.tasks.split(",") if t.strip()]
         unknown = [t for t in chosen if t not in TASKS]
         if unknown or not chosen:
-            raise InputError(None, None, f"--tasks: unknown task(s) {', '.join(unknown) or '(none)'}",
+            raise InputError(f"--tasks: unknown task(s) {', '.join(unknown) or '(none)'}",
                              f"choose from {', '.join(TASKS)}")
         return [t for t in TASKS if t in chosen]
 
@@ -364,13 +364,12 @@ class UXBench(Suite):
         assert isinstance(config, UXBenchConfig)
         tasks = config.task_list()
         if any(t in tasks for t in ("eval", "recovery")) and "candidate" not in run.models:
-            raise InputError(None, None, "tasks eval/recovery need a candidate model",
+            raise InputError("tasks eval/recovery need a candidate model",
                              "pass --model candidate=PRESET_OR_PATH, or --tasks judge")
         data_dir = config.data_dir()
         if not data_dir.is_dir():
-            raise InputError(
-                data_dir, None, "no such data folder", "point --data at the released UXBench files"
-            )
+            raise InputError("no such data folder", "point --data at the released UXBench files",
+                             path=data_dir)
         plan = SuitePlan(episodes=[])
         for task in tasks:
             loader, program, extra = _LOADERS[task]

@@ -105,12 +105,12 @@ def parse_domains(text: str, flag: str) -> list[str]:
     pieces = [name.strip() for name in text.split(",") if name.strip()]
     names = expand_domains(pieces)
     if not names:
-        raise InputError(None, None, f"{flag} names no domain", f"e.g. {flag} retail")
+        raise InputError(f"{flag} names no domain", f"e.g. {flag} retail")
     for name in names:
         try:
             domain_spec(name)
         except KeyError as err:
-            raise InputError(None, None, str(err.args[0]), f"e.g. {flag} retail") from None
+            raise InputError(str(err.args[0]), f"e.g. {flag} retail") from None
     return names
 
 

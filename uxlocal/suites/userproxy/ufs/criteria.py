@@ -154,7 +154,7 @@ def tau2_guidelines(data_dir: str | Path, *, user_tools: bool) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError(path, None, "simulator guidelines not found") from None
+        raise InputError("simulator guidelines not found", path=path) from None
 
 
 # --- grounding and wording checks ----------------------------------------------------------------
@@ -480,7 +480,7 @@ def read_criteria_jsonl(path: str | Path) -> list[FileRow]:
     try:
         lines = source.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
-        raise InputError(source, None, "file not found") from None
+        raise InputError("file not found", path=source) from None
     rows: list[FileRow] = []
     seen: dict[tuple[str, str, str], int] = {}
     for number, line in enumerate(lines, start=1):
@@ -490,15 +490,12 @@ def read_criteria_jsonl(path: str | Path) -> list[FileRow]:
         problem = family_mode_problem(criterion.family, criterion.mode)
         if problem:
             where = "family" if criterion.family not in MODES_BY_FAMILY else "mode"
-            raise InputError(source, number, f"{where}: {problem}")
+            raise InputError(f"{where}: {problem}", path=source, line=number)
         key = (criterion.domain, criterion.task_id, criterion.criterion_id)
         if key in seen:
-            raise InputError(
-                source,
-                number,
-                f"criterion_id: {criterion.criterion_id!r} of task "
+            raise InputError(f"criterion_id: {criterion.criterion_id!r} of task "
                 f"{criterion.domain}/{criterion.task_id} already appears on line {seen[key]}",
-            )
+                             path=source, line=number)
         seen[key] = number
         rows.append(FileRow(source, number, criterion))
     return rows
@@ -508,13 +505,13 @@ def _parse_line(source: Path, number: int, line: str) -> FileCriterion:
     try:
         raw = json.loads(line)
     except json.JSONDecodeError as err:
-        raise InputError(source, number, f"not valid JSON: {err.msg} (column {err.colno})") from None
+        raise InputError(f"not valid JSON: {err.msg} (column {err.colno})", path=source, line=number) from None
     if not isinstance(raw, dict):
-        raise InputError(source, number, f"expected a JSON object, got {type(raw).__name__}")
+        raise InputError(f"expected a JSON object, got {type(raw).__name__}", path=source, line=number)
     try:
         return FileCriterion.model_validate(raw)
     except ValidationError as err:
-        raise InputError(source, number, format_validation_error(err)) from None
+        raise InputError(format_validation_error(err), path=source, line=number) from None
 
 
 def write_criteria_jsonl(path: str | Path, rows: Iterable[FileCriterion]) -> Path:
@@ -542,15 +539,14 @@ def screen_file_rows(
         c = row.criterion
         key = (c.domain, c.task_id)
         if key not in blueprints:
-            raise InputError(
-                row.path, row.line, f"task_id: no task {c.domain}/{c.task_id} among the tasks loaded"
-            )
+            raise InputError(f"task_id: no task {c.domain}/{c.task_id} among the tasks loaded",
+                             path=row.path, line=row.line)
         blueprint = blueprints[key]
         base = Criterion.model_validate(c.model_dump(include=set(Criterion.model_fields)))
         problems = criterion_problems(base, blueprint)
         if problems and strict:
             field_name = "grounding_span" if "grounding_span" in problems[0] else "text"
-            raise InputError(row.path, row.line, f"{field_name}: {problems[0]}")
+            raise InputError(f"{field_name}: {problems[0]}", path=row.path, line=row.line)
         item = Screened(base, grounded_in=grounding_source(base.grounding_span, blueprint.sources()))
         for problem in problems:
             item = item.drop(problem)

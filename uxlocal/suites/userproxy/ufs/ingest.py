@@ -130,9 +130,8 @@ def _ingest(
     tasks = {t.id: t for t in results.tasks}
     missing = sorted({s.task_id for s in results.simulations} - set(tasks))
     if missing:
-        raise InputError(
-            source, None, f"simulations name tasks missing from its 'tasks': {', '.join(missing[:5])}"
-        )
+        raise InputError(f"simulations name tasks missing from its 'tasks': {', '.join(missing[:5])}",
+                         path=source)
     now = dt.datetime.now(dt.timezone.utc)
     rows: dict[str, list[dict[str, Any]]] = {"items": [], "episodes": [], "turns": [], "tool_calls": []}
     for position, task in enumerate(results.tasks):
@@ -309,10 +308,10 @@ def rebuild_results(con: Any, run_id: str) -> Results:
     """Read an ingested run back as tau2 ``Results`` (tasks, simulations with messages, run info)."""
     row = con.execute("SELECT config FROM runs WHERE run_id = ?", [run_id]).fetchone()
     if row is None:
-        raise InputError(None, None, f"no run {run_id!r} in the store")
+        raise InputError(f"no run {run_id!r} in the store")
     config = json_value(row[0])
     if config.get("source") != "ingest":
-        raise InputError(None, None, f"run {run_id!r} was not ingested from a file")
+        raise InputError(f"run {run_id!r} was not ingested from a file")
     items = sorted(
         (
             json_value(d)
@@ -392,13 +391,12 @@ def read_taubench_v1(
     """Convert a tau-bench v1 result file to tau2 ``Results`` (see the module docstring)."""
     raw = read_json_file(path)
     if not isinstance(raw, list) or not all(isinstance(r, dict) for r in raw):
-        raise InputError(
-            path, 1, "expected a JSON list of tau-bench results ({task_id, reward, info, traj, trial})"
-        )
+        raise InputError("expected a JSON list of tau-bench results ({task_id, reward, info, traj, trial})",
+                         path=path, line=1)
     for k, record in enumerate(raw):
         missing = [key for key in ("task_id", "reward", "info", "traj") if key not in record]
         if missing:
-            raise InputError(path, None, f"result {k}: missing {', '.join(missing)}")
+            raise InputError(f"result {k}: missing {', '.join(missing)}", path=path)
     name = _V1_NAME.match(path.name)
     domain = domain or _detect_domain(path, raw)
     tasks: dict[str, Task] = {}
@@ -442,9 +440,8 @@ def _detect_domain(path: Path, raw: list[dict[str, Any]]) -> str:
             votes[d] += len(names & tools)
     best = sorted(votes.items(), key=lambda kv: -kv[1])
     if best[0][1] == 0 or best[0][1] == best[1][1]:
-        raise InputError(
-            path, None, "cannot tell the domain from the tool names", "pass --domain retail|airline"
-        )
+        raise InputError("cannot tell the domain from the tool names", "pass --domain retail|airline",
+                         path=path)
     return best[0][0]
 
 
@@ -452,7 +449,7 @@ def _v1_task(path: Path, record: dict[str, Any], domain: str) -> Task:
     task = (record.get("info") or {}).get("task") or {}
     instruction = task.get("instruction")
     if not isinstance(instruction, str):
-        raise InputError(path, None, f"task {record['task_id']}: info.task.instruction is missing")
+        raise InputError(f"task {record['task_id']}: info.task.instruction is missing", path=path)
     actions = [
         Action(
             action_id=f"{record['task_id']}_{k}",

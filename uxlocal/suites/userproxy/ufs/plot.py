@@ -89,7 +89,7 @@ def write_frontier_plot(
     target = Path(path)
     suffix = target.suffix.lower()
     if suffix not in (".svg", ".png"):
-        raise InputError(target, None, "unsupported plot format", "use a .svg or .png file name")
+        raise InputError("unsupported plot format", "use a .svg or .png file name", path=target)
     try:
         with figure("ufs-frontier", 6.4, 3.8) as fig:
             _draw(fig, [(title, rows)], x_label, Y_LABEL)
@@ -99,5 +99,5 @@ def write_frontier_plot(
             else:
                 fig.savefig(target, format="png", dpi=120, facecolor="white")
     except PlotUnavailable:
-        raise InputError(target, None, "plots need matplotlib", "pip install 'uxlocal[plot]'") from None
+        raise InputError("plots need matplotlib", "pip install 'uxlocal[plot]'", path=target) from None
     return target

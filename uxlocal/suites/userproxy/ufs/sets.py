@@ -41,7 +41,7 @@ def contract_text(source: str, *, data_dir: str | Path, user_tool_schemas: Seque
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError(path, None, "contract file not found", "use ours, tau2 or a file path") from None
+        raise InputError("contract file not found", "use ours, tau2 or a file path", path=path) from None
 
 
 def domain_blueprints(

@@ -278,7 +278,7 @@ def freeze_template_set(
     blueprints = list(domain_blueprints(data_dir, domain, contract=contract, split=split,
                                         task_ids=task_ids).values())[:limit]
     if not blueprints:
-        raise InputError(None, None, f"no {domain} tasks selected", "check --split, --tasks and --limit")
+        raise InputError(f"no {domain} tasks selected", "check --split, --tasks and --limit")
     tasks = [template_task_criteria(bp, contract=contract) for bp in blueprints]
     written, unchanged = save_criteria(con, criteria_set, tasks)
     return written, unchanged, template_summary(tasks)

@@ -198,23 +198,22 @@ class BankingDB:
         try:
             raw = json.loads(path.read_bytes())
         except FileNotFoundError:
-            raise InputError(path, None, "DB file not found") from None
+            raise InputError("DB file not found", path=path) from None
         except json.JSONDecodeError as err:
-            raise InputError(path, err.lineno, f"not valid JSON: {err.msg}") from None
+            raise InputError(f"not valid JSON: {err.msg}", path=path, line=err.lineno) from None
         if not isinstance(raw, dict):
-            raise InputError(path, None, "expected an object of tables")
+            raise InputError("expected an object of tables", path=path)
         unknown = sorted(set(raw) - set(TABLES))
         if unknown:
-            raise InputError(path, None, f"unknown banking tables: {', '.join(unknown)}")
+            raise InputError(f"unknown banking tables: {', '.join(unknown)}", path=path)
         tables: dict[str, dict[str, dict[str, Any]]] = {}
         notes: dict[str, str] = {}
         for name in TABLES:
             entry = raw.get(name, {})
             data = entry.get("data", {}) if isinstance(entry, dict) else None
             if not isinstance(data, dict) or not all(isinstance(r, dict) for r in data.values()):
-                raise InputError(
-                    path, None, f"table {name!r}: expected {{'data': {{id: record}}, 'notes': str}}"
-                )
+                raise InputError(f"table {name!r}: expected {{'data': {{id: record}}, 'notes': str}}",
+                                 path=path)
             tables[name] = data
             notes[name] = str(entry.get("notes", ""))
         return BankingSnapshot(tables=tables, notes=notes, source=path)

@@ -101,10 +101,10 @@ def _folder_stamp(path: Path) -> tuple[tuple[str, int, int], ...]:
     try:
         entries = [e for e in os.scandir(path) if e.name.endswith(".json") and e.is_file()]
     except FileNotFoundError:
-        raise InputError(path, None, "knowledge base folder not found",
-                         "banking_knowledge needs its documents/ folder beside db.json") from None
+        raise InputError("knowledge base folder not found",
+                         "banking_knowledge needs its documents/ folder beside db.json", path=path) from None
     except NotADirectoryError:
-        raise InputError(path, None, "knowledge base path is not a folder") from None
+        raise InputError("knowledge base path is not a folder", path=path) from None
     stamp = []
     for entry in entries:
         info = entry.stat()
@@ -117,11 +117,12 @@ def _read_document(path: Path) -> KBDocument:
     try:
         raw = json.loads(path.read_bytes())
     except json.JSONDecodeError as err:
-        raise InputError(path, err.lineno, f"not valid JSON: {err.msg}") from None
+        raise InputError(f"not valid JSON: {err.msg}", path=path, line=err.lineno) from None
     fields = ("id", "title", "content")
     if not isinstance(raw, dict) or not all(isinstance(raw.get(f), str) for f in fields):
-        raise InputError(path, None, "a knowledge base document must be an object with string "
-                         "fields 'id', 'title' and 'content'")
+        raise InputError("a knowledge base document must be an object with string "
+                         "fields 'id', 'title' and 'content'",
+                         path=path)
     return KBDocument(id=raw["id"], title=raw["title"], content=raw["content"])
 
 
@@ -130,8 +131,9 @@ def _check_unique_ids(documents: Sequence[KBDocument], folder: Path) -> None:
     seen: dict[str, int] = {}
     for index, doc in enumerate(documents):
         if doc.id in seen:
-            raise InputError(folder, None, f"document id {doc.id!r} appears twice "
-                             f"(files #{seen[doc.id] + 1} and #{index + 1} in name order)")
+            raise InputError(f"document id {doc.id!r} appears twice "
+                             f"(files #{seen[doc.id] + 1} and #{index + 1} in name order)",
+                             path=folder)
         seen[doc.id] = index
 
 

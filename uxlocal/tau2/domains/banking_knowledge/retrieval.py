@@ -151,10 +151,10 @@ def variant_policy(domain_folder: str | Path, variant: str = DEFAULT_RETRIEVAL_V
     try:
         text = template.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError(template, None, "banking_knowledge prompt template not found") from None
+        raise InputError("banking_knowledge prompt template not found", path=template) from None
 
     try:
         policy = resolve_components(text, prompts / "components")
     except FileNotFoundError as err:
-        raise InputError(template, None, str(err)) from None
+        raise InputError(str(err), path=template) from None
     return f"{policy.rstrip()}\n\n{chosen.policy_note}\n" if chosen.policy_note else policy

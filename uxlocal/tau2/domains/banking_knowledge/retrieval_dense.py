@@ -43,11 +43,11 @@ def embedding_model_dir() -> Path:
     """Return the configured embedding model folder; an ``InputError`` says how when there is none."""
     folder = _configured or settings.current().kb_embedding_model
     if folder is None:
-        raise InputError(None, None, "dense knowledge-base search needs a local embedding model, and none is "
+        raise InputError("dense knowledge-base search needs a local embedding model, and none is "
                          "configured", f"set {EMBEDDING_MODEL_ENV}=/path/to/model (a sentence-transformers "
                          "or transformers folder with config.json)")
     if not (folder / "config.json").is_file():
-        raise InputError(folder, None, "not an embedding model folder: config.json is missing")
+        raise InputError("not an embedding model folder: config.json is missing", path=folder)
     return folder
 
 
@@ -103,12 +103,12 @@ def _load_encoder(model_dir: Path) -> tuple[Any, Any]:
     try:
         from transformers import AutoModel, AutoTokenizer
     except ImportError as err:  # pragma: no cover - transformers is a core dependency
-        raise InputError(model_dir, None, f"cannot load the embedding model: {err}") from None
+        raise InputError(f"cannot load the embedding model: {err}", path=model_dir) from None
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
         model = AutoModel.from_pretrained(str(model_dir), local_files_only=True)
     except (OSError, ValueError) as err:
-        raise InputError(model_dir, None, f"cannot load the embedding model: {err}") from None
+        raise InputError(f"cannot load the embedding model: {err}", path=model_dir) from None
     if tokenizer.pad_token is None:  # decoder-only models often have none; padding is masked anyway
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "right"  # CLS pooling reads position 0

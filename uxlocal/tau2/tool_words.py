@@ -9,7 +9,9 @@ model sees exactly what upstream shows. Where they are looked for, first hit win
 1. an explicit folder holding ``<domain>/tools_agent.json`` (``load_domain(tools_dir=…)``, the
    CLI's ``--tau2-tools``), else the folder the ``UXLOCAL_TAU2_TOOLS`` variable names;
 2. ``tools_agent.json`` / ``tools_user.json`` inside the domain's data folder;
-3. none: our own words (``homenet``, or tau2 data without a tools file).
+3. the tau2-bench checkout the data folder sits in (``<checkout>/data/tau2``): each tool's schema
+   built from ``src/tau2/domains/<d>/…`` as upstream builds it (``upstream_tools.py``);
+4. none: our own words (``homenet``, or a bare data folder without a tools file).
 
 Loading compares the structure of every tool in the file with ours (``structure`` strips the
 words and resolves ``$ref``) and raises ``ToolWordsError`` naming the file, the tool and the first
@@ -52,7 +54,7 @@ class SeatWords:
     discoverable: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def lookup(self, name: str) -> dict[str, Any] | None:
-        """The file's schema for tool ``name``, listed or discoverable; ``None`` when it has none."""
+        """Find the file's schema for tool ``name``, listed or discoverable; ``None`` when it has none."""
         return self.listed.get(name) or self.discoverable.get(name)
 
 
@@ -69,7 +71,7 @@ class ToolWords:
         return first.path.parent if first is not None else None
 
     def schema(self, seat: str, spec: ToolSpec) -> dict[str, Any]:
-        """The schema a model sees for one of our tools: the file's when it has the tool, else ours."""
+        """Give the schema a model sees for one of our tools: the file's when it has the tool, else ours."""
         words = self.seats.get(seat)
         theirs = words.lookup(spec.name) if words is not None else None
         return copy.deepcopy(theirs) if theirs is not None else spec.openai_schema()
@@ -93,7 +95,7 @@ class ToolWords:
 
 
 def find_tools_dir(domain_folder: Path, name: str, explicit: str | Path | None = None) -> Path | None:
-    """The folder holding ``name``'s tools files, by the precedence of the module docstring."""
+    """Find the folder holding ``name``'s tools files, by the precedence of the module docstring."""
     chosen = explicit if explicit is not None else os.environ.get(TOOLS_ENV) or None
     candidates = ([Path(chosen) / name] if chosen is not None else []) + [domain_folder]
     for folder in candidates:
@@ -106,7 +108,8 @@ def load_tool_words(folder: Path | None) -> ToolWords | None:
     """Read a domain's tools files from ``folder`` (``None`` or no files: ``None``, our own words)."""
     if folder is None:
         return None
-    seats = {seat: _read_seat(folder / file) for seat, file in SEAT_FILES.items() if (folder / file).is_file()}
+    seats = {seat: _read_seat(folder / file) for seat, file in SEAT_FILES.items()
+             if (folder / file).is_file()}
     return ToolWords(seats) if seats else None
 
 
@@ -134,8 +137,50 @@ def _by_name(path: Path, schemas: list[Any], key: str) -> dict[str, dict[str, An
     return out
 
 
+def checkout_tool_words(root: Path | None, name: str,
+                        seats: Mapping[str, Iterable[ToolSpec]]) -> ToolWords | None:
+    """Upstream's words for domain ``name`` read from the tau2-bench checkout at ``root`` (precedence 3).
+
+    ``seats`` are our listed tools per seat. ``None`` without a checkout (a bare data folder) or
+    when upstream has no such domain (``homenet``). The checkout's tools must be ours by name and by
+    structure: any difference raises ``ToolWordsError`` naming the file, the tool and the field,
+    and the upstream version we reproduce.
+    """
+    from .upstream_source import REPRODUCED_VERSION, CheckoutError
+    from .upstream_tools import checkout_seat_schemas
+
+    if root is None:
+        return None
+    try:
+        schemas = checkout_seat_schemas(root, name)
+    except CheckoutError as err:
+        raise ToolWordsError(str(err)) from None
+    if schemas is None:
+        return None
+    words = ToolWords({seat: SeatWords(path, _named(listed), _named(discoverable))
+                       for seat, (path, listed, discoverable) in schemas.items()})
+    note = f" (uxlocal reproduces tau2-bench {REPRODUCED_VERSION}; this checkout's tools differ from it)"
+    for seat, specs in seats.items():
+        ours = [spec.name for spec in specs]
+        seat_words = words.seats.get(seat)
+        theirs = list(seat_words.listed) if seat_words is not None else []
+        where = seat_words.path if seat_words is not None else root / "src"
+        missing = [name for name in ours if name not in theirs]
+        if missing:
+            raise ToolWordsError(f"{where}: tool {missing[0]!r} is missing from the {seat}'s tools{note}")
+        try:
+            words.check(seat, specs)
+        except ToolWordsError as err:
+            raise ToolWordsError(f"{err}{note}") from None
+    return words
+
+
+def _named(schemas: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {schema["function"]["name"]: schema for schema in schemas}
+
+
 def structure(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A function schema without its words: ``$ref`` resolved, descriptions and titles dropped.
+    """Strip a function schema of its words: ``$ref`` resolved, descriptions and titles dropped.
 
     Also dropped, as they say nothing a validator does differently: a ``null`` default, and on
     the arguments object itself ``additionalProperties: false`` and an empty ``required`` (every
@@ -172,9 +217,11 @@ def _strip(node: Any, defs: Mapping[str, Any]) -> Any:
 
 
 def _unwrap_nullable(node: dict[str, Any]) -> dict[str, Any]:
-    """``anyOf [X, null]`` as ``X``: our prompt schemas write an optional field so (``schemas.py``),
-    pydantic's (upstream's) keep the ``anyOf``; a validator treats both alike (telecom's nested
-    ``APNSettings`` is where they meet)."""
+    """Read ``anyOf [X, null]`` as ``X``.
+
+    Our prompt schemas write an optional field so (``schemas.py``), pydantic's (upstream's) keep
+    the ``anyOf``; a validator treats both alike (telecom's nested ``APNSettings`` is where they meet).
+    """
     options = node.get("anyOf")
     if not isinstance(options, list) or len(options) != 2 or {"type": "null"} not in options:
         return node

@@ -81,15 +81,20 @@ class DomainReport:
 
 
 def compare_domain(name: str, recording: Path, data_dir: Path, *, keep: int = 20,
-                   limit: int | None = None) -> DomainReport:
-    """Replay every recorded case of ``name`` (or the first ``limit``) and count the agreement."""
+                   limit: int | None = None, words: str = "recording") -> DomainReport:
+    """Replay every recorded case of ``name`` (or the first ``limit``) and count the agreement.
+
+    ``words``: where the tool words come from, ``recording`` (its ``tools_*.json``) or ``data``
+    (what ``load_domain`` finds without a tools folder: a tau2-bench checkout's ``src/``, else ours).
+    """
     folder = recording / name
     cases = _read(folder / "cases.json")["cases"]
     upstream = _read(folder / "upstream_outputs.json")
     report = DomainReport(name)
     started = time.perf_counter()
     try:
-        domain = load_domain(data_dir, name, tools_dir=recording)
+        tools_dir = recording if words == "recording" else recording / "(none)"
+        domain = load_domain(data_dir, name, tools_dir=tools_dir)
     except ToolWordsError as err:
         report.words_error = str(err)
         domain = load_domain(data_dir, name, tools_dir=recording / "(none)")
@@ -123,7 +128,8 @@ def _compare_schemas(report: DomainReport, domain: Domain, folder: Path, keep: i
                 continue
             what = "missing" if mine is None else (
                 "parameters" if structure(mine) != structure(function) else "words")
-            report.note("schema", f"{seat}:{what}", {"tool": f"{seat}:{function['name']}", "differs": what}, keep)
+            detail = {"tool": f"{seat}:{function['name']}", "differs": what}
+            report.note("schema", f"{seat}:{what}", detail, keep)
         counts = (same, len(theirs))
         if seat == "assistant":
             report.schemas_agent = counts
@@ -137,7 +143,8 @@ def _compare_case(report: DomainReport, domain: Domain, task: Task | None, case:
     report.calls += len(case["calls"])
     if task is None or "setup_error" in up:
         report.setup_errors += 1
-        report.note("setup", str(up.get("setup_error") or "no such task")[:80], {"case": case["case_id"]}, keep)
+        why = str(up.get("setup_error") or "no such task")[:80]
+        report.note("setup", why, {"case": case["case_id"]}, keep)
         return
     env = Environment.for_task(domain, task)
     before, initial_hash = canon.state(env.agent_db, env.user_db)
@@ -193,7 +200,7 @@ def _compare_call(report: DomainReport, where: dict[str, Any], recorded: dict[st
 
 
 def reward_record(info: RewardInfo) -> dict[str, Any]:
-    """The components the recording keeps of a reward info (``null`` where the field is null)."""
+    """Pick the components the recording keeps of a reward info (``null`` where the field is null)."""
     data = info.model_dump(mode="json")
 
     def mets(key: str, flag: str) -> list[bool] | None:
@@ -238,7 +245,7 @@ def _compare_reward(report: DomainReport, domain: Domain, task: Task, messages: 
 
 
 def _component(value: Any) -> Any:
-    """A component as compared: numbers as floats, empty lists and maps as null."""
+    """Normalise a component for comparison: numbers as floats, empty lists and maps as null."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int | float):

@@ -67,6 +67,9 @@ def test_load_domain_takes_the_checkouts_words_without_a_tools_file(checkout: Pa
     assert shown == next(t for t in recorded if t["function"]["name"] == "set_apn_settings")
     bare = load_domain(DATA, "telecom", tools_dir=checkout / "no-tools-here")
     assert bare.tool_words is None  # a data folder without src/: our own words
+    explicit = load_domain(checkout, "telecom", tools_dir=RECORDING)  # --tau2-tools wins over src/
+    assert explicit.tool_words is not None
+    assert explicit.tool_words.seats["user"].path == RECORDING / "telecom" / "tools_user.json"
 
 
 def test_a_checkout_whose_tool_differs_is_refused_naming_file_tool_field_version(tmp_path: Path) -> None:

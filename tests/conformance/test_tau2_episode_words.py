@@ -82,5 +82,8 @@ def test_words_source_names_the_checkout_and_hashes_what_was_read(checkout: Path
     words = Tau2Words.load(checkout, "mock")
     assert words.comparable and words.source is not None and words.source.checkout == checkout
     assert words.source.sha256 == Tau2Words.load(checkout, "mock").source.sha256  # type: ignore[union-attr]
+    banking = Tau2Words.load(checkout, "banking_knowledge")
+    hidden = [len(banking.discoverable_schemas(seat)) for seat in ("assistant", "user")]
+    assert hidden == [44, 4]
     assert not Tau2Words.load(DATA, "mock").comparable  # a data folder without src/
     assert not Tau2Words.load(checkout, "homenet").comparable  # our own domain

@@ -126,6 +126,11 @@ class Tau2Words:
             listed = [t for t in listed if t["function"]["name"] in set(include)]
         return listed or None
 
+    def discoverable_schemas(self, seat: str) -> list[dict[str, Any]]:
+        """List a seat's discoverable tools (banking), never offered as tools but described on unlock."""
+        self._need()
+        return list(self.tools.get(seat, ([], []))[1])
+
     def agent_system_prompt(self, policy: str) -> str:
         """Build the agent's system message for a domain policy."""
         self._need()

@@ -20,6 +20,8 @@ from uxlocal.errors import InputError
 from uxlocal.tau2 import domain_spec, tau2_root
 from uxlocal.tau2.layout import SAMPLE_DATA, SAMPLE_DOMAIN, domain_dir
 from uxlocal.tau2.tool_words import SEAT_FILES, find_tools_dir
+from uxlocal.tau2.upstream_source import checkout_root
+from uxlocal.tau2.upstream_tools import checkout_words_digest
 
 ENV_VAR = "UXLOCAL_TAU2_DATA"
 _CHECKOUT_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "tau2"
@@ -94,4 +96,8 @@ def data_hashes(root: Path, domains: Sequence[str]) -> dict[str, str]:
         for file in SEAT_FILES.values() if words is not None else ():
             if (words / file).is_file():
                 hashes[f"tau2-tools/{name}/{file}"] = hashlib.sha256((words / file).read_bytes()).hexdigest()
+        source = checkout_root(root) if words is None else None
+        digest = checkout_words_digest(source, name) if source is not None else None
+        if digest is not None:  # no tools file: the words come from the checkout's source
+            hashes[f"tau2-src/{name}/tools"] = digest
     return hashes

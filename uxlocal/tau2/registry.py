@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, get_args
 
 from .layout import domain_dir, tau2_root
-from .tool_words import SEAT_FILES, ToolWords, find_tools_dir, load_tool_words
+from .tool_words import SEAT_FILES, ToolWords, checkout_tool_words, find_tools_dir, load_tool_words
 from .toolkit import Toolkit, ToolSpec
+from .upstream_source import checkout_root
 
 Tau2Version = Literal["8ebb749", "1.0.1"]
 TAU2_VERSIONS: tuple[Tau2Version, ...] = get_args(Tau2Version)
@@ -193,7 +194,7 @@ class Domain:
         return self._policy
 
     def tool_schema(self, seat: str, spec: ToolSpec) -> dict[str, Any]:
-        """The OpenAI schema a seat's model is shown for one tool: upstream's words when loaded."""
+        """Give the OpenAI schema a seat's model is shown for one tool: upstream's words when loaded."""
         if self.tool_words is None:
             return spec.openai_schema()
         return self.tool_words.schema(seat, spec)
@@ -232,7 +233,8 @@ def load_domain(data_dir: str | Path, name: str, *, tau2_version: str = DEFAULT_
     """Load domain ``name`` from a tau2 data dir, validated on first call and cached afterwards.
 
     ``tools_dir`` holds ``<domain>/tools_agent.json`` and ``tools_user.json`` with upstream's words
-    for the tools (default: ``UXLOCAL_TAU2_TOOLS``, then the domain's data folder, then our words;
+    for the tools (default: ``UXLOCAL_TAU2_TOOLS``, then the domain's data folder, then the source of
+    the tau2-bench checkout the data sits in, then our words;
     see ``tool_words.py``); a file whose tools are shaped unlike ours raises ``ToolWordsError``.
     The cache is keyed by the resolved folder, the grading version (each version has its own
     gold-hash cache) and the tools folder, and revalidated when a DB or tools file's mtime or size
@@ -241,16 +243,19 @@ def load_domain(data_dir: str | Path, name: str, *, tau2_version: str = DEFAULT_
     if tau2_version not in TAU2_VERSIONS:
         raise ValueError(f"unknown tau2 version {tau2_version!r}; use {' or '.join(TAU2_VERSIONS)}")
     spec = domain_spec(name)
-    folder = domain_dir(tau2_root(data_dir), name).resolve()
+    root = tau2_root(data_dir)
+    folder = domain_dir(root, name).resolve()
     words_dir = find_tools_dir(folder, name, tools_dir)
+    source = None if words_dir else checkout_root(root)  # no tools file: the checkout's src/ has the words
     files = [folder / spec.db_file] + ([folder / spec.user_db_file] if spec.user_db_file else [])
     word_files = [words_dir / f for f in SEAT_FILES.values()] if words_dir else []
     stamp = tuple(v for f in files + word_files for v in _stat(f))
-    key = (folder, name, tau2_version, words_dir.resolve() if words_dir else None)
+    key = (folder, name, tau2_version, words_dir.resolve() if words_dir else source)
     cached = _LOADED.get(key)
     if cached is not None and cached[0] == stamp:
         return cached[1]
-    words = load_tool_words(words_dir)
+    words = load_tool_words(words_dir) if words_dir else checkout_tool_words(source, name, {
+        "assistant": spec.agent_tools.tools(), "user": spec.user_tools.tools() if spec.user_tools else []})
     if words is not None:
         words.check("assistant", spec.agent_tools.tools())
         words.check("user", spec.user_tools.tools() if spec.user_tools is not None else [])

@@ -9,7 +9,9 @@ model sees exactly what upstream shows. Where they are looked for, first hit win
 1. an explicit folder holding ``<domain>/tools_agent.json`` (``load_domain(tools_dir=…)``, the
    CLI's ``--tau2-tools``), else the folder the ``UXLOCAL_TAU2_TOOLS`` variable names;
 2. ``tools_agent.json`` / ``tools_user.json`` inside the domain's data folder;
-3. none: our own words (``homenet``, or tau2 data without a tools file).
+3. the tau2-bench checkout the data folder sits in (``<checkout>/data/tau2``): each tool's schema
+   built from ``src/tau2/domains/<d>/…`` as upstream builds it (``upstream_tools.py``);
+4. none: our own words (``homenet``, or a bare data folder without a tools file).
 
 Loading compares the structure of every tool in the file with ours (``structure`` strips the
 words and resolves ``$ref``) and raises ``ToolWordsError`` naming the file, the tool and the first
@@ -135,6 +137,48 @@ def _by_name(path: Path, schemas: list[Any], key: str) -> dict[str, dict[str, An
             raise ToolWordsError(f"{path}: {key}[{index}]: tool {function['name']!r} listed twice")
         out[function["name"]] = dict(schema)
     return out
+
+
+def checkout_tool_words(root: Path | None, name: str,
+                        seats: Mapping[str, Iterable[ToolSpec]]) -> ToolWords | None:
+    """Upstream's words for domain ``name`` read from the tau2-bench checkout at ``root`` (precedence 3).
+
+    ``seats`` are our listed tools per seat. ``None`` without a checkout (a bare data folder) or
+    when upstream has no such domain (``homenet``). The checkout's tools must be ours by name and by
+    structure: any difference raises ``ToolWordsError`` naming the file, the tool and the field,
+    and the upstream version we reproduce.
+    """
+    from .upstream_source import REPRODUCED_VERSION, CheckoutError
+    from .upstream_tools import checkout_seat_schemas
+
+    if root is None:
+        return None
+    try:
+        schemas = checkout_seat_schemas(root, name)
+    except CheckoutError as err:
+        raise ToolWordsError(str(err)) from None
+    if schemas is None:
+        return None
+    words = ToolWords({seat: SeatWords(path, _named(listed), _named(discoverable))
+                       for seat, (path, listed, discoverable) in schemas.items()})
+    note = f" (uxlocal reproduces tau2-bench {REPRODUCED_VERSION}; this checkout's tools differ from it)"
+    for seat, specs in seats.items():
+        ours = [spec.name for spec in specs]
+        seat_words = words.seats.get(seat)
+        theirs = list(seat_words.listed) if seat_words is not None else []
+        where = seat_words.path if seat_words is not None else root / "src"
+        missing = [name for name in ours if name not in theirs]
+        if missing:
+            raise ToolWordsError(f"{where}: tool {missing[0]!r} is missing from the {seat}'s tools{note}")
+        try:
+            words.check(seat, specs)
+        except ToolWordsError as err:
+            raise ToolWordsError(f"{err}{note}") from None
+    return words
+
+
+def _named(schemas: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {schema["function"]["name"]: schema for schema in schemas}
 
 
 def structure(schema: Mapping[str, Any]) -> dict[str, Any]:

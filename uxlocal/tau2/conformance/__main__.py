@@ -23,6 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--domains", default="all", help="comma-separated, or all (default)")
     parser.add_argument("--limit", type=int, default=None, help="first N cases per domain")
     parser.add_argument("--show", type=int, default=0, help="print the first N mismatches of each kind")
+    parser.add_argument("--words", choices=("recording", "data"), default="recording",
+                        help="tool words from the recording's tools_*.json (default) or from --data "
+                             "(a tau2-bench checkout's src/, else ours)")
     parser.add_argument("--json", type=Path, default=None, help="write every count and kept mismatch here")
     args = parser.parse_args(argv)
     names = CONFORMANCE_DOMAINS if args.domains == "all" else tuple(args.domains.split(","))
@@ -30,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"error: {args.recording} has no recording for {', '.join(missing)}", file=sys.stderr)
         return 2
-    reports = [compare_domain(n, args.recording, args.data, keep=max(args.show, 20), limit=args.limit)
+    reports = [compare_domain(n, args.recording, args.data, keep=max(args.show, 20), limit=args.limit,
+                              words=args.words)
                for n in names]
     print(table(reports))
     if args.show:

@@ -81,15 +81,20 @@ class DomainReport:
 
 
 def compare_domain(name: str, recording: Path, data_dir: Path, *, keep: int = 20,
-                   limit: int | None = None) -> DomainReport:
-    """Replay every recorded case of ``name`` (or the first ``limit``) and count the agreement."""
+                   limit: int | None = None, words: str = "recording") -> DomainReport:
+    """Replay every recorded case of ``name`` (or the first ``limit``) and count the agreement.
+
+    ``words``: where the tool words come from, ``recording`` (its ``tools_*.json``) or ``data``
+    (what ``load_domain`` finds without a tools folder: a tau2-bench checkout's ``src/``, else ours).
+    """
     folder = recording / name
     cases = _read(folder / "cases.json")["cases"]
     upstream = _read(folder / "upstream_outputs.json")
     report = DomainReport(name)
     started = time.perf_counter()
     try:
-        domain = load_domain(data_dir, name, tools_dir=recording)
+        tools_dir = recording if words == "recording" else recording / "(none)"
+        domain = load_domain(data_dir, name, tools_dir=tools_dir)
     except ToolWordsError as err:
         report.words_error = str(err)
         domain = load_domain(data_dir, name, tools_dir=recording / "(none)")

@@ -43,6 +43,7 @@ from uxlocal.errors import InputError
 from uxlocal.models import ResolvedModel, folder_fingerprint
 from uxlocal.suites.judge import compare, episodes
 from uxlocal.suites.judge.adapter import META_FILE
+from uxlocal.suites.judge.compare import COMPARISON_COLUMNS as COMPARISON_COLUMNS  # the CLI reads it here
 from uxlocal.suites.judge.compare import agreement, difference_intervals, paired
 from uxlocal.suites.judge.config import JUDGE_SETTINGS
 from uxlocal.suites.judge.inputs import Columns, JudgeItem, input_sha256, load_items

@@ -40,7 +40,7 @@ BACKENDS: tuple[str, ...] = ("vllm", "hf", "fake", "openai-http")
 
 
 def known_backends() -> tuple[str, ...]:
-    """Return the built-in backends and every backend a plugin declares (by entry point name, nothing imported)."""
+    """Return the built-in backends and every backend a plugin declares (by name, nothing imported)."""
     from uxlocal.plugins import BACKENDS_GROUP, group_entry_points
 
     return BACKENDS + tuple(ep.name for ep in group_entry_points(BACKENDS_GROUP) if ep.name not in BACKENDS)
@@ -382,8 +382,12 @@ def _http_from_preset(preset: ModelPreset) -> ResolvedModel:
     if preset.path or preset.source:
         tokenizer = preset_folder(preset)
         if not (tokenizer / "config.json").is_file():
-            raise ModelNotReady("tokenizer folder of an openai-http preset is missing", "copy the model folder (weights not needed: config and tokenizer files) "
-                                "there, or remove `path` from the preset", path=tokenizer)
+            raise ModelNotReady(
+                "tokenizer folder of an openai-http preset is missing",
+                "copy the model folder (weights not needed: config and tokenizer files) "
+                "there, or remove `path` from the preset",
+                path=tokenizer,
+            )
     return _http_model(preset, tokenizer, max_model_len=preset.max_model_len)
 
 

@@ -10,7 +10,7 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def home() -> Path:
-    """The uxlocal home (``UXLOCAL_HOME``, default ``~/.cache/uxlocal``); created on first use."""
+    """Return the uxlocal home (``UXLOCAL_HOME``, default ``~/.cache/uxlocal``); created on first use."""
     root = settings.current().home
     root.mkdir(parents=True, exist_ok=True)
     return root

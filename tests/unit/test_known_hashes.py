@@ -14,9 +14,9 @@ import duckdb
 import pytest
 
 from uxlocal.rollout.batcher import decode_generation
-from uxlocal.store.generation_cache import GenerationCache
 from uxlocal.store import known_hashes
 from uxlocal.store.db import connect
+from uxlocal.store.generation_cache import GenerationCache
 from uxlocal.store.known_hashes import KnownHashes, prefix
 from uxlocal.store.writer import StoreWriter
 

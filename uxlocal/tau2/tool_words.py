@@ -96,7 +96,7 @@ class ToolWords:
 
 
 def find_tools_dir(domain_folder: Path, name: str, explicit: str | Path | None = None) -> Path | None:
-    """The folder holding ``name``'s tools files, by the precedence of the module docstring."""
+    """Return the folder holding ``name``'s tools files, by the precedence of the module docstring."""
     chosen = explicit if explicit is not None else settings.current().tau2_tools
     candidates = ([Path(chosen) / name] if chosen is not None else []) + [domain_folder]
     for folder in candidates:

@@ -206,8 +206,9 @@ def judge_train(input_: str, base: str, out: str, heldout: float, seed: int, ste
 def _print_trained(result: Any, heldout_rows: int, judge_options: str, db: str) -> None:
     """Both arms side by side, how many rows they share, and the next commands."""
     from uxlocal.suites.judge import train as jt
+    from uxlocal.suites.judge.compare import COMPARISON_COLUMNS
 
-    print_rows(jt.COMPARISON_COLUMNS, jt.comparison_rows(result))
+    print_rows(COMPARISON_COLUMNS, jt.comparison_rows(result))
     click.echo(f"{result.heldout_judged} of {heldout_rows} held-out rows judged by both arms "
                "(abstentions and invalid verdicts are left out, as uxlocal judge does)")
     click.echo(

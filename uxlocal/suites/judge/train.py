@@ -170,8 +170,11 @@ def _check_values(spec: JudgeTrainSpec, items: Sequence[JudgeItem]) -> None:
         if rubric.kind == "likert":
             point = human_point(float(item.human))
             if point not in rubric.names():
-                raise InputError(f"{column}: score {float(item.human):g} is off the rubric's scale 1..{rubric.scale}",
-                                 path=item.source_file, line=item.source_line)
+                raise InputError(
+                    f"{column}: score {float(item.human):g} is off the rubric's scale 1..{rubric.scale}",
+                    path=item.source_file,
+                    line=item.source_line,
+                )
         if rubric.kind == "pairwise" and item.human == TIE_LABEL and not rubric.allow_tie:
             raise InputError(f"{column}: 'tie' but the rubric has no tie label", "set allow_tie = true",
                              path=item.source_file, line=item.source_line)
@@ -196,12 +199,14 @@ def _check_split(spec: JudgeTrainSpec, split: Split) -> None:
     if len(split.heldout) < MIN_HELDOUT or (rubric.kind != "pairwise" and len(held_classes) < 2):
         where = split.heldout[0] if split.heldout else None
         what = spec.columns.group or spec.columns.id
-        raise InputError(f"{what}: the held-out part has {len(split.heldout)} rows "
-                         f"(classes {held_classes}); measuring agreement needs at least {MIN_HELDOUT} rows "
-                         "and two classes",
-                         "raise --heldout, add rows, or change --seed",
-                         path=spec.source if where is None else where.source_file, line=None if where is None else
-                         where.source_line)
+        raise InputError(
+            f"{what}: the held-out part has {len(split.heldout)} rows "
+            f"(classes {held_classes}); measuring agreement needs at least {MIN_HELDOUT} rows "
+            "and two classes",
+            "raise --heldout, add rows, or change --seed",
+            path=spec.source if where is None else where.source_file,
+            line=None if where is None else where.source_line,
+        )
 
 
 # ---------------------------------------------------------------- examples
@@ -225,8 +230,12 @@ def _render_all(
         for ids, label in item_prompts(asker, renderer, item):
             example = completion_example(ids, renderer.encode(label))
             if len(example.ids) > max_length:
-                raise InputError(f"the judge prompt is {len(example.ids)} tokens, more than max_length {max_length}",
-                                 "raise --max-length", path=item.source_file, line=item.source_line)
+                raise InputError(
+                    f"the judge prompt is {len(example.ids)} tokens, more than max_length {max_length}",
+                    "raise --max-length",
+                    path=item.source_file,
+                    line=item.source_line,
+                )
             examples.append(example)
     return examples
 

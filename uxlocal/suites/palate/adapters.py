@@ -59,9 +59,11 @@ def find_adapter(user: UserData, base: ResolvedModel, folder: str | Path | None 
         if meta.get("base_identity") == base.identity and meta.get("train_sha256") == user.train_sha256():
             matches.append((str(meta.get("created_at", "")), candidate))
     if not matches:
-        raise InputError(f"no LoRA simulator for user {user.user_id} on base {base.name} trained from the current data",
-                         f"run: uxlocal palate train-simulator --user {user.user_id} --base {base.name}",
-                         path=root)
+        raise InputError(
+            f"no LoRA simulator for user {user.user_id} on base {base.name} trained from the current data",
+            f"run: uxlocal palate train-simulator --user {user.user_id} --base {base.name}",
+            path=root,
+        )
     return max(matches)[1]
 
 

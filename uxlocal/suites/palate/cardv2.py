@@ -145,7 +145,9 @@ def _foreign(data: dict[str, Any], source: str | Path | None, line: int | None, 
     try:
         return Card.model_validate(fields)
     except ValidationError as exc:
-        raise InputError(f"card cannot be converted: {format_validation_error(exc)}", path=source, line=line) from exc
+        raise InputError(
+            f"card cannot be converted: {format_validation_error(exc)}", path=source, line=line
+        ) from exc
 
 
 def _slug_id(name: str) -> str:

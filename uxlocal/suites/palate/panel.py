@@ -127,7 +127,9 @@ def freeze_panel(
     if keep is not None:
         missing = [e.id for e in keep.cards if e.id not in by_id]
         if missing:
-            raise InputError(f"cards {', '.join(missing)} of panel {keep.name} v{keep.version} are not in the pool")
+            raise InputError(
+                f"cards {', '.join(missing)} of panel {keep.name} v{keep.version} are not in the pool"
+            )
         chosen = [by_id[e.id] for e in keep.cards]
         name, seed, version = keep.name, keep.seed, keep.version + 1
         stratify_on = keep.stratify_on

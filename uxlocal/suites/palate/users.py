@@ -203,7 +203,9 @@ def _read_sessions(file: Path) -> tuple[list[Session], dict[str, int]]:
         try:
             raw = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON: {exc.msg} at column {exc.colno}", path=file, line=lineno) from exc
+            raise InputError(
+                f"not valid JSON: {exc.msg} at column {exc.colno}", path=file, line=lineno
+            ) from exc
         try:
             session = Session.model_validate(raw)
         except ValidationError as exc:

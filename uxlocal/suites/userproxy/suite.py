@@ -153,8 +153,10 @@ class UserProxyConfig(Tau2Options):
             return f"file:{self.criteria_file.stem}"
         if self.criteria_template:
             return TEMPLATE_SET
-        raise InputError("no criteria to grade against",
-                         "pass --criteria-set NAME (written by `uxlocal ufs criteria`) or --criteria-file F.jsonl")
+        raise InputError(
+            "no criteria to grade against",
+            "pass --criteria-set NAME (written by `uxlocal ufs criteria`) or --criteria-file F.jsonl",
+        )
 
     def user_sampling(self, proxy: Proxy) -> Sampling:
         """Return one proxy's user-seat decoding settings."""
@@ -313,8 +315,11 @@ def _check_criteria(set_name: str, blueprints: dict[tuple[str, str], Blueprint],
         shown = ", ".join(f"{d}/{t}" for d, t in missing[:5]) + (" ..." if len(missing) > 5 else "")
         domains = ",".join(dict.fromkeys(d for d, _ in missing))
         data = f" --tau2-data {config.tau2_data}" if config.tau2_data else ""
-        raise InputError(f"criteria set {set_name!r} has no criteria for {len(missing)} selected task(s): {shown}", f"run `uxlocal ufs criteria --domain {domains}{data} --model writer=... "
-            f"--model verifier=... --set {set_name} --db ...` first, or pass --criteria-file F.jsonl")
+        raise InputError(
+            f"criteria set {set_name!r} has no criteria for {len(missing)} selected task(s): {shown}",
+            f"run `uxlocal ufs criteria --domain {domains}{data} --model writer=... "
+            f"--model verifier=... --set {set_name} --db ...` first, or pass --criteria-file F.jsonl",
+        )
     stale = [key for key, bp in blueprints.items() if bp.sha256() != stored[key].blueprint_sha256]
     if stale:
         shown = ", ".join(f"{d}/{t}" for d, t in stale[:5])

@@ -505,7 +505,9 @@ def _parse_line(source: Path, number: int, line: str) -> FileCriterion:
     try:
         raw = json.loads(line)
     except json.JSONDecodeError as err:
-        raise InputError(f"not valid JSON: {err.msg} (column {err.colno})", path=source, line=number) from None
+        raise InputError(
+            f"not valid JSON: {err.msg} (column {err.colno})", path=source, line=number
+        ) from None
     if not isinstance(raw, dict):
         raise InputError(f"expected a JSON object, got {type(raw).__name__}", path=source, line=number)
     try:

@@ -40,7 +40,10 @@ _PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
 
 def group_entry_points(group: str) -> list[EntryPoint]:
-    """Return every entry point of ``group``, sorted by name; a checkout's own fill in what the metadata lacks."""
+    """Return every entry point of ``group``, sorted by name.
+
+    A checkout's own entry points fill in what the installed metadata lacks.
+    """
     found = {ep.name: ep for ep in entry_points(group=group)}
     for ep in checkout_entry_points(group=group):
         found.setdefault(ep.name, ep)
@@ -67,7 +70,10 @@ def checkout_entry_points(pyproject: Path = _PYPROJECT, *, group: str = GROUP) -
 
 
 def load_named(group: str, name: str) -> object | None:
-    """Return the object entry point ``name`` of ``group`` names (imported now), or None when none is declared."""
+    """Return the object entry point ``name`` of ``group`` names (imported now).
+
+    None when no such entry point is declared.
+    """
     for ep in group_entry_points(group):
         if ep.name == name:
             return ep.load()
@@ -75,9 +81,10 @@ def load_named(group: str, name: str) -> object | None:
 
 
 def suite_package(ep: EntryPoint) -> tuple[str, Path] | None:
-    """(name, folder) of the package holding the entry point's module; None for a top-level
-    module or one that is absent. ``find_spec`` imports the parent packages (their ``__init__``),
-    not the suite module.
+    """Return (name, folder) of the package holding the entry point's module.
+
+    None for a top-level module or one that is absent. ``find_spec`` imports the parent packages
+    (their ``__init__``), not the suite module.
     """
     try:
         spec = importlib.util.find_spec(ep.module)

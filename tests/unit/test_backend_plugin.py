@@ -18,7 +18,7 @@ CONVERSATIONS = Path(__file__).resolve().parents[2] / "uxlocal" / "data" / "judg
 
 
 def _install_by_hand(source: Path, target: Path) -> None:
-    """The layout pip writes (package + dist-info with entry_points.txt), where pip cannot build offline."""
+    """Write the layout pip would (package + dist-info with entry_points.txt): pip cannot build offline."""
     import tomllib
 
     project = tomllib.loads((source / "pyproject.toml").read_text(encoding="utf-8"))["project"]

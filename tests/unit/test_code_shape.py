@@ -65,7 +65,7 @@ def _suite_of(module: str) -> str | None:
 
 
 def _from_module(node: ast.ImportFrom, package: str) -> str:
-    """The absolute module a ``from ... import`` names (relative imports resolved against ``package``)."""
+    """Return the absolute module a ``from ... import`` names (relative ones resolved against ``package``)."""
     base = node.module or ""
     if node.level:
         anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
@@ -119,12 +119,15 @@ def _module_name(path: Path) -> str:
 
 
 def _runtime_imports(source: str, module: str, known: set[str], *, is_package: bool = False) -> set[str]:
-    """Modules of ``known`` that ``module`` imports when it runs: lazy imports count, ``TYPE_CHECKING`` ones
-    do not, and ``from pkg import submodule`` is an arrow to the submodule, not to ``pkg/__init__``.
+    """Return the modules of ``known`` that ``module`` imports when it runs.
+
+    Lazy imports count, ``TYPE_CHECKING`` ones do not, and ``from pkg import submodule`` is an arrow to the
+    submodule, not to ``pkg/__init__``.
     """
     tree = ast.parse(source)
     package = module if is_package else module.rsplit(".", 1)[0]
-    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+    typing_only = {id(n) for node in ast.walk(tree)
+                   if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
                    for stmt in node.body for n in ast.walk(stmt)}
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -287,7 +290,8 @@ def test_http_transport_leaves_label_walks_to_labelprobs() -> None:
 def _edits_sys_path(tree: ast.AST) -> list[int]:
     found = []
     for node in ast.walk(tree):
-        target = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else None
+        target = (node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  else None)
         if target is not None and ast.unparse(target) == "sys.path":
             found.append(node.lineno)
     return found
@@ -323,7 +327,7 @@ def test_every_benchmark_is_a_module_with_add_cli_args_and_main() -> None:
 
 
 def _modules_under(folder: str) -> list[tuple[str, set[str]]]:
-    """(module, modules it imports) for every file under ``uxlocal/<folder>`` (or the one module)."""
+    """Return (module, modules it imports) for every file under ``uxlocal/<folder>`` (or the one module)."""
     root = PACKAGE / folder
     paths = sorted(root.rglob("*.py")) if root.is_dir() else [root.with_suffix(".py")]
     found = []

@@ -1,5 +1,7 @@
-"""The engine contract (issue 45): abilities are declarations the scheduler reads, backends and
-tau2 domains load through entry points, and tool calls and log-probabilities survive the cache.
+"""The engine contract (issue 45).
+
+Abilities are declarations the scheduler reads, backends and tau2 domains load through entry points,
+and tool calls and log-probabilities survive the cache.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ def test_engine_without_tool_calls_stops_the_run_naming_the_model_and_the_abilit
 
 def test_more_log_probabilities_than_the_engine_returns_are_refused() -> None:
     request = GenRequest("judge", ({"role": "user", "content": "hi"},), Sampling(logprobs=21))
-    with pytest.raises(UxlocalError, match=r"lacks 21 top log-probabilities a token \(this engine returns at most 20\)"):
+    with pytest.raises(UxlocalError,
+                       match=r"lacks 21 top log-probabilities a token \(this engine returns at most 20\)"):
         Scheduler(ModelPool.from_engines({"judge": FakeEngine(["x"])})).run(_asks(request, []))
 
 
@@ -66,7 +69,8 @@ def test_engine_defaults_declare_what_a_silent_engine_can_do() -> None:
             return []
 
     engine = Minimal()
-    assert (engine.rolling, engine.tool_calls, engine.max_top_logprobs, engine.label_probs) == (False, False, 0, True)
+    assert (engine.rolling, engine.tool_calls, engine.max_top_logprobs, engine.label_probs) == (
+        False, False, 0, True)
     assert engine.unable(GenRequest("judge", ())) is None
     engine.close()  # optional: the default frees nothing
 
@@ -78,7 +82,8 @@ def test_builtin_backends_load_from_their_entry_points_without_heavy_imports(nam
 
 
 def test_an_unknown_backend_is_an_input_error_listing_the_known_ones() -> None:
-    with pytest.raises(InputError, match=r"backend 'nope' for role judge is unknown.*known: fake, hf, openai-http, vllm"):
+    with pytest.raises(InputError,
+                       match=r"backend 'nope' for role judge is unknown.*known: fake, hf, openai-http, vllm"):
         find_backend("nope", "judge")
 
 
@@ -86,7 +91,8 @@ def test_tau2_domains_load_from_their_entry_points() -> None:
     from uxlocal.tau2.registry import domain_spec
 
     assert domain_spec("homenet").name == "homenet"
-    with pytest.raises(KeyError, match="implemented: airline, banking_knowledge, homenet, mock, retail, telecom"):
+    with pytest.raises(KeyError,
+                       match="implemented: airline, banking_knowledge, homenet, mock, retail, telecom"):
         domain_spec("nowhere")
 
 
@@ -101,8 +107,8 @@ def test_tool_calls_and_top_logprobs_come_back_from_the_store_as_they_were_gener
         _asks(request, fresh))
     replayed: list[GenResult] = []
     silent = FakeEngine([])  # raises if asked: the answer must come from the store
-    stats = Scheduler(ModelPool.from_engines({"candidate": silent}), run_id="again", writer=StoreWriter(con)).run(
-        _asks(request, replayed))
+    stats = Scheduler(ModelPool.from_engines({"candidate": silent}), run_id="again",
+                      writer=StoreWriter(con)).run(_asks(request, replayed))
     assert stats.cache_hits == 1 and silent.calls == 0
     assert replayed[0].tool_calls == fresh[0].tool_calls == [CALL]
     assert replayed[0].top_logprobs == fresh[0].top_logprobs == top

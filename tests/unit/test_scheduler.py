@@ -253,7 +253,8 @@ class _SilentEngine(FakeEngine):
         return super().generate(batch)
 
 
-def test_scheduler_stores_results_of_an_engine_that_never_streams_once_when_the_call_returns(tmp_path: Any) -> None:
+def test_scheduler_stores_results_of_an_engine_that_never_streams_once_when_the_call_returns(
+        tmp_path: Any) -> None:
     con = connect(tmp_path / "s.duckdb")
     seen: dict[str, list[str]] = {}
     Scheduler(ModelPool.from_engines({"candidate": _SilentEngine(echo)}), writer=StoreWriter(con),
@@ -280,7 +281,7 @@ class _RollingEngine(_WindowRecorder):
 
 
 def test_rolling_engine_gets_the_whole_tick_in_one_call_with_max_batch_as_window() -> None:
-    """An engine declaring ``rolling`` gets one call per tick; a plain one gets max_batch chunks, no window."""
+    """An engine declaring ``rolling`` gets one call a tick; a plain one gets max_batch chunks, no window."""
     rolling, chunked = _RollingEngine(echo), _WindowRecorder(echo)
     for engine in (rolling, chunked):
         seen: dict[str, list[str]] = {}

@@ -169,7 +169,7 @@ class Renderer(ABC):
 
     def render_key(self, messages: Sequence[Message],
                    tools: Sequence[ToolSchema] | None = None) -> tuple[str, list[int]]:
-        """Return what the scheduler keys and sends: the prompt text and, unless ``ids_in_engine``, its ids."""
+        """Return what the scheduler keys and sends: prompt text and, unless ``ids_in_engine``, its ids."""
         return self.render(messages, tools)
 
     def token_ids(self, chats: Sequence[Sequence[Message]]) -> list[list[int]]:
@@ -194,7 +194,10 @@ class ResultSink(Protocol):
         ...
 
     def busy(self) -> None:
-        """The engine is still working; called at least about once a second while nothing finishes."""
+        """Signal that the engine is still working.
+
+        Called at least about once a second while nothing finishes.
+        """
         ...
 
 

@@ -22,15 +22,18 @@ class ScriptExhausted(UxlocalError):
 
 
 class FakeEngine(Engine):
-    """A scripted engine. A script item is text or ``{text, finish_reason, label_probs, tool_calls,
-    top_logprobs}`` (``tool_calls`` in ``GenResult``'s shape; ``top_logprobs`` as lists of pairs).
+    """A scripted engine.
+
+    A script item is text or ``{text, finish_reason, label_probs, tool_calls, top_logprobs}``
+    (``tool_calls`` in ``GenResult``'s shape; ``top_logprobs`` as lists of pairs).
     """
 
     max_model_len = 100_000
     max_top_logprobs = 20
     tool_calls = True
 
-    def __init__(self, script: Script | None = None, *, identity: str = "fake-engine", record: bool = True) -> None:
+    def __init__(self, script: Script | None = None, *, identity: str = "fake-engine",
+                 record: bool = True) -> None:
         self.identity = identity
         self.record = record
         """Keep every batch (tests read ``requests``); off for long benchmarks, so memory stays flat."""
@@ -86,7 +89,8 @@ class FakeEngine(Engine):
                          completion_tokens=max(1, len(text.split())), latency_ms=1.0,
                          valid=parsed.valid, parsed=parsed.value, error=parsed.error, label_probs=probs,
                          tool_calls=spec.get("tool_calls"),
-                         top_logprobs=None if top is None else [[(str(t), float(lp)) for t, lp in pos] for pos in top])
+                         top_logprobs=None if top is None
+                         else [[(str(t), float(lp)) for t, lp in pos] for pos in top])
 
     def close(self) -> None:
         """Nothing to free."""

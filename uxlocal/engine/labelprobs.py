@@ -51,7 +51,7 @@ class LabelWalk:
 
 
 def start_walk(labels: tuple[str, ...]) -> tuple[LabelWalk, TrieNode]:
-    """A walk and its root node (empty prefix, all mass, every label)."""
+    """Return a new walk and its root node (empty prefix, all mass, every label)."""
     return LabelWalk(labels=labels), TrieNode((), b"", 1.0, labels)
 
 
@@ -109,8 +109,8 @@ Dist = dict[int, float]
 Position = TypeVar("Position")
 
 
-def expand_on_path(walk: LabelWalk, path: Sequence[int], positions: Sequence[Position], token_bytes: list[bytes],
-                   eos_ids: set[int], *, masked: bool = True,
+def expand_on_path(walk: LabelWalk, path: Sequence[int], positions: Sequence[Position],
+                   token_bytes: list[bytes], eos_ids: set[int], *, masked: bool = True,
                    as_dist: Callable[[Position], Dist] = dict) -> list[TrieNode]:
     """Expand every pending node that lies on the generated ``path``; return the nodes off it.
 
@@ -204,7 +204,7 @@ class TokenTable:
         return cls(None, set())
 
     def id_of(self, entry: dict[str, Any]) -> int | None:
-        """The id the walk uses for one returned token (None: unusable)."""
+        """Return the id the walk uses for one returned token (None: unusable)."""
         token = str(entry.get("token", ""))
         if self.exact:
             match = TOKEN_ID.match(token)
@@ -234,15 +234,16 @@ class TokenTable:
 
 
 def content_of_completion(logprobs: dict[str, Any]) -> list[dict[str, Any]]:
-    """A ``/completions`` choice's ``logprobs`` (``tokens``, ``token_logprobs``, ``top_logprobs``
-    as ``{token: logprob}``) in the chat shape ``walk_alternatives`` reads.
+    """Return a ``/completions`` choice's ``logprobs`` in the chat shape ``walk_alternatives`` reads.
+
+    The input holds ``tokens``, ``token_logprobs`` and ``top_logprobs`` (as ``{token: logprob}``).
     """
     tokens = logprobs.get("tokens") or []
     chosen = logprobs.get("token_logprobs") or [None] * len(tokens)
     tops = logprobs.get("top_logprobs") or [None] * len(tokens)
     return [{"token": token, "logprob": logprob,
              "top_logprobs": [{"token": t, "logprob": lp} for t, lp in (top or {}).items()]}
-            for token, logprob, top in zip(tokens, chosen, tops)]
+            for token, logprob, top in zip(tokens, chosen, tops, strict=True)]
 
 
 def dist_of_token_ids(top_logprobs: dict[str, float | None]) -> Dist:

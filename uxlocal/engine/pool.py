@@ -103,18 +103,19 @@ class ModelPool:
                                       identity=engine.identity)
                 chosen = renderer or PlainRenderer()
                 pool.slots[engine.identity] = ModelSlot(model, lambda m, r=chosen: r,
-                                                        lambda *a, e=engine: e, engine_=engine, renderer_=chosen)
+                                                        lambda *a, e=engine: e,
+                                                        engine_=engine, renderer_=chosen)
             pool.roles[role] = engine.identity
         return pool
 
     def slot(self, role: str) -> ModelSlot:
-        """The slot serving ``role``; a clear error for a role the run did not bind."""
+        """Return the slot serving ``role``; raise a clear error for a role the run did not bind."""
         if role not in self.roles:
             raise InputError(f"no model bound to role {role!r}", f"pass --model {role}=PRESET_OR_PATH")
         return self.slots[self.roles[role]]
 
     def model(self, role: str) -> ResolvedModel:
-        """The model bound to ``role``."""
+        """Return the model bound to ``role``."""
         return self.slot(role).model
 
     def engine_calls(self) -> int:

@@ -99,7 +99,8 @@ class TemplateRenderer(Renderer):
         self.tokenizer = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
         config = json.loads((self.folder / "tokenizer_config.json").read_text(encoding="utf-8")) \
             if (self.folder / "tokenizer_config.json").is_file() else {}
-        self.special = {k: _token_text(config.get(k)) for k in ("bos_token", "eos_token", "pad_token", "unk_token")}
+        self.special = {k: _token_text(config.get(k))
+                        for k in ("bos_token", "eos_token", "pad_token", "unk_token")}
         source = _chat_template_source(self.folder, config)
         self.identity = hashlib.sha256(source.encode()).hexdigest()
         self.template = _jinja_env().from_string(source)
@@ -125,10 +126,11 @@ class TemplateRenderer(Renderer):
                                         **extra))
 
     def render_many(self, chats: list[list[dict[str, str]]]) -> list[tuple[str, list[int]]]:
-        """``render`` of each chat, tokenized in one batch call: the same ids, but the Rust tokenizer
-        runs without holding the GIL, so Python threads keep working meanwhile. ``encode_batch_fast``
-        (recent tokenizers; else ``encode_batch``) skips character offsets: ~30 % less CPU on judge
-        prompts.
+        """Return ``render`` of each chat, tokenized in one batch call.
+
+        The ids are the same, but the Rust tokenizer runs without holding the GIL, so Python threads
+        keep working meanwhile. ``encode_batch_fast`` (recent tokenizers; else ``encode_batch``) skips
+        character offsets: ~30 % less CPU on judge prompts.
         """
         prompts = [self.template_text(chat) for chat in chats]
         batch = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
@@ -157,7 +159,10 @@ class TemplateRenderer(Renderer):
 
 @functools.lru_cache(maxsize=1)
 def _unicode_to_byte() -> dict[str, int]:
-    """The inverse of byte-level BPE's byte -> printable character table (GPT-2's ``bytes_to_unicode``)."""
+    """Return the inverse of byte-level BPE's byte -> printable character table.
+
+    The table is GPT-2's ``bytes_to_unicode``.
+    """
     printable = [*range(ord("!"), ord("~") + 1), *range(ord("\u00a1"), ord("\u00ac") + 1),
                  *range(ord("\u00ae"), ord("\u00ff") + 1)]
     table, extra = {}, 0
@@ -232,7 +237,8 @@ def _jinja_env() -> Any:
 
         return dt.datetime.now(dt.timezone.utc).strftime(fmt)
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=["jinja2.ext.loopcontrols"])
     env.filters["tojson"] = lambda x, indent=None, ensure_ascii=False: json.dumps(x, indent=indent,
                                                                                    ensure_ascii=ensure_ascii)
     env.globals["raise_exception"] = raise_exception
@@ -241,7 +247,7 @@ def _jinja_env() -> Any:
 
 
 def make_renderer(folder: str | Path) -> Any:
-    """The fast template renderer when the folder has ``tokenizer.json``, else transformers'."""
+    """Return the fast template renderer when the folder has ``tokenizer.json``, else transformers'."""
     if (Path(folder) / "tokenizer.json").is_file():
         try:
             return TemplateRenderer(folder)

@@ -1,5 +1,7 @@
-"""The scheduler, in three rooms: the driver advances episodes, the batcher calls engines, and the
-store's generation cache answers and commits.
+"""The scheduler, in three rooms.
+
+The driver advances episodes, the batcher calls engines, and the store's generation cache answers
+and commits.
 
 ```
 rollout/

@@ -46,11 +46,14 @@ def decode_generation(values: dict[str, Any]) -> GenResult:
     """Return a stored generation row (``GenerationCache.lookup``) as the result it was."""
     top = values.get("top_logprobs")
     return GenResult(values["text"] or "", values["finish_reason"] or "stop",
-                     prompt_tokens=values["prompt_tokens"] or 0, completion_tokens=values["completion_tokens"] or 0,
-                     latency_ms=values["latency_ms"] or 0.0, valid=bool(values["valid"]), parsed=values["parsed"],
-                     error=values["error"], label_probs=values["label_probs"], request_hash=values["request_hash"],
-                     model_identity=values["model_identity"], tool_calls=values.get("tool_calls"),
-                     top_logprobs=None if top is None else [[(str(t), float(lp)) for t, lp in pos] for pos in top])
+                     prompt_tokens=values["prompt_tokens"] or 0,
+                     completion_tokens=values["completion_tokens"] or 0,
+                     latency_ms=values["latency_ms"] or 0.0, valid=bool(values["valid"]),
+                     parsed=values["parsed"], error=values["error"], label_probs=values["label_probs"],
+                     request_hash=values["request_hash"], model_identity=values["model_identity"],
+                     tool_calls=values.get("tool_calls"),
+                     top_logprobs=None if top is None
+                     else [[(str(t), float(lp)) for t, lp in pos] for pos in top])
 
 
 def generation_row(model_identity: str, prepared: PreparedRequest, result: GenResult) -> dict[str, Any]:
@@ -118,7 +121,10 @@ class Batcher:
 
     @staticmethod
     def check_abilities(slot: ModelSlot, batch: list[PreparedRequest]) -> None:
-        """Stop the run when the engine lacks an ability a request needs (every such request would fail alike)."""
+        """Stop the run when the engine lacks an ability a request needs.
+
+        Every such request would fail alike.
+        """
         for prepared in batch:
             reason = slot.engine.unable(prepared.request)
             if reason is not None:

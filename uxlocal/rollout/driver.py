@@ -143,16 +143,18 @@ class Scheduler:
             print(f"episode {episode.spec.episode_id} failed:\n{text}", file=sys.stderr)
         self.stats.failures.append(f"{episode.spec.episode_id}: {type(exc).__name__}: {exc}")
         episode.ctx.rows.clear()  # partial rows of a failed episode are not results
-        self.cache.add("episodes", self._episode_row(episode, "failed", "error", None, {"error": text[-4000:]}, 0))
+        row = self._episode_row(episode, "failed", "error", None, {"error": text[-4000:]}, 0)
+        self.cache.add("episodes", row)
         self.stats.episodes_failed += 1
         live.pop(episode.ctx.episode_id, None)
 
     def _episode_row(self, episode: _Live, status: str, termination: str | None, reward: float | None,
                      info: Any, n_turns: int) -> dict[str, Any]:
         spec = episode.spec
-        return {"run_id": self.run_id, "episode_id": spec.episode_id, "item_id": spec.item_id, "task": spec.task,
-                "trial": spec.trial, "status": status, "termination": termination, "reward": reward,
-                "info": info, "n_turns": n_turns, "started_at": episode.ctx.started_at, "ended_at": utcnow()}
+        return {"run_id": self.run_id, "episode_id": spec.episode_id, "item_id": spec.item_id,
+                "task": spec.task, "trial": spec.trial, "status": status, "termination": termination,
+                "reward": reward, "info": info, "n_turns": n_turns, "started_at": episode.ctx.started_at,
+                "ended_at": utcnow()}
 
     # ---- one tick -------------------------------------------------------------------------
     def _tick(self, live: dict[str, _Live]) -> None:

@@ -14,16 +14,17 @@ from uxlocal.engine.pool import ModelPool
 
 
 def episode_seed(run_seed: int, episode_id: str, seq: int) -> int:
-    """Return the seed of an episode's ``seq``-th sampled request: a function of the run's seed and its place only.
+    """Return the seed of an episode's ``seq``-th sampled request.
 
-    So a rerun, a resume or another batch order samples the same; a request that names its own
-    seed keeps it.
+    It is a function of the run's seed and the request's place only, so a rerun, a resume or another
+    batch order samples the same; a request that names its own seed keeps it.
     """
     digest = hashlib.sha256(f"{run_seed}:{episode_id}:{seq}".encode()).hexdigest()
     return int(digest[:8], 16)
 
 
-def prepare(pool: ModelPool, request: GenRequest, *, run_seed: int, episode_id: str, seq: int) -> PreparedRequest:
+def prepare(pool: ModelPool, request: GenRequest, *, run_seed: int, episode_id: str,
+            seq: int) -> PreparedRequest:
     """Render ``request`` for the model bound to its role and compute its cache key.
 
     A renderer that leaves token ids to its engine (``Renderer.ids_in_engine``) gives the key text

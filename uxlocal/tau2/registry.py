@@ -2,8 +2,9 @@
 
 Domains are plugins: the ``uxlocal.tau2_domains`` entry point group names each domain's
 ``DomainSpec`` (uxlocal declares its built-ins there, as a third-party package would in its own
-``pyproject.toml``), imported only on first lookup; ``register_domain`` adds one at run time. ``load_domain`` validates the DB files
-once per process and caches the result, so creating an environment per episode costs microseconds.
+``pyproject.toml``), imported only on first lookup; ``register_domain`` adds one at run time.
+``load_domain`` validates the DB files once per process and caches the result, so creating an
+environment per episode costs microseconds.
 
 A domain's DB is anything that satisfies ``DomainDB`` (hash, dump, patch) and whose type satisfies
 ``DomainDBType`` (``load(path)`` gives a snapshot, ``Type(snapshot)`` an episode's view): the typed

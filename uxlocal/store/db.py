@@ -37,7 +37,8 @@ def migration_files(folder: Path | None = None) -> list[Path]:
     return files
 
 
-def migrate(con: duckdb.DuckDBPyConnection, *, upto: int | None = None, folder: Path | None = None) -> list[str]:
+def migrate(con: duckdb.DuckDBPyConnection, *, upto: int | None = None,
+            folder: Path | None = None) -> list[str]:
     """Apply pending migrations (each in its own transaction); return the names applied.
 
     The core ones first (``upto`` stops them at a number: tests freeze older stores), then, when
@@ -83,7 +84,8 @@ def load_views(con: duckdb.DuckDBPyConnection, *, temporary: bool = False,
     for file in view_files() if files is None else files:
         sql = file.read_text(encoding="utf-8")
         if temporary:
-            sql = re.sub(r"CREATE\s+OR\s+REPLACE\s+(VIEW|MACRO)", r"CREATE OR REPLACE TEMP \1", sql, flags=re.I)
+            sql = re.sub(r"CREATE\s+OR\s+REPLACE\s+(VIEW|MACRO)", r"CREATE OR REPLACE TEMP \1", sql,
+                         flags=re.I)
         try:
             con.execute(sql)
         except duckdb.Error as exc:
@@ -119,7 +121,8 @@ def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
     return [r[0] for r in rows]
 
 
-def query(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
+def query(con: duckdb.DuckDBPyConnection, sql: str,
+          params: list[Any] | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Run a query; return column names and rows."""
     cur = con.execute(sql, params or [])
     cols = [d[0] for d in cur.description] if cur.description else []

@@ -71,7 +71,10 @@ class GenerationCache(Generic[T]):
         return found
 
     def keep(self, request_hash: str, result: T, row: Callable[[], dict[str, Any]]) -> bool:
-        """Keep a fresh result and hand its generation row (made now) to the writer; False when kept before."""
+        """Keep a fresh result and hand its generation row (made now) to the writer.
+
+        Return False when the result was kept before.
+        """
         if request_hash in self._saved:
             return False
         self._saved.add(request_hash)

@@ -32,7 +32,10 @@ STORE_PREFIXES_SQL = (
 
 
 def prefix(request_hash: str | None) -> int | None:
-    """The hash's first 16 hex digits as an integer, None when they are not lowercase hex (or no hash)."""
+    """Return the hash's first 16 hex digits as an integer.
+
+    None when they are not lowercase hex (or there is no hash).
+    """
     if not isinstance(request_hash, str):
         return None
     head = request_hash[:PREFIX_DIGITS]
@@ -48,7 +51,7 @@ class KnownHashes:
 
     @classmethod
     def of_store(cls, con: Any) -> "KnownHashes":
-        """The prefixes of every generation in the store behind ``con`` (read in Arrow batches)."""
+        """Return the filter of every generation in the store behind ``con`` (read in Arrow batches)."""
         reader = con.sql(STORE_PREFIXES_SQL).to_arrow_reader(1_000_000)
         parts = [batch.column(0).to_numpy(zero_copy_only=False) for batch in reader if batch.num_rows]
         return cls(np.concatenate(parts) if parts else None)
@@ -57,7 +60,7 @@ class KnownHashes:
         return len(self._sorted) + len(self._recent)
 
     def may_contain(self, request_hash: str) -> bool:
-        """False only when no stored (or added) hash shares this one's prefix."""
+        """Return False only when no stored (or added) hash shares this one's prefix."""
         key = prefix(request_hash)
         if key is None:
             return True
@@ -73,7 +76,8 @@ class KnownHashes:
             if key is not None:
                 self._recent.add(key)
         if len(self._recent) >= MERGE_EVERY:
-            merged = np.concatenate([self._sorted, np.fromiter(self._recent, dtype=np.uint64, count=len(self._recent))])
+            recent = np.fromiter(self._recent, dtype=np.uint64, count=len(self._recent))
+            merged = np.concatenate([self._sorted, recent])
             merged.sort()
             self._sorted = merged
             self._recent = set()

@@ -79,7 +79,10 @@ queries need more than 80 MB even on a small store (their unions of grouped view
 
 
 def default_memory_mb(threads: int) -> int:
-    """The cap (MB) for ``threads`` DuckDB threads when nothing else is asked (``MEMORY_PER_THREAD_MB``)."""
+    """Return the cap (MB) for ``threads`` DuckDB threads when nothing else is asked.
+
+    Each thread adds ``MEMORY_PER_THREAD_MB`` to ``MEMORY_BASE_MB``.
+    """
     return MEMORY_BASE_MB + MEMORY_PER_THREAD_MB * threads
 
 
@@ -135,8 +138,10 @@ each of a dozen of them, its memory spiking ~100 MB meanwhile, and its store cam
 
 
 def resource_config(path: str | Path | None = None) -> dict[str, str | int]:
-    """DuckDB's memory cap and thread count from the environment, else from the store's size
-    (see the module docstring and ``STORE_SHARE``)."""
+    """Return DuckDB's memory cap and thread count from the environment, else from the store's size.
+
+    See the module docstring and ``STORE_SHARE``.
+    """
     asked_threads = settings.current().duckdb_threads
     if asked_threads and (not asked_threads.isdigit() or int(asked_threads) < 1):
         raise InputError(f"{THREADS_ENV}={asked_threads!r} is not a positive whole number")
@@ -149,8 +154,10 @@ def resource_config(path: str | Path | None = None) -> dict[str, str | int]:
 
 
 def open_duckdb(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open a DuckDB database with ``OFFLINE_CONFIG`` and ``resource_config``; every connection
-    uxlocal makes comes from here."""
+    """Open a DuckDB database with ``OFFLINE_CONFIG`` and ``resource_config``.
+
+    Every connection uxlocal makes comes from here.
+    """
     config = {**resource_config(path), "checkpoint_threshold": AUTO_CHECKPOINT_WAL,
               **OFFLINE_CONFIG}  # the lock last: OFFLINE_CONFIG ends with it
     try:

@@ -84,7 +84,8 @@ def _insert_items(con: Any, run: NewRun) -> None:
     writer = StoreWriter(con)
     rows = iter(run.items)
     while batch := list(itertools.islice(rows, INSERT_BATCH)):
-        _in_transaction(con, lambda: writer.insert_rows("items", [{"run_id": run.run_id, **r} for r in batch]))
+        _in_transaction(con, lambda: writer.insert_rows("items",
+                                                        [{"run_id": run.run_id, **r} for r in batch]))
     _in_transaction(con, lambda: _finish_items(con, writer, run))
 
 
@@ -100,7 +101,8 @@ def _in_transaction(con: Any, work: Callable[[], None]) -> None:
 
 def finished_episodes(con: Any, run_id: str) -> set[str]:
     """Ids of the run's episodes that reached ``done`` (skipped on resume)."""
-    rows = con.execute("SELECT episode_id FROM episodes WHERE run_id = ? AND status = 'done'", [run_id]).fetchall()
+    rows = con.execute("SELECT episode_id FROM episodes WHERE run_id = ? AND status = 'done'",
+                       [run_id]).fetchall()
     return {row[0] for row in rows}
 
 
@@ -131,23 +133,25 @@ def _reopen(con: Any, run_id: str) -> None:
     con.execute("UPDATE runs SET status = 'running' WHERE run_id = ?", [run_id])
     finished = "SELECT episode_id FROM episodes WHERE run_id = ? AND status = 'done'"
     for table in EPISODE_TABLES:
-        con.execute(f"DELETE FROM {table} WHERE run_id = ? AND episode_id NOT IN ({finished})", [run_id, run_id])
+        con.execute(f"DELETE FROM {table} WHERE run_id = ? AND episode_id NOT IN ({finished})",
+                    [run_id, run_id])
     con.execute("DELETE FROM episodes WHERE run_id = ? AND status <> 'done'", [run_id])
 
 
 def _insert_run(con: Any, run: NewRun, *, redo: bool) -> None:
-    """The runs row (status ``starting``) and its models; ``redo`` first drops a killed start's rows."""
+    """Insert the run's row (status ``starting``) and models; ``redo`` first drops a killed start's rows."""
     if redo:
         _forget(con, run.run_id)
-    con.execute("INSERT INTO runs (run_id, suite, config, config_sha256, versions, git_commit, status, started_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    con.execute("INSERT INTO runs (run_id, suite, config, config_sha256, versions, git_commit, status, "
+                "started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [run.run_id, run.suite, json.dumps(run.config, sort_keys=True), run.config_sha256,
                  json.dumps(run.versions), run.git_commit, STARTING, run.started_at])
     for role, model in run.models.items():
         con.execute("INSERT OR IGNORE INTO models VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [model.identity, model.name, model.path, model.backend, model.dtype, model.max_model_len,
                      model.price_input_per_mtok, model.price_output_per_mtok])
-        con.execute("INSERT INTO run_models VALUES (?, ?, ?, ?)", [run.run_id, role, model.identity, model.name])
+        con.execute("INSERT INTO run_models VALUES (?, ?, ?, ?)",
+                    [run.run_id, role, model.identity, model.name])
 
 
 def _forget(con: Any, run_id: str) -> None:
@@ -157,7 +161,7 @@ def _forget(con: Any, run_id: str) -> None:
 
 
 def _finish_items(con: Any, writer: StoreWriter, run: NewRun) -> None:
-    """The quarantine rows (known once every item is read), then the run counts as started."""
+    """Insert the quarantine rows (known once every item is read), then mark the run as started."""
     rows = iter(run.quarantine)
     while batch := list(itertools.islice(rows, INSERT_BATCH)):
         writer.insert_rows("quarantine", [{"run_id": run.run_id, **r} for r in batch])

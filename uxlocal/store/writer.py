@@ -37,7 +37,7 @@ def _encode(column: str, value: Any) -> Any:
 
 
 def _encode_row(row: dict[str, Any], json_cols: list[str]) -> dict[str, Any]:
-    """A copy of ``row`` with its JSON columns serialised (the row itself is left alone)."""
+    """Return a copy of ``row`` with its JSON columns serialised (the row itself is left alone)."""
     if not any(row.get(c) is not None for c in json_cols):
         return row
     return {**row, **{c: _encode(c, row[c]) for c in json_cols if row.get(c) is not None}}
@@ -62,7 +62,7 @@ def _arrow_type(pa: Any, duck_type: str) -> Any:
 
 
 def _first_per_hash(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The first row of each request hash, in order."""
+    """Return the first row of each request hash, in order."""
     seen: set[Any] = set()
     first = []
     for row in rows:
@@ -79,9 +79,11 @@ eight checkpoints of ~1.2 s, against a dozen of 2-5 s at DuckDB's 16 MB log thre
 
 
 def _release_arrow_pool() -> None:
-    """Hand the pages of committed Arrow batches back to the system (~0.2 ms): Arrow's allocator
-    kept them for reuse, so the process held its largest backlog of batches (one behind a long
-    DuckDB checkpoint) for the rest of the run, ~40 MB at a million verdicts."""
+    """Hand the pages of committed Arrow batches back to the system (~0.2 ms).
+
+    Arrow's allocator kept them for reuse, so the process held its largest backlog of batches (one
+    behind a long DuckDB checkpoint) for the rest of the run, ~40 MB at a million verdicts.
+    """
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()
@@ -117,12 +119,16 @@ class StoreWriter:
 
     @property
     def known(self) -> KnownHashes:
-        """The request hashes the store may hold: read from the store once (after the queued
-        commits), then kept up to date by every generation row this writer is given."""
+        """The request hashes the store may hold.
+
+        Read from the store once (after the queued commits), then kept up to date by every generation
+        row this writer is given.
+        """
         if self._known is None:
             self.sync()
             known = KnownHashes.of_store(self.con)
-            known.add(row.get("request_hash") for row in [*self._rows.get("generations", ()), *self._maybe_stored])
+            known.add(row.get("request_hash")
+                      for row in [*self._rows.get("generations", ()), *self._maybe_stored])
             self._known = known
         return self._known
 
@@ -160,14 +166,14 @@ class StoreWriter:
         self._statements.append((sql, params or []))
 
     def columns(self, table: str) -> list[str]:
-        """Cached column order of a table."""
+        """Return the column order of a table (cached)."""
         return [name for name, _ in self._schema(table)]
 
     def _schema(self, table: str) -> list[tuple[str, str]]:
         if table not in self._columns:
             rows = self.con.execute("SELECT column_name, data_type FROM information_schema.columns "
-                                    "WHERE table_name = ? AND table_schema = 'main' ORDER BY ordinal_position",
-                                    [table]).fetchall()
+                                    "WHERE table_name = ? AND table_schema = 'main' "
+                                    "ORDER BY ordinal_position", [table]).fetchall()
             self._columns[table] = rows  # type: ignore[assignment]
         return self._columns[table]  # type: ignore[return-value]
 
@@ -187,8 +193,10 @@ class StoreWriter:
         return pa.Table.from_pylist(rows, schema=arrow_schema)
 
     def insert_rows(self, table: str, rows: list[dict[str, Any]]) -> None:
-        """Insert rows now, inside whatever transaction the caller holds (no buffering); of
-        generations only the first row of each hash the table does not hold yet."""
+        """Insert rows now, inside whatever transaction the caller holds (no buffering).
+
+        Of generations, only the first row of each hash the table does not hold yet.
+        """
         if rows and table == "generations":
             rows = _first_per_hash(rows)
             self._insert_arrow(self.con, table, self._arrow(table, rows), new_hashes_only=True)
@@ -199,7 +207,8 @@ class StoreWriter:
         self.rows_written += len(rows)
 
     @staticmethod
-    def _insert_arrow(con: duckdb.DuckDBPyConnection, table: str, arrow: Any, *, new_hashes_only: bool = False) -> None:
+    def _insert_arrow(con: duckdb.DuckDBPyConnection, table: str, arrow: Any, *,
+                      new_hashes_only: bool = False) -> None:
         con.register("_uxlocal_buf", arrow)
         verb = "INSERT OR IGNORE" if table == "models" else "INSERT"
         unseen = (" b WHERE NOT EXISTS (SELECT 1 FROM generations g WHERE g.request_hash = b.request_hash)"
@@ -222,7 +231,8 @@ class StoreWriter:
             rows, self._rows = self._rows, defaultdict(list)
             self._buffered = 0
             statements, self._statements = self._statements, []
-            batch = [(table, self._arrow(table, part), len(part), False) for table, part in rows.items() if part]
+            batch = [(table, self._arrow(table, part), len(part), False)
+                     for table, part in rows.items() if part]
             del rows  # the row dicts go now: behind a long commit only their Arrow copy waits in the queue
             if self._maybe_stored:  # last: the check sees this flush's other generations
                 first = _first_per_hash(self._maybe_stored)
@@ -253,8 +263,10 @@ class StoreWriter:
             raise error
 
     def close(self) -> None:
-        """Commit what is buffered, checkpoint, stop the background thread and let go of what the writes
-        needed (the known hashes, 8 bytes a generation, are read again if the writer is used after this)."""
+        """Commit what is buffered, checkpoint, stop the worker thread and let go of what the writes needed.
+
+        The known hashes (8 bytes a generation) are read again if the writer is used after this.
+        """
         self.flush(wait=True)
         if self._worker is not None:
             self._queue.put(None)
@@ -291,7 +303,8 @@ class StoreWriter:
                 del job  # the committed batch goes now, not when the next one arrives
                 self._queue.task_done()
 
-    def _commit(self, batch: list[tuple[str, Any, int, bool]], statements: list[tuple[str, list[Any]]]) -> None:
+    def _commit(self, batch: list[tuple[str, Any, int, bool]],
+                statements: list[tuple[str, list[Any]]]) -> None:
         con = self._cursor
         con.execute("BEGIN")
         try:

@@ -21,7 +21,6 @@ job, collects the events and SIGKILLs the job when its ``kill_at`` says so.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import signal
@@ -66,28 +65,22 @@ class Tap:
 def watch(engine: Any) -> dict[str, int]:
     """Wrap ``engine.generate`` to report engine calls ("chunk") and results; returns live counters.
 
-    The wrapper takes ``window`` only when the engine does, so the scheduler calls it as it would
-    call the engine (one rolling call per tick for vLLM, ``max_batch`` chunks for the others).
+    The engine's declarations (``Engine.rolling``) are untouched, so the scheduler calls the wrapper
+    as it would call the engine (one rolling call per tick for vLLM, ``max_batch`` chunks for the others).
     """
     counts = {"calls": 0, "requests": 0}
     original = engine.generate
 
-    def run(batch: list[PreparedRequest], sink: ResultSink | None, **extra: Any) -> list[GenResult]:
+    def generate(batch: list[PreparedRequest], *, sink: ResultSink | None = None,
+                 window: int | None = None) -> list[GenResult]:
         say("call", n=counts["calls"] + 1, size=len(batch))
         counts["requests"] += len(batch)
-        out = original(batch, sink=Tap(sink, batch) if sink is not None else None, **extra)
+        out = original(batch, sink=Tap(sink, batch) if sink is not None else None, window=window)
         counts["calls"] += 1
         say("chunk", n=counts["calls"], size=len(batch))
         return list(out)
 
-    def generate(batch: list[PreparedRequest], *, sink: ResultSink | None = None) -> list[GenResult]:
-        return run(batch, sink)
-
-    def generate_rolling(batch: list[PreparedRequest], *, sink: ResultSink | None = None,
-                         window: int | None = None) -> list[GenResult]:
-        return run(batch, sink, window=window)
-
-    engine.generate = generate_rolling if "window" in inspect.signature(original).parameters else generate
+    engine.generate = generate
     return counts
 
 

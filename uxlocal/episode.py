@@ -4,7 +4,7 @@ An episode program is a generator: it ``yield``s a ``GenRequest`` (or a list of 
 together) and receives the ``GenResult`` (or list) back. It records turns, tool calls and
 verdicts on its ``EpisodeContext`` (a buffer; programs never touch the store) and may return an
 ``Outcome``. Suites and the tau2 runtime write programs against this module alone; the scheduler
-that runs them (``rollout.py``: batching, cache, store) is above them and none of their business.
+that runs them (``rollout/``: batching, cache, store) is above them and none of their business.
 """
 
 from __future__ import annotations

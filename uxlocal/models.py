@@ -27,17 +27,34 @@ import os
 import string
 import time
 import tomllib
-from pathlib import Path
 from collections.abc import Callable
-from typing import Literal
+from pathlib import Path
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from uxlocal import paths
 from uxlocal.errors import InputError, ModelNotReady, format_validation_error
 
-Backend = Literal["vllm", "hf", "fake", "openai-http"]
 BACKENDS: tuple[str, ...] = ("vllm", "hf", "fake", "openai-http")
+"""The built-in backends; plugins add theirs as ``uxlocal.backends`` entry points."""
+
+
+def known_backends() -> tuple[str, ...]:
+    """Return the built-in backends and every backend a plugin declares (by entry point name, nothing imported)."""
+    from uxlocal.plugins import BACKENDS_GROUP, group_entry_points
+
+    return BACKENDS + tuple(ep.name for ep in group_entry_points(BACKENDS_GROUP) if ep.name not in BACKENDS)
+
+
+def _known_backend(name: str) -> str:
+    if name not in BACKENDS and name not in known_backends():
+        raise ValueError(f"unknown backend {name!r} (known: {', '.join(known_backends())})")
+    return name
+
+
+Backend = Annotated[str, AfterValidator(_known_backend)]
+"""A backend name: a built-in or a plugin's entry point."""
 GGUF_PREFIX = "gguf-package:"
 _READY_MARKER = ".uxlocal-ready.json"
 
@@ -265,7 +282,7 @@ def folder_fingerprint(folder: Path) -> str:
 def split_backend(spec: str) -> tuple[str, str | None]:
     """``NAME@hf`` -> (``NAME``, ``hf``); a trailing ``@x`` that is not a backend stays in the name."""
     head, sep, tail = spec.rpartition("@")
-    if sep and tail in BACKENDS:
+    if sep and (tail in BACKENDS or tail in known_backends()):
         return head, tail
     return spec, None
 

@@ -1,4 +1,14 @@
-"""Find suite plugins: the ``uxlocal.suites`` entry point group, the built-in suites included.
+"""Find plugins: suites, engine backends and tau2 domains, each an entry point group, built-ins included.
+
+The three extension points look alike: a package declares ``name = "module:attr"`` under
+``[project.entry-points."<group>"]`` in its ``pyproject.toml``, and uxlocal declares its own
+built-ins there the same way:
+
+- ``uxlocal.suites`` (``GROUP``): a ``Suite`` class (``uxlocal run NAME``);
+- ``uxlocal.backends`` (``BACKENDS_GROUP``): an ``engine.backends.Backend`` (``--model ROLE=SPEC@NAME``);
+- ``uxlocal.tau2_domains`` (``TAU2_DOMAINS_GROUP``): a ``tau2.registry.DomainSpec``.
+
+For suites:
 
 A suite package declares ``name = "module:SuiteClass"`` under
 ``[project.entry-points."uxlocal.suites"]`` in its ``pyproject.toml``; ``uxlocal`` declares its own
@@ -21,35 +31,53 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 
 GROUP = "uxlocal.suites"
+BACKENDS_GROUP = "uxlocal.backends"
+TAU2_DOMAINS_GROUP = "uxlocal.tau2_domains"
 VIEWS_FILE = "views.sql"
 COMMANDS_FILE = "cli.py"
 _PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
 
-def suite_entry_points() -> list[EntryPoint]:
-    """Every suite entry point, sorted by name; a checkout's own fill in what the installed metadata lacks."""
-    found = {ep.name: ep for ep in entry_points(group=GROUP)}
-    for ep in checkout_entry_points():
+def group_entry_points(group: str) -> list[EntryPoint]:
+    """Return every entry point of ``group``, sorted by name; a checkout's own fill in what the metadata lacks."""
+    found = {ep.name: ep for ep in entry_points(group=group)}
+    for ep in checkout_entry_points(group=group):
         found.setdefault(ep.name, ep)
     return sorted(found.values(), key=lambda ep: ep.name)
 
 
-def checkout_entry_points(pyproject: Path = _PYPROJECT) -> list[EntryPoint]:
-    """The group as uxlocal's source checkout declares it ([] outside a checkout: an installed
-    package has no ``pyproject.toml`` beside it, or another project's)."""
+def suite_entry_points() -> list[EntryPoint]:
+    """Return every suite entry point, sorted by name."""
+    return group_entry_points(GROUP)
+
+
+def checkout_entry_points(pyproject: Path = _PYPROJECT, *, group: str = GROUP) -> list[EntryPoint]:
+    """Return ``group`` as uxlocal's source checkout declares it.
+
+    [] outside a checkout: an installed package has no ``pyproject.toml`` beside it, or another project's.
+    """
     if not pyproject.is_file():
         return []
     project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
     if project.get("name") != "uxlocal":
         return []
-    declared = project.get("entry-points", {}).get(GROUP, {})
-    return [EntryPoint(name=name, value=value, group=GROUP) for name, value in declared.items()]
+    declared = project.get("entry-points", {}).get(group, {})
+    return [EntryPoint(name=name, value=value, group=group) for name, value in declared.items()]
+
+
+def load_named(group: str, name: str) -> object | None:
+    """Return the object entry point ``name`` of ``group`` names (imported now), or None when none is declared."""
+    for ep in group_entry_points(group):
+        if ep.name == name:
+            return ep.load()
+    return None
 
 
 def suite_package(ep: EntryPoint) -> tuple[str, Path] | None:
     """(name, folder) of the package holding the entry point's module; None for a top-level
     module or one that is absent. ``find_spec`` imports the parent packages (their ``__init__``),
-    not the suite module."""
+    not the suite module.
+    """
     try:
         spec = importlib.util.find_spec(ep.module)
     except ModuleNotFoundError:

@@ -30,3 +30,22 @@ def test_seed_is_ignored_for_greedy_but_not_for_sampling() -> None:
 
 def test_lora_weights_identity_is_part_of_the_key() -> None:
     assert _h(lora="u1", lora_identity="/a") != _h(lora="u1", lora_identity="/b")
+
+
+def test_request_hash_of_a_request_without_tools_or_logprobs_is_the_key_stores_already_hold() -> None:
+    # issue 45: the contract gained tools and log-probabilities; keys written before must still hit
+    import hashlib
+    import json
+
+    payload = {"model": "m1", "prompt": "p", "constraint": None, "lora": None, "lora_identity": None,
+               "sampling": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 256, "seed": None, "stop": []}}
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    assert _h() == hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def test_tools_tool_choice_and_logprobs_are_part_of_the_key() -> None:
+    tool = {"type": "function", "function": {"name": "f", "description": "d", "parameters": {}}}
+    other = {"type": "function", "function": {"name": "g", "description": "d", "parameters": {}}}
+    keys = {_h(), _h(tools=[tool]), _h(tools=[other]), _h(tools=[tool, other]), _h(tools=[other, tool]),
+            _h(tools=[tool], tool_choice="auto"), _h(sampling=Sampling(logprobs=5))}
+    assert len(keys) == 7

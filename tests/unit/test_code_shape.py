@@ -120,7 +120,8 @@ def _module_name(path: Path) -> str:
 
 def _runtime_imports(source: str, module: str, known: set[str], *, is_package: bool = False) -> set[str]:
     """Modules of ``known`` that ``module`` imports when it runs: lazy imports count, ``TYPE_CHECKING`` ones
-    do not, and ``from pkg import submodule`` is an arrow to the submodule, not to ``pkg/__init__``."""
+    do not, and ``from pkg import submodule`` is an arrow to the submodule, not to ``pkg/__init__``.
+    """
     tree = ast.parse(source)
     package = module if is_package else module.rsplit(".", 1)[0]
     typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
@@ -183,9 +184,10 @@ def test_episode_protocol_depends_on_the_engine_types_only() -> None:
 def test_suites_and_the_tau2_runtime_never_import_the_scheduler_or_runner() -> None:
     # episode programs are written against uxlocal.episode; the scheduler runs them from above
     graph = _import_graph()
-    above = {"uxlocal.rollout", "uxlocal.runner"}
+    above = ("uxlocal.rollout", "uxlocal.runner")
     crossings = sorted(f"{m} -> {dep}" for m, deps in graph.items()
-                       if m.startswith(("uxlocal.suites.", "uxlocal.tau2.")) for dep in deps & above)
+                       if m.startswith(("uxlocal.suites.", "uxlocal.tau2.")) for dep in deps
+                       if dep in above or dep.startswith(tuple(a + "." for a in above)))
     assert crossings == []
 
 
@@ -194,6 +196,54 @@ def test_runner_leaves_sql_to_the_store() -> None:
     calls = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
              and isinstance(node.func, ast.Attribute) and node.func.attr == "execute"]
     assert calls == [], "runs-table SQL belongs in uxlocal/store/runs.py"
+
+
+def _sql_calls(path: Path) -> list[int]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute) and node.func.attr in ("execute", "sql", "executemany")]
+
+
+def test_the_scheduler_leaves_sql_to_the_store() -> None:
+    # issue 45: the generation cache's lookup is store/generation_cache.py's; the scheduler runs no SQL
+    calls = {str(path.relative_to(PACKAGE)): lines for path in sorted((PACKAGE / "rollout").rglob("*.py"))
+             if (lines := _sql_calls(path))}
+    assert calls == {}
+    assert _sql_calls(PACKAGE / "store" / "generation_cache.py") != []  # the check sees a query
+
+
+def _engine_probes(tree: ast.AST) -> list[int]:
+    """Lines that learn an engine's or renderer's abilities by probing instead of reading a declaration."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = ast.unparse(node.func)
+        if name in ("inspect.signature", "signature"):
+            found.append(node.lineno)
+        elif name in ("getattr", "hasattr") and node.args and any(
+                word in ast.unparse(node.args[0]).lower() for word in ("engine", "renderer", "slot")):
+            found.append(node.lineno)
+    return found
+
+
+def test_engines_are_read_by_declaration_never_probed() -> None:
+    # issue 45: every ability the scheduler uses is declared in engine/base.py (Engine, Renderer)
+    outside = [path for path in sorted(PACKAGE.rglob("*.py")) if path != PACKAGE / "engine" / "base.py"
+               and "tau2" not in path.relative_to(PACKAGE).parts]  # tau2 binds tool functions by signature
+    probes = {str(path.relative_to(PACKAGE)): lines for path in outside
+              if (lines := _engine_probes(ast.parse(path.read_text(encoding="utf-8"))))}
+    assert probes == {}
+    sample = "import inspect\ninspect.signature(engine.generate)\ngetattr(renderer, 'ids_in_engine', False)\n"
+    assert _engine_probes(ast.parse(sample)) == [2, 3]
+
+
+def test_no_scheduler_class_is_over_150_lines() -> None:
+    long = {f"{path.name}:{node.name}": node.end_lineno - node.lineno + 1  # type: ignore[operator]
+            for path in sorted((PACKAGE / "rollout").rglob("*.py"))
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > 150}  # type: ignore[operator]
+    assert long == {}
 
 
 def test_http_transport_leaves_label_walks_to_labelprobs() -> None:

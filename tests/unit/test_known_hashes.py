@@ -11,7 +11,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from uxlocal.rollout import Cache
+from uxlocal.rollout.batcher import decode_generation
+from uxlocal.store.generation_cache import GenerationCache
 from uxlocal.store import known_hashes
 from uxlocal.store.db import connect
 from uxlocal.store.known_hashes import KnownHashes, prefix
@@ -137,7 +138,7 @@ def test_the_cache_asks_the_store_only_about_hashes_it_may_hold(tmp_path: Path) 
     writer.flush()
     counting = _CountingConnection(con)
     writer.con = counting  # type: ignore[assignment]
-    cache = Cache(writer)
+    cache = GenerationCache(writer, decode_generation)
     assert cache.lookup([_hash(i) for i in range(100, 140)]) == {}
     assert counting.executed == []  # forty new requests: no scan of the table
     found = cache.lookup([_hash(2), _hash(200)])

@@ -31,10 +31,10 @@ SCRIPT = textwrap.dedent("""
         return "reply %d" % digest
 
     class Killer(FakeEngine):
-        def generate(self, batch):
+        def generate(self, batch, **kwargs):
             if kill_after and self.calls >= kill_after:
                 os.kill(os.getpid(), signal.SIGKILL)
-            return super().generate(batch)
+            return super().generate(batch, **kwargs)
 
     engine = Killer(answer, identity="fake-resume")
     pool = ModelPool.from_engines({"candidate": engine, "user": engine, "judge": engine})

@@ -8,8 +8,8 @@ import pytest
 from uxlocal.engine.base import GenRequest, Sampling
 from uxlocal.engine.fake import FakeEngine, ScriptExhausted
 from uxlocal.engine.pool import ModelPool
-from uxlocal.grammar import Choice
 from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
+from uxlocal.grammar import Choice
 from uxlocal.rollout import Scheduler
 from uxlocal.store.db import connect
 from uxlocal.store.writer import StoreWriter
@@ -182,7 +182,7 @@ class _SlowTail(FakeEngine):
         self.con = con
         self.waited_s = -1.0
 
-    def generate(self, batch: list[Any], *, sink: Any = None) -> list[Any]:
+    def generate(self, batch: list[Any], *, sink: Any = None, window: int | None = None) -> list[Any]:
         import time
 
         results = [self._one(p) for p in batch]
@@ -227,36 +227,42 @@ def test_writer_reports_pending_rows_and_idleness(tmp_path: Any) -> None:
     writer.close()
 
 
-class _OldEngine(FakeEngine):
-    """An engine written before ``sink`` existed."""
+class _SilentEngine(FakeEngine):
+    """An engine that never streams: it hands nothing to ``sink`` (the contract lets it)."""
 
-    def generate(self, batch: list[Any]) -> list[Any]:  # type: ignore[override]
+    def generate(self, batch: list[Any], *, sink: Any = None, window: int | None = None) -> list[Any]:
         return super().generate(batch)
 
 
-def test_scheduler_stores_results_of_an_engine_without_sink_once_when_the_call_returns(tmp_path: Any) -> None:
+def test_scheduler_stores_results_of_an_engine_that_never_streams_once_when_the_call_returns(tmp_path: Any) -> None:
     con = connect(tmp_path / "s.duckdb")
     seen: dict[str, list[str]] = {}
-    Scheduler(ModelPool.from_engines({"candidate": _OldEngine(echo)}), writer=StoreWriter(con),
+    Scheduler(ModelPool.from_engines({"candidate": _SilentEngine(echo)}), writer=StoreWriter(con),
               flush_every_s=0).run(specs(4, 2, seen))
     assert _stored(con) == 8 and all(len(v) == 2 for v in seen.values())
 
 
-class _RollingEngine(FakeEngine):
-    """A double that refills its batch as requests end (like the vLLM engine): records each window."""
+class _WindowRecorder(FakeEngine):
+    """A double that records the window of each call."""
 
     def __init__(self, script: Any) -> None:
         super().__init__(script)
         self.windows: list[int | None] = []
 
-    def generate(self, batch: list[Any], *, sink: Any = None, window: int | None = None) -> list[Any]:  # type: ignore[override]
+    def generate(self, batch: list[Any], *, sink: Any = None, window: int | None = None) -> list[Any]:
         self.windows.append(window)
         return super().generate(batch, sink=sink)
 
 
+class _RollingEngine(_WindowRecorder):
+    """A double that declares it refills its batch as requests end (like the vLLM engine)."""
+
+    rolling = True
+
+
 def test_rolling_engine_gets_the_whole_tick_in_one_call_with_max_batch_as_window() -> None:
-    """An engine naming ``window=`` gets one call per tick; a plain one gets max_batch chunks."""
-    rolling, chunked = _RollingEngine(echo), FakeEngine(echo)
+    """An engine declaring ``rolling`` gets one call per tick; a plain one gets max_batch chunks, no window."""
+    rolling, chunked = _RollingEngine(echo), _WindowRecorder(echo)
     for engine in (rolling, chunked):
         seen: dict[str, list[str]] = {}
         stats = Scheduler(ModelPool.from_engines({"candidate": engine}), max_batch=4).run(specs(10, 2, seen))
@@ -264,4 +270,4 @@ def test_rolling_engine_gets_the_whole_tick_in_one_call_with_max_batch_as_window
                                                  ((int(k[2:]), v) for k, v in seen.items()))
         assert stats.engine_calls == engine.calls
     assert [len(b) for b in rolling.batches] == [10, 10] and rolling.windows == [4, 4]
-    assert [len(b) for b in chunked.batches] == [4, 4, 2, 4, 4, 2]
+    assert [len(b) for b in chunked.batches] == [4, 4, 2, 4, 4, 2] and set(chunked.windows) == {None}

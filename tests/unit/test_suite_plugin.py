@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from uxlocal.cli import cli
 from uxlocal.engine import pool
+from uxlocal.engine.backends import Backend
 from uxlocal.engine.fake import FakeEngine
 from uxlocal.engine.render import PlainRenderer
 from uxlocal.reportkit import registry
@@ -88,7 +89,7 @@ def judge_says_true_sentences(monkeypatch: pytest.MonkeyPatch) -> None:
     def engine(model: Any, renderer: Any, options: Any) -> FakeEngine:
         return FakeEngine(answer, identity=model.identity)
 
-    monkeypatch.setitem(pool._BACKENDS, "fake", (lambda model: PlainRenderer(), engine))
+    monkeypatch.setitem(pool._BACKENDS, "fake", Backend("fake", lambda model: PlainRenderer(), engine))
 
 
 def invoke(*args: str) -> tuple[int, str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
+from uxlocal.engine.base import Engine, GenResult, PreparedRequest, ResultSink
 from uxlocal.errors import UxlocalError
 from uxlocal.grammar import Choice, parse_output
 
@@ -21,10 +21,14 @@ class ScriptExhausted(UxlocalError):
     """The fake engine was asked for more outputs than it was given."""
 
 
-class FakeEngine:
-    """A scripted engine. A script item is text or ``{text, finish_reason, label_probs}``."""
+class FakeEngine(Engine):
+    """A scripted engine. A script item is text or ``{text, finish_reason, label_probs, tool_calls,
+    top_logprobs}`` (``tool_calls`` in ``GenResult``'s shape; ``top_logprobs`` as lists of pairs).
+    """
 
     max_model_len = 100_000
+    max_top_logprobs = 20
+    tool_calls = True
 
     def __init__(self, script: Script | None = None, *, identity: str = "fake-engine", record: bool = True) -> None:
         self.identity = identity
@@ -54,7 +58,8 @@ class FakeEngine:
         except StopIteration:
             raise ScriptExhausted(f"FakeEngine script ran out at request {len(self.requests)}") from None
 
-    def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None) -> list[GenResult]:
+    def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None,
+                 window: int | None = None) -> list[GenResult]:
         """Answer each request from the script, handing each result to ``sink`` as it is made."""
         self.calls += 1
         if self.record:
@@ -76,9 +81,12 @@ class FakeEngine:
         probs = spec.get("label_probs")
         if probs is None and isinstance(constraint, Choice) and parsed.valid:
             probs = {label: float(label == parsed.value) for label in constraint.labels}
+        top = spec.get("top_logprobs")
         return GenResult(text, finish, prompt_tokens=len(prepared.prompt_ids),
                          completion_tokens=max(1, len(text.split())), latency_ms=1.0,
-                         valid=parsed.valid, parsed=parsed.value, error=parsed.error, label_probs=probs)
+                         valid=parsed.valid, parsed=parsed.value, error=parsed.error, label_probs=probs,
+                         tool_calls=spec.get("tool_calls"),
+                         top_logprobs=None if top is None else [[(str(t), float(lp)) for t, lp in pos] for pos in top])
 
     def close(self) -> None:
         """Nothing to free."""

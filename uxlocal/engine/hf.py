@@ -14,10 +14,10 @@ from collections import defaultdict
 from functools import cached_property
 from typing import Any
 
-from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
+from uxlocal.engine.base import Engine, GenResult, PreparedRequest, ResultSink
 from uxlocal.engine.labelprobs import expand_off_path, expand_on_path, max_label_tokens, start_walk
 from uxlocal.errors import UxlocalError
-from uxlocal.grammar import Choice, Constraint, JsonSchema, Regex, constraint_regex, parse_output
+from uxlocal.grammar import Choice, Constraint, JsonSchema, constraint_regex, parse_output
 from uxlocal.models import ResolvedModel
 
 CAPTURE_TOP = 256
@@ -79,7 +79,7 @@ class OutlinesMatcher:
             self.guide.advance(token_id=token_id, return_tokens=False)
 
 
-class HfEngine:
+class HfEngine(Engine):
     """A transformers model in this process; built lazily on the first cache miss."""
 
     def __init__(self, model: ResolvedModel, renderer: Any, *, grammar: str = "xgrammar") -> None:
@@ -114,7 +114,8 @@ class HfEngine:
         tokenizer = self._hf[1]
         return int(tokenizer.eos_token_id)
 
-    def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None) -> list[GenResult]:
+    def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None,
+                 window: int | None = None) -> list[GenResult]:
         """Run the batch in groups of equal sampling settings; each group's results go to ``sink`` when it ends.
 
         ``transformers.generate`` returns a left-padded batch only when its longest row is done,

@@ -72,7 +72,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,9 +81,14 @@ from typing import Any, Literal, TypeVar
 import msgspec
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
-from uxlocal.engine.labelprobs import (TrieNode, content_of_completion, dist_of_token_ids, max_label_tokens,
-                                       walk_alternatives)
+from uxlocal.engine.base import Engine, GenResult, Message, PreparedRequest, Renderer, ResultSink, ToolSchema
+from uxlocal.engine.labelprobs import (
+    TrieNode,
+    content_of_completion,
+    dist_of_token_ids,
+    max_label_tokens,
+    walk_alternatives,
+)
 from uxlocal.errors import InputError, UxlocalError, format_validation_error
 from uxlocal.grammar import Choice, JsonSchema, parse_output
 from uxlocal.models import ResolvedModel
@@ -161,7 +166,7 @@ class EndpointError(UxlocalError):
     """Endpoints that stay unreachable (or keep failing) after every retry; the run can resume later."""
 
 
-class MessagesRenderer:
+class MessagesRenderer(Renderer):
     """The "prompt" of an http request: canonical JSON of its chat messages (the cache key's text).
 
     With a local tokenizer folder it also renders token ids with the model's template; they are
@@ -188,35 +193,43 @@ class MessagesRenderer:
         """Whether the scheduler should take only the key text (``render_key``) and leave token ids
         to ``HttpEngine``, which tokenizes a whole group at once (``token_ids``) on a worker thread
         while other requests are on the network. Tokenizing one prompt at a time on the scheduler's
-        thread cost ~0.2-0.5 ms a verdict, in series with the network (the harness ceiling)."""
+        thread cost ~0.2-0.5 ms a verdict, in series with the network (the harness ceiling).
+        """
         return self._local is not None
 
-    def render(self, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
-        """Canonical messages JSON, and the locally rendered token ids when a tokenizer is known."""
-        ids = self._local.render(list(messages))[1] if self._local is not None else []
+    def render(self, messages: Sequence[Message],
+               tools: Sequence[ToolSchema] | None = None) -> tuple[str, list[int]]:
+        """Return the canonical messages JSON, and the local token ids when a tokenizer is known.
+
+        Tools are not in the text: ``request_hash`` keys them beside it, and the server renders them.
+        """
+        ids = self._local.render(list(messages), tools)[1] if self._local is not None else []
         return _messages_json(messages), ids
 
-    def render_key(self, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
+    def render_key(self, messages: Sequence[Message],
+                   tools: Sequence[ToolSchema] | None = None) -> tuple[str, list[int]]:
         """``render`` without the token ids (an empty list): the key text, once the chat template has
         accepted the chat, so a template that refuses it fails this request's episode here, as
-        ``render`` would, and never a whole engine batch later."""
+        ``render`` would, and never a whole engine batch later.
+        """
         if self._local is not None:
-            self._local.template_text(list(messages))
+            self._local.template_text(list(messages), tools)
         return _messages_json(messages), []
 
-    def token_ids(self, chats: list[list[dict[str, str]]]) -> list[list[int]]:
+    def token_ids(self, chats: Sequence[Sequence[Message]]) -> list[list[int]]:
         """The token ids ``render`` gives each chat, computed together (one ``encode_batch``, which
-        holds no GIL); without a local tokenizer, none (as ``render``)."""
+        holds no GIL); without a local tokenizer, none (as ``render``).
+        """
         if self._local is None:
             return [[] for _ in chats]
-        return [ids for _, ids in self._local.render_many(chats)]
+        return [ids for _, ids in self._local.render_many([list(chat) for chat in chats])]
 
     def token_bytes(self) -> list[bytes]:
         """Byte string of every token id (empty without a tokenizer)."""
         return self._local.token_bytes() if self._local is not None else []
 
 
-def _messages_json(messages: list[dict[str, str]]) -> str:
+def _messages_json(messages: Sequence[Message]) -> str:
     """Canonical JSON of chat messages: the cache key's text and the ``generations.prompt`` column."""
     return json.dumps([dict(m) for m in messages], ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
@@ -385,8 +398,14 @@ class _Served:
     names: list[str] = field(default_factory=list)
 
 
-class HttpEngine:
+class HttpEngine(Engine):
     """A model behind one or more OpenAI-compatible endpoints (see the module docstring)."""
+
+    rolling = True
+    max_top_logprobs = 20
+    """OpenAI's limit for ``top_logprobs``."""
+    tool_calls = True
+    """The server parses them (``vllm serve --enable-auto-tool-choice --tool-call-parser ...``)."""
 
     def __init__(self, model: ResolvedModel, renderer: MessagesRenderer,
                  options: HttpOptions | None = None) -> None:
@@ -489,7 +508,8 @@ class HttpEngine:
 
     def _groups(self, batch: list[PreparedRequest]) -> list[list[int]]:
         """Indices sent together: label requests with the same model, labels and sampling, up to
-        ``batch_prompts`` a group, when they can go as token ids to vLLM; every other request alone."""
+        ``batch_prompts`` a group, when they can go as token ids to vLLM; every other request alone.
+        """
         size = self.options.batch_prompts
         if size <= 1 or self.mode != "vllm" or not self.renderer.has_tokenizer:
             return [[i] for i in range(len(batch))]
@@ -670,6 +690,12 @@ class HttpEngine:
             body["seed"] = prepared.seed
         if sampling.stop:
             body["stop"] = list(sampling.stop)
+        if request.tools:
+            body["tools"] = [dict(tool) for tool in request.tools]
+        if request.tool_choice is not None:
+            body["tool_choice"] = request.tool_choice
+        if sampling.logprobs:
+            body.update(logprobs=True, top_logprobs=sampling.logprobs)
         constraint = request.constraint
         if constraint is None:
             return body
@@ -705,9 +731,17 @@ class HttpEngine:
         if isinstance(prepared.request.constraint, Choice) and self.mode == "response_format":
             text = _unquote(text)
         usage = body.get("usage") or {}
-        return self._parsed(prepared, text, choice.get("finish_reason"),
-                            int(usage.get("prompt_tokens") or len(prepared.prompt_ids)),
-                            int(usage.get("completion_tokens") or 0))
+        result = self._parsed(prepared, text, choice.get("finish_reason"),
+                              int(usage.get("prompt_tokens") or len(prepared.prompt_ids)),
+                              int(usage.get("completion_tokens") or 0))
+        calls = (choice.get("message") or {}).get("tool_calls")
+        if calls:
+            result.tool_calls = [_tool_call(call) for call in calls]
+        if prepared.sampling.logprobs:
+            content = (choice.get("logprobs") or {}).get("content") or []
+            result.top_logprobs = [[(str(alt.get("token", "")), float(alt.get("logprob", float("-inf"))))
+                                    for alt in position.get("top_logprobs") or []] for position in content]
+        return result
 
     @staticmethod
     def _parsed(prepared: PreparedRequest, text: str, finish_reason: Any, prompt_tokens: int,
@@ -802,10 +836,18 @@ class HttpEngine:
         return dist_of_token_ids((logprobs.get("top_logprobs") or [None])[0] or {})
 
 
+def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
+    """Return a server's tool call in our shape (``GenResult.tool_calls``): id, type, name, arguments text."""
+    function = call.get("function") or {}
+    return {"id": str(call.get("id") or ""), "type": "function",
+            "function": {"name": str(function.get("name") or ""), "arguments": str(function.get("arguments") or "")}}
+
+
 def _batch_key(prepared: PreparedRequest) -> tuple[Any, ...] | None:
     """What label requests must share to go in one ``/completions`` request; None: send it alone
     (not a label request, or a sampled one with its own seed). Token ids come later
-    (``HttpEngine._ensure_ids``); ``_groups`` asks only when the renderer has a tokenizer."""
+    (``HttpEngine._ensure_ids``); ``_groups`` asks only when the renderer has a tokenizer.
+    """
     request, sampling = prepared.request, prepared.sampling
     if not isinstance(request.constraint, Choice):
         return None

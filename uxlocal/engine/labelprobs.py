@@ -235,7 +235,8 @@ class TokenTable:
 
 def content_of_completion(logprobs: dict[str, Any]) -> list[dict[str, Any]]:
     """A ``/completions`` choice's ``logprobs`` (``tokens``, ``token_logprobs``, ``top_logprobs``
-    as ``{token: logprob}``) in the chat shape ``walk_alternatives`` reads."""
+    as ``{token: logprob}``) in the chat shape ``walk_alternatives`` reads.
+    """
     tokens = logprobs.get("tokens") or []
     chosen = logprobs.get("token_logprobs") or [None] * len(tokens)
     tops = logprobs.get("top_logprobs") or [None] * len(tokens)

@@ -1,70 +1,42 @@
 """Roles -> models -> engines: one engine per distinct model, built only when a request misses the cache.
 
-Backends register by name with ``register_backend`` (the built-ins use the same call a plugin
-would), so nothing here branches on a backend's name.
+Backends are plugins (``uxlocal.backends`` entry points, the built-ins in ``engine/backends.py``);
+``register_backend`` adds one at run time (tests, notebooks). Nothing here branches on a backend's name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from uxlocal.engine.backends import Backend, EngineFactory, RendererFactory
 from uxlocal.engine.base import Engine, Renderer
 from uxlocal.engine.render import PlainRenderer
 from uxlocal.errors import InputError
 from uxlocal.models import ResolvedModel
 
-EngineFactory = Callable[[ResolvedModel, Any, dict[str, Any]], Engine]
-RendererFactory = Callable[[ResolvedModel], Renderer]
-_BACKENDS: dict[str, tuple[RendererFactory, EngineFactory]] = {}
+_BACKENDS: dict[str, Backend] = {}
+"""Backends registered at run time; they shadow an entry point of the same name."""
 
 
-def register_backend(name: str, renderer: RendererFactory, engine: EngineFactory) -> None:
-    """Make a backend available to ``--model ROLE=NAME@backend`` and presets."""
-    _BACKENDS[name] = (renderer, engine)
+def register_backend(backend: Backend) -> None:
+    """Make a backend available to ``--model ROLE=NAME@backend`` and presets for this process."""
+    _BACKENDS[backend.name] = backend
 
 
-def _hf_renderer(model: ResolvedModel) -> Renderer:
-    from uxlocal.engine.render import make_renderer
+def find_backend(name: str, role: str = "") -> Backend:
+    """Return the backend called ``name``: registered in this process, else its entry point."""
+    from uxlocal.plugins import BACKENDS_GROUP, group_entry_points, load_named
 
-    return make_renderer(model.path)
-
-
-def _vllm_engine(model: ResolvedModel, renderer: Any, options: dict[str, Any]) -> Engine:
-    from uxlocal.engine.vllm import VllmEngine
-
-    return VllmEngine(model, renderer, grammar=options.get("grammar", "xgrammar"))
-
-
-def _hf_engine(model: ResolvedModel, renderer: Any, options: dict[str, Any]) -> Engine:
-    from uxlocal.engine.hf import HfEngine
-
-    return HfEngine(model, renderer, grammar=options.get("grammar", "xgrammar"))
-
-
-def _fake_engine(model: ResolvedModel, renderer: Any, options: dict[str, Any]) -> Engine:
-    from uxlocal.engine.fake import FakeEngine
-
-    return FakeEngine(options.get("fake_script"), identity=model.identity)
-
-
-def _http_renderer(model: ResolvedModel) -> Renderer:
-    from uxlocal.engine.http import MessagesRenderer
-
-    return MessagesRenderer(model.path or None)
-
-
-def _http_engine(model: ResolvedModel, renderer: Any, options: dict[str, Any]) -> Engine:
-    from uxlocal.engine.http import HttpEngine
-
-    return HttpEngine(model, renderer)
-
-
-register_backend("vllm", _hf_renderer, _vllm_engine)
-register_backend("hf", _hf_renderer, _hf_engine)
-register_backend("fake", lambda m: PlainRenderer(), _fake_engine)
-register_backend("openai-http", _http_renderer, _http_engine)
+    if name in _BACKENDS:
+        return _BACKENDS[name]
+    found = load_named(BACKENDS_GROUP, name)
+    if isinstance(found, Backend):
+        return found
+    known = sorted(set(_BACKENDS) | {ep.name for ep in group_entry_points(BACKENDS_GROUP)})
+    what = "is not a uxlocal.engine.backends.Backend" if found is not None else "is unknown"
+    raise InputError(None, None, f"backend {name!r}{f' for role {role}' if role else ''} {what}",
+                     f"known: {', '.join(known)}")
 
 
 @dataclass
@@ -111,11 +83,8 @@ class ModelPool:
         pool = cls()
         for role, model in models.items():
             if model.identity not in pool.slots:
-                if model.backend not in _BACKENDS:
-                    raise InputError(None, None, f"unknown backend {model.backend!r} for role {role}",
-                                     f"known: {', '.join(sorted(_BACKENDS))}")
-                renderer_factory, engine_factory = _BACKENDS[model.backend]
-                pool.slots[model.identity] = ModelSlot(model, renderer_factory, engine_factory, dict(options))
+                backend = find_backend(model.backend, role)
+                pool.slots[model.identity] = ModelSlot(model, backend.renderer, backend.engine, dict(options))
             pool.roles[role] = model.identity
         return pool
 
@@ -124,13 +93,16 @@ class ModelPool:
         """Wrap ready engines (tests, benchmarks); the same engine object may serve several roles."""
         pool = cls()
         for role, engine in engines.items():
+            if not isinstance(engine, Engine):
+                raise TypeError(f"{type(engine).__name__} for role {role} does not subclass "
+                                "uxlocal.engine.base.Engine (the engine contract: docs/write-a-backend.md)")
             if engine.identity not in pool.slots:
-                model = ResolvedModel(name=getattr(engine, "name", engine.identity[:12]), path="",
+                model = ResolvedModel(name=engine.name or engine.identity[:12], path="",
                                       backend="fake", dtype="none", max_model_len=engine.max_model_len,
                                       identity=engine.identity)
                 chosen = renderer or PlainRenderer()
-                pool.slots[engine.identity] = ModelSlot(model, lambda m, r=chosen: r, lambda *a: engine,
-                                                        engine_=engine, renderer_=chosen)
+                pool.slots[engine.identity] = ModelSlot(model, lambda m, r=chosen: r,
+                                                        lambda *a, e=engine: e, engine_=engine, renderer_=chosen)
             pool.roles[role] = engine.identity
         return pool
 

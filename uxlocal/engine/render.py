@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from uxlocal.engine.base import Message, Renderer, ToolSchema
 
-class HfChatRenderer:
+
+class HfChatRenderer(Renderer):
     """Renders chats with an HF tokenizer's chat template and tokenizes the result."""
 
     def __init__(self, folder: str | Path) -> None:
@@ -25,16 +29,18 @@ class HfChatRenderer:
         self.identity = hashlib.sha256(str(template).encode()).hexdigest()
         self.eos_ids = _eos_ids(self.tokenizer)
 
-    def render(self, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
-        """Prompt text (template applied, generation prompt added) and its token ids."""
-        prompt = self.template_text(messages)
+    def render(self, messages: Sequence[Message],
+               tools: Sequence[ToolSchema] | None = None) -> tuple[str, list[int]]:
+        """Return the prompt text (template applied, generation prompt added) and its token ids."""
+        prompt = self.template_text(messages, tools)
         ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
         return prompt, list(ids)
 
-    def template_text(self, messages: list[dict[str, str]]) -> str:
-        """Prompt text only (template applied, generation prompt added), not tokenized."""
-        return str(self.tokenizer.apply_chat_template(list(messages), tokenize=False,
-                                                      add_generation_prompt=True))
+    def template_text(self, messages: Sequence[Message], tools: Sequence[ToolSchema] | None = None) -> str:
+        """Return the prompt text only (template applied, generation prompt added), not tokenized."""
+        extra = {"tools": [dict(t) for t in tools]} if tools else {}
+        return str(self.tokenizer.apply_chat_template([dict(m) for m in messages], tokenize=False,
+                                                      add_generation_prompt=True, **extra))
 
     def render_many(self, chats: list[list[dict[str, str]]]) -> list[tuple[str, list[int]]]:
         """``render`` of each chat (no batch path here: used only with folders lacking tokenizer.json)."""
@@ -71,7 +77,7 @@ def _eos_ids(tokenizer: Any) -> set[int]:
     return ids
 
 
-class TemplateRenderer:
+class TemplateRenderer(Renderer):
     """Fast renderer: the folder's ``tokenizer.json`` (tokenizers) plus its Jinja chat template.
 
     Loads in ~0.2 s against ~6 s for transformers' AutoTokenizer, which matters for fully cached
@@ -99,21 +105,29 @@ class TemplateRenderer:
                                     [self.special["eos_token"], "<|im_end|>", "<|eot_id|>", "<|endoftext|>",
                                      "<end_of_turn>"] if t) if i is not None}
 
-    def render(self, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
-        """Prompt text (template applied, generation prompt added) and its token ids."""
-        prompt = self.template_text(messages)
+    def render(self, messages: Sequence[Message],
+               tools: Sequence[ToolSchema] | None = None) -> tuple[str, list[int]]:
+        """Return the prompt text (template applied, generation prompt added) and its token ids."""
+        prompt = self.template_text(messages, tools)
         return prompt, self.encode(prompt)
 
-    def template_text(self, messages: list[dict[str, str]]) -> str:
-        """Prompt text only (template applied, generation prompt added), not tokenized (~10 us)."""
-        return str(self.template.render(messages=list(messages), add_generation_prompt=True,
-                                        **{k: v for k, v in self.special.items() if v is not None}))
+    def template_text(self, messages: Sequence[Message], tools: Sequence[ToolSchema] | None = None) -> str:
+        """Return the prompt text only (template applied, generation prompt added), not tokenized (~10 us).
+
+        ``tools`` reach the template as transformers passes them (a list of schemas), only when given.
+        """
+        extra: dict[str, Any] = {k: v for k, v in self.special.items() if v is not None}
+        if tools:
+            extra["tools"] = [dict(t) for t in tools]
+        return str(self.template.render(messages=[dict(m) for m in messages], add_generation_prompt=True,
+                                        **extra))
 
     def render_many(self, chats: list[list[dict[str, str]]]) -> list[tuple[str, list[int]]]:
         """``render`` of each chat, tokenized in one batch call: the same ids, but the Rust tokenizer
         runs without holding the GIL, so Python threads keep working meanwhile. ``encode_batch_fast``
         (recent tokenizers; else ``encode_batch``) skips character offsets: ~30 % less CPU on judge
-        prompts."""
+        prompts.
+        """
         prompts = [self.template_text(chat) for chat in chats]
         batch = getattr(self.tokenizer, "encode_batch_fast", self.tokenizer.encode_batch)
         encoded = batch(prompts, add_special_tokens=False)
@@ -234,17 +248,25 @@ def make_renderer(folder: str | Path) -> Any:
     return HfChatRenderer(folder)
 
 
-class PlainRenderer:
+class PlainRenderer(Renderer):
     """Deterministic renderer for the fake engine: ``role: content`` lines, one id per word."""
 
     identity = "plain-v1"
     eos_ids: set[int] = {0}
 
-    def render(self, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
-        """Join the messages; token ids are word positions (only counts matter)."""
-        prompt = "\n".join(f"{m['role']}: {m.get('content', '')}" for m in messages) + "\nassistant:"
+    def render(self, messages: Sequence[Message],
+               tools: Sequence[ToolSchema] | None = None) -> tuple[str, list[int]]:
+        """Join the messages (tool calls and the tools' names too); token ids are word positions."""
+        lines = []
+        for m in messages:
+            lines.append(f"{m['role']}: {m.get('content') or ''}")
+            if m.get("tool_calls"):
+                lines.append(f"{m['role']} calls: {json.dumps(m['tool_calls'], sort_keys=True)}")
+        if tools:
+            lines.insert(0, "tools: " + ", ".join(str(t.get("function", {}).get("name")) for t in tools))
+        prompt = "\n".join(lines) + "\nassistant:"
         return prompt, list(range(1, len(prompt.split()) + 1))
 
     def token_bytes(self) -> list[bytes]:
-        """Not used by the fake engine."""
+        """Return nothing: the fake engine walks no labels."""
         return []

@@ -24,9 +24,17 @@ from pathlib import Path
 from typing import Any
 
 from uxlocal.cpu_tuning import cpu_engine_args
-from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
-from uxlocal.engine.labelprobs import (WALK_ROUNDS, LabelWalk, TrieNode, expand, expand_off_path, expand_on_path,
-                                      max_label_tokens, start_walk)
+from uxlocal.engine.base import Engine, GenResult, PreparedRequest, ResultSink
+from uxlocal.engine.labelprobs import (
+    WALK_ROUNDS,
+    LabelWalk,
+    TrieNode,
+    expand,
+    expand_off_path,
+    expand_on_path,
+    max_label_tokens,
+    start_walk,
+)
 from uxlocal.engine.render import HfChatRenderer
 from uxlocal.engine.stack_room import call_with_stack_room
 from uxlocal.errors import UxlocalError
@@ -143,8 +151,12 @@ def adapter_rank(folder: str) -> int:
         return 0
 
 
-class VllmEngine:
+class VllmEngine(Engine):
     """A loaded vLLM model; built lazily on the first batch that misses the cache."""
+
+    rolling = True
+    max_top_logprobs = 20
+    """OpenAI's limit; the engine is built with ``max_logprobs`` 64 (label walks read more)."""
 
     def __init__(self, model: ResolvedModel, renderer: HfChatRenderer, *, grammar: str = "xgrammar",
                  max_loras: int = 4, max_lora_rank: int = 16, split_mixed_lora: bool | None = None) -> None:
@@ -421,12 +433,14 @@ class VllmEngine:
             kwargs["structured_outputs"] = self._structured(constraint, self.grammar)
             if isinstance(constraint, Choice):
                 kwargs["max_tokens"] = max(1, min(max_tokens, max_label_tokens(constraint.labels)))
-                kwargs["logprobs"] = TOP_LOGPROBS
+                kwargs["logprobs"] = max(TOP_LOGPROBS, sampling.logprobs)
+        if sampling.logprobs and "logprobs" not in kwargs:
+            kwargs["logprobs"] = sampling.logprobs
         return TokensPrompt(prompt_token_ids=prepared.prompt_ids), SamplingParams(**kwargs), self._lora(prepared)
 
     @staticmethod
     def _structured(constraint: Any, grammar: str) -> Any:
-        """vLLM's structured-output request; for outlines, integer bounds become enums (``outlines_schema``)."""
+        """VLLM's structured-output request; for outlines, integer bounds become enums (``outlines_schema``)."""
         from vllm.sampling_params import StructuredOutputsParams
 
         if isinstance(constraint, Choice):
@@ -459,6 +473,8 @@ class VllmEngine:
         result = GenResult(completion.text, finish, prompt_tokens=len(prepared.prompt_ids),
                            completion_tokens=len(completion.token_ids), valid=parsed.valid,
                            parsed=parsed.value, error=parsed.error)
+        if prepared.sampling.logprobs and completion.logprobs:
+            result.top_logprobs = [_top(position, prepared.sampling.logprobs) for position in completion.logprobs]
         constraint = prepared.request.constraint
         if isinstance(constraint, Choice) and completion.logprobs:
             walk, root = start_walk(constraint.labels)
@@ -501,8 +517,18 @@ def _keep_parallel_state(keep: bool) -> Iterator[None]:
         core.cleanup_dist_env_and_memory = original
 
 
+def _top(position: Any, k: int) -> list[tuple[str, float]]:
+    """Return the ``k`` best (token text, log-probability) pairs of one position, best first.
+
+    vLLM adds the sampled token to the top ``k`` when it ranks lower; OpenAI's ``top_logprobs``
+    (what upstream harnesses read) holds the top ``k`` only, so that one is left out.
+    """
+    ranked = sorted(position.values(), key=lambda lp: lp.rank if lp.rank is not None else 1 << 30)
+    return [(str(lp.decoded_token or ""), float(lp.logprob)) for lp in ranked[:k]]
+
+
 def _probs(position: Any) -> dict[int, float]:
-    """vLLM's ``{token_id: Logprob}`` at one position as plain probabilities."""
+    """VLLM's ``{token_id: Logprob}`` at one position as plain probabilities."""
     import math
 
     return {int(tid): math.exp(lp.logprob) for tid, lp in position.items() if lp.logprob > -1e30}

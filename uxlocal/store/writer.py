@@ -25,7 +25,7 @@ import duckdb
 from uxlocal.store.known_hashes import KnownHashes
 
 JSON_COLUMNS = {"config", "versions", "data", "info", "meta", "arguments", "sampling", "constraint_spec",
-                "parsed", "label_probs", "value"}
+                "parsed", "label_probs", "value", "tools", "tool_calls", "top_logprobs"}
 
 
 def _encode(column: str, value: Any) -> Any:

@@ -1,7 +1,8 @@
 """Domain registry and loading: a name maps to a ``DomainSpec``; a data dir + name to a ``Domain``.
 
-Built-in domains register through ``register_domain``, the same call an extension (telecom,
-banking) would make, and are imported only on first lookup. ``load_domain`` validates the DB files
+Domains are plugins: the ``uxlocal.tau2_domains`` entry point group names each domain's
+``DomainSpec`` (uxlocal declares its built-ins there, as a third-party package would in its own
+``pyproject.toml``), imported only on first lookup; ``register_domain`` adds one at run time. ``load_domain`` validates the DB files
 once per process and caches the result, so creating an environment per episode costs microseconds.
 
 A domain's DB is anything that satisfies ``DomainDB`` (hash, dump, patch) and whose type satisfies
@@ -11,7 +12,6 @@ pydantic ``Database`` of most domains, or banking's table DB of plain dict rows 
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,11 +21,6 @@ from typing import Any, Literal, Protocol, get_args
 from .layout import domain_dir, tau2_root
 from .tool_words import SEAT_FILES, ToolWords, find_tools_dir, load_tool_words
 from .toolkit import Toolkit, ToolSpec
-
-_BUILTIN_MODULES = {
-    name: f".domains.{name}" for name in ("mock", "retail", "airline", "homenet", "telecom", "banking_knowledge")
-}
-"""Built-in domains: each is a package under ``uxlocal/tau2/domains/`` whose ``DOMAIN`` is its spec."""
 
 Tau2Version = Literal["8ebb749", "1.0.1"]
 TAU2_VERSIONS: tuple[Tau2Version, ...] = get_args(Tau2Version)
@@ -140,12 +135,17 @@ def register_domain(spec: DomainSpec) -> None:
 
 
 def domain_spec(name: str) -> DomainSpec:
-    """Return the registered spec, importing a built-in domain module on first use."""
-    if name not in _REGISTRY and name in _BUILTIN_MODULES:
-        module = importlib.import_module(_BUILTIN_MODULES[name], __package__)
-        register_domain(module.DOMAIN)
+    """Return the registered spec, loading the domain's entry point on first use."""
+    from uxlocal.plugins import TAU2_DOMAINS_GROUP, group_entry_points, load_named
+
     if name not in _REGISTRY:
-        known = sorted(set(_REGISTRY) | set(_BUILTIN_MODULES))
+        spec = load_named(TAU2_DOMAINS_GROUP, name)
+        if isinstance(spec, DomainSpec):
+            register_domain(spec)
+        elif spec is not None:
+            raise TypeError(f"entry point {name!r} of {TAU2_DOMAINS_GROUP} names {spec!r}, not a DomainSpec")
+    if name not in _REGISTRY:
+        known = sorted(set(_REGISTRY) | {ep.name for ep in group_entry_points(TAU2_DOMAINS_GROUP)})
         raise KeyError(f"no tau2 environment for domain {name!r}; implemented: {', '.join(known)}")
     return _REGISTRY[name]
 

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from uxlocal.cli import cli
 from uxlocal.engine import pool as pool_module
+from uxlocal.engine.backends import Backend
 from uxlocal.engine.fake import FakeEngine
 from uxlocal.engine.render import PlainRenderer
 
@@ -24,7 +25,7 @@ def scripted_fake(monkeypatch: pytest.MonkeyPatch) -> list[FakeEngine]:
     def engine(model: Any, renderer: Any, options: dict[str, Any]) -> FakeEngine:
         built.append(FakeEngine(label_judge, identity=model.identity))
         return built[-1]
-    monkeypatch.setitem(pool_module._BACKENDS, "fake", (lambda m: PlainRenderer(), engine))
+    monkeypatch.setitem(pool_module._BACKENDS, "fake", Backend("fake", lambda m: PlainRenderer(), engine))
     return built
 
 

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from tests.unit.judge.conftest import chat, write_jsonl
-from uxlocal import rollout
+from uxlocal.store import generation_cache
 
 ROWS = ("SELECT v.item_id, v.name, v.label, v.score, v.label_probs, v.value, g.prompt, g.text "
         "FROM verdicts v JOIN generations g ON g.request_hash = v.request_hash "
@@ -31,7 +31,7 @@ def test_scheduler_forgetting_committed_results_keeps_every_row_and_cache_hit(
         tmp_path: Path, run_judge: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     options = {"input": str(_input(tmp_path)), "rubric": "ux-liked", "human_col": "human"}
     kept, kept_engine = run_judge(options, db=tmp_path / "kept.duckdb", max_live=3, max_batch=3)
-    monkeypatch.setattr(rollout, "MEMORY_RESULTS", 4)
+    monkeypatch.setattr(generation_cache, "MEMORY_RESULTS", 4)
     forgot, forgot_engine = run_judge(options, db=tmp_path / "forgot.duckdb", max_live=3, max_batch=3)
     with duckdb.connect(str(tmp_path / "kept.duckdb"), read_only=True) as con:
         before = con.execute(ROWS).fetchall()

@@ -1,0 +1,1 @@
+"""An example uxlocal engine backend (docs/write-a-backend.md)."""

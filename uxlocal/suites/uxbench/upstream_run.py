@@ -158,7 +158,7 @@ def recovery_chat(row: Mapping[str, Any]) -> protocol.Rendered:
 
 def positions(result: GenResult) -> list[tuple[str, list[tuple[str, float]]]]:
     """Pair each generated position's top-k with its emitted token (greedy: the list's first)."""
-    tops = getattr(result, "top_logprobs", None) or []
+    tops = result.top_logprobs or []
     return [(top[0][0] if top else "", list(top)) for top in tops]
 
 
@@ -188,8 +188,7 @@ def _grm_ladder(task: str, row: Mapping[str, Any], reply: str, words: UpstreamPr
                 name: str) -> Generator[GenRequest, GenResult, tuple[GenResult, int]]:
     """Ask the GRM prompt at each truncation rung until one fits the judge's window."""
     call = words.grm_call[task]
-    sampling = Sampling(temperature=call.temperature, max_tokens=call.max_tokens,
-                        logprobs=call.top_logprobs)  # type: ignore[call-arg]
+    sampling = Sampling(temperature=call.temperature, max_tokens=call.max_tokens, logprobs=call.top_logprobs)
     ladder = words.truncation[task]
     for rung, level in enumerate(ladder):
         prompt = protocol.grm_prompt(task, row, reply, words.grm_templates[task], level)

@@ -31,7 +31,7 @@ from uxlocal.reportkit.model import ReportTable
 from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome, Program
 from uxlocal.store.db import json_value, query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
-from uxlocal.suites.uxbench import metrics, upstream_run
+from uxlocal.suites.uxbench import metrics, published, upstream_run
 from uxlocal.suites.uxbench.data import (
     SAMPLE_DIR,
     EvalItem,
@@ -47,6 +47,7 @@ from uxlocal.suites.uxbench.data import (
     load_eval,
     load_judge,
     load_recovery,
+    task_files,
 )
 from uxlocal.suites.uxbench.prompts import (
     eval_generation_messages,
@@ -138,11 +139,9 @@ class UXBenchConfig(SuiteConfig):
         return Path(given).expanduser().resolve() if given else None
 
     def task_paths(self, task: str) -> list[Path]:
-        """Return the data files one task reads, in reading order."""
-        files = self.files()
-        names = {"judge": [files.judge_bad, files.judge_good], "eval": [files.eval],
-                 "recovery": [files.recovery]}
-        return [files.path(self.data_dir(), name) for name in names[task]]
+        """Return the data files one task reads, in reading order (JSONL, Parquet or hub shards)."""
+        keys = {"judge": ["judge_bad", "judge_good"], "eval": ["eval"], "recovery": ["recovery"]}
+        return [path for key in keys[task] for path in task_files(self.data_dir(), self.files(), key)]
 
 
 # ---------------------------------------------------------------- helpers
@@ -404,7 +403,7 @@ class UXBench(Suite):
             loader, program, extra = _LOADERS[task]
             loaded = loader(data_dir, files=config.files(), skip_bad_rows=config.skip_bad_rows)
             items = _balanced(loaded.items, run.limit) if task == "judge" else loaded.items[: run.limit]
-            rows = upstream_run.read_rows(config.task_paths(task)) if words is not None else {}
+            rows = upstream_run.read_rows(data_dir, config.task_paths(task)) if words is not None else {}
             for item in items:
                 row = _item_row(task, item, extra(item))
                 plan.items.append(row)
@@ -442,12 +441,29 @@ def bootstrap_settings(con: Any, run_id: str) -> tuple[int, int]:
     return UXBenchConfig(**config.get("suite_config", {})).bootstrap, int(config.get("seed", 0))
 
 
-def run_checkout(con: Any, run_id: str) -> str | None:
-    """Return the checkout a stored run read its words from (path and digest), None for uxlocal's words."""
+def _stored_checkout(con: Any, run_id: str) -> tuple[str, str] | None:
+    """(path, digest) of the checkout a stored run read its words from; None for uxlocal's words."""
     row = con.execute("SELECT config FROM runs WHERE run_id = ?", [run_id]).fetchone()
     hashes = ((json_value(row[0]) if row else None) or {}).get("prompt_hashes") or {}
     found = [(k.removeprefix(UPSTREAM_KEY), v) for k, v in hashes.items() if k.startswith(UPSTREAM_KEY)]
-    return f"{found[0][0]} ({found[0][1][:12]})" if found else None
+    return found[0] if found else None
+
+
+def run_checkout(con: Any, run_id: str) -> str | None:
+    """Return the checkout a stored run read its words from (path and digest), None for uxlocal's words."""
+    found = _stored_checkout(con, run_id)
+    return f"{found[0]} ({found[1][:12]})" if found else None
+
+
+def published_tables(con: Any, run_id: str, local: dict[str, published.LocalRow]) -> list[ReportTable]:
+    """Return the checkout's published leaderboards with this run's rows, when it has them."""
+    found = _stored_checkout(con, run_id)
+    if found is None:
+        return []
+    root = Path(found[0])
+    tables = [published.t1_table(root, local["judge"]) if "judge" in local else None,
+              published.t2_table(root, local.get("eval"), local.get("recovery"))]
+    return [t for t in tables if t is not None]
 
 
 def protocol_table(con: Any, run_id: str) -> ReportTable:
@@ -456,8 +472,8 @@ def protocol_table(con: Any, run_id: str) -> ReportTable:
     comparable = ("NOT comparable" if checkout is None
                   else "T1: comparable; T2/T3: comparable only with UXBench's GRM as the judge")
     words = "uxlocal's own" if checkout is None else f"UXBench's, read from {checkout}"
-    return ReportTable("UXBench protocol", ["words and rules", "published leaderboard"], [(words, comparable)],
-                       protocol_line(checkout))
+    return ReportTable("UXBench protocol", ["words and rules", "published leaderboard"],
+                       [(words, comparable)], protocol_line(checkout))
 
 
 def _interval(iv: metrics.Interval) -> str | None:
@@ -474,6 +490,7 @@ def _rows(con: Any, sql: str, params: list[Any]) -> list[dict[str, Any]]:
 def uxbench_tables(con: Any, run_id: str, *, n_boot: int = 2000, seed: int = 0) -> list[ReportTable]:
     """Every UXBench table for one run: SQL points, bootstrap intervals over the view rows."""
     tables: list[ReportTable] = []
+    local: dict[str, published.LocalRow] = {}
     t1 = _rows(con, "SELECT * FROM uxbench_t1 WHERE run_id = ?", [run_id])
     if t1:
         rows = _rows(con, "SELECT * FROM uxbench_t1_rows WHERE run_id = ?", [run_id])
@@ -490,6 +507,8 @@ def uxbench_tables(con: Any, run_id: str, *, n_boot: int = 2000, seed: int = 0) 
              ("AUROC", _f3(s["auroc"]), None, "from label probabilities"),
              ("ECE", _f3(s["ece"]), None, "10 bins, confidence in own verdict")],
             "convention C (published): invalid outputs excluded from the denominators and counted"))
+        local["judge"] = published.LocalRow(s["judge_model"], {k: s[f"{k}_acc"] for k in ("good", "bad", "avg")},
+                                            {k: ci[f"{k}_acc"] for k in ("good", "bad", "avg")})
     rates = _rows(con, "SELECT * FROM uxbench_rates WHERE run_id = ? ORDER BY task", [run_id])
     if rates:
         out = []
@@ -497,6 +516,7 @@ def uxbench_tables(con: Any, run_id: str, *, n_boot: int = 2000, seed: int = 0) 
             rows = _rows(con, "SELECT * FROM uxbench_reply_rows WHERE run_id = ? AND task = ?", [run_id, r["task"]])
             iv = _interval(metrics.bootstrap_rate(rows, n_resamples=n_boot, seed=seed)) if n_boot else None
             label = "T2 Good %" if r["task"] == "eval" else "T3 Recovery Rate %"
+            local[r["task"]] = published.LocalRow(r["candidate_model"], {"rate": r["rate"]}, {"rate": iv})
             out.append((label, _f1(r["rate"]), iv, f"{r['n_valid']}/{r['n']}",
                         f"{r['n_invalid']} ({r['n_not_judged']} not judged)", _f1(r["rate_strict"]),
                         r["candidate_model"], r["judge_model"]))
@@ -517,7 +537,7 @@ def uxbench_tables(con: Any, run_id: str, *, n_boot: int = 2000, seed: int = 0) 
     if quarantined:
         tables.append(ReportTable("UXBench quarantined rows", ["task", "rows"], quarantined,
                                   "see: uxlocal query --db DB \"select * from quarantine\""))
-    return [*tables, protocol_table(con, run_id)]
+    return [*tables, protocol_table(con, run_id), *published_tables(con, run_id, local)]
 
 
 def _f1(value: float | None) -> str | None:

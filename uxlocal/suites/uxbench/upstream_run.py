@@ -33,7 +33,7 @@ from uxlocal.engine.base import GenRequest, GenResult, Sampling
 from uxlocal.episode import EpisodeContext, Outcome, Program
 from uxlocal.grammar import Choice
 from uxlocal.suites.uxbench import protocol
-from uxlocal.suites.uxbench.data import EvalItem, JudgeItem, RecoveryItem, Turn
+from uxlocal.suites.uxbench.data import EvalItem, JudgeItem, RecoveryItem, Turn, iter_rows, source_name
 from uxlocal.suites.uxbench.upstream import UpstreamProtocol
 
 LABEL_TOKENS = 8
@@ -41,23 +41,23 @@ LABEL_TOKENS = 8
 CHAT_ROLES = ("user", "assistant", "system")
 _ROLE_ALIASES = {"ai": "assistant", "bot": "assistant", "model": "assistant", "human": "user"}
 RowKey = tuple[str, int]
-"""(file name, 1-based line): where an item's row sits, as ``data.py`` records it."""
+"""(source name, 1-based line or row): where an item's row sits, as ``data.py`` records it."""
 
 
-def read_rows(paths: Iterable[Path]) -> dict[RowKey, dict[str, Any]]:
+def read_rows(data_dir: Path, paths: Iterable[Path]) -> dict[RowKey, dict[str, Any]]:
     """Every JSON-object row of the given files by (file name, line), as the items name them."""
     rows: dict[RowKey, dict[str, Any]] = {}
     for path in paths:
-        with path.open("rb") as handle:
-            for line, raw in enumerate(handle, start=1):
-                if not raw.strip():
-                    continue
-                try:
-                    row = json.loads(raw.decode("utf-8").lstrip("\ufeff"))
-                except ValueError:
-                    continue  # the item loader reports or quarantines this line
-                if isinstance(row, dict):
-                    rows[(path.name, line)] = row
+        name = source_name(data_dir, path)
+        for line, raw in iter_rows(path):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw.decode("utf-8").lstrip("\ufeff"))
+            except ValueError:
+                continue  # the item loader reports or quarantines this line
+            if isinstance(row, dict):
+                rows[(name, line)] = row
     return rows
 
 

@@ -6,6 +6,8 @@ while it parses its options, before it captures output, so re-executing here (th
 off, as it does for the CLI; the embedded-model tests then run as before issue 19.
 """
 
+from uxlocal import settings
 from uxlocal.cpu_tuning import reexec_with_preload
 
 reexec_with_preload()
+settings.apply_process_defaults()  # as the CLI does: tests import transformers and vLLM directly

@@ -22,6 +22,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from uxlocal import settings
+
 NO_PRELOAD_ENV = "UXLOCAL_NO_PRELOAD"
 """Set to 1 to keep the CLI from re-executing itself with the libraries preloaded."""
 _REEXEC_MARK = "UXLOCAL_PRELOAD_DONE"
@@ -73,7 +75,7 @@ def cpu_engine_args(max_model_len: int) -> dict[str, Any]:
     the rewind; the token budget must then hold a full window. Compiled when ``COMPILE_ENV`` is 1,
     which the CLI sets for its long commands (``set_cli_compile_default``); eager otherwise.
     """
-    compiled = os.environ.get(COMPILE_ENV, "") not in ("", "0")
+    compiled = settings.current().cpu_compile
     return {"enforce_eager": not compiled, "enable_chunked_prefill": False,
             "max_num_batched_tokens": max(MIN_BATCHED_TOKENS, max_model_len), "block_size": KV_BLOCK_SIZE}
 
@@ -92,7 +94,7 @@ def set_cli_compile_default(argv: list[str]) -> None:
     """
     command = cli_command(argv)
     if command is not None:
-        os.environ.setdefault(COMPILE_ENV, "0" if command in EAGER_COMMANDS else "1")
+        settings.set_default(COMPILE_ENV, "0" if command in EAGER_COMMANDS else "1")
 
 
 def _search_dirs() -> list[str]:
@@ -112,7 +114,7 @@ def find_library(kind: str) -> str | None:
 
 def preloaded_libraries() -> dict[str, bool]:
     """Which preload kinds this process has: named in ``LD_PRELOAD`` and mapped into memory."""
-    preload = os.environ.get("LD_PRELOAD", "")
+    preload = settings.environ_value("LD_PRELOAD")
     try:
         maps = Path("/proc/self/maps").read_text()
     except OSError:  # not Linux
@@ -147,10 +149,8 @@ def with_preload(env: dict[str, str], paths: list[str]) -> dict[str, str]:
 
 def preload_wanted(env: dict[str, str] | None = None) -> list[str]:
     """Libraries the CLI should preload and has not yet: empty when off, done, on a GPU, or none found."""
-    from uxlocal._env import _has_cuda_device
-
-    env = dict(os.environ if env is None else env)
-    if env.get(NO_PRELOAD_ENV, "") not in ("", "0") or env.get(_REEXEC_MARK) or _has_cuda_device():
+    env = settings.environment() if env is None else dict(env)
+    if env.get(NO_PRELOAD_ENV, "") not in ("", "0") or env.get(_REEXEC_MARK) or settings.has_cuda_device():
         return []
     if not sys.platform.startswith("linux"):
         return []
@@ -169,7 +169,7 @@ def reexec_with_preload() -> None:
     paths = preload_wanted()
     if not paths:
         return
-    env = with_preload(dict(os.environ), paths)
+    env = with_preload(settings.environment(), paths)
     env[_REEXEC_MARK] = "1"
     sys.stdout.flush()
     sys.stderr.flush()

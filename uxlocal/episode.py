@@ -18,6 +18,8 @@ from uxlocal.engine.base import GenRequest, GenResult
 
 Ask = GenRequest | list[GenRequest]
 Program = Generator[Ask, Any, "Outcome | None"]
+FROM_RESULT: Any = object()
+"""``EpisodeContext.verdict``'s default for ``label_probs``: the judge result's own distribution."""
 
 
 def utcnow() -> dt.datetime:
@@ -78,16 +80,22 @@ class EpisodeContext:
 
     def verdict(self, name: str, *, result: GenResult | None = None, judge_role: str = "judge",
                 label: str | None = None, score: float | None = None, valid: bool | None = None,
-                value: Any = None, rationale: str | None = None) -> None:
-        """Record a verdict; defaults come from the judge's ``GenResult``."""
+                value: Any = None, rationale: str | None = None, label_probs: Any = FROM_RESULT) -> None:
+        """Record a verdict; defaults come from the judge's ``GenResult``.
+
+        The one place a verdict row is built, for every suite. ``label_probs`` may replace the
+        result's distribution (a rubric's mapped labels) or drop it (``None``).
+        """
         if result is not None:
             valid = result.valid if valid is None else valid
             value = result.parsed if value is None else value
+        if label_probs is FROM_RESULT:
+            label_probs = result.label_probs if result else None
         self.rows.append(("verdicts", {
             "run_id": self.run_id, "episode_id": self.episode_id, "item_id": self.spec.item_id,
             "name": name, "judge_role": judge_role, "judge_model": self.models.get(judge_role),
             "label": label, "score": score, "valid": bool(valid), "value": value,
-            "label_probs": result.label_probs if result else None, "rationale": rationale,
+            "label_probs": label_probs, "rationale": rationale,
             "request_hash": result.request_hash if result else None}))
 
     def row(self, table: str, row: dict[str, Any]) -> None:

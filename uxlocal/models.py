@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import os
 import string
 import time
 import tomllib
@@ -33,7 +32,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from uxlocal import paths
+from uxlocal import paths, settings
 from uxlocal.errors import InputError, ModelNotReady, format_validation_error
 
 BACKENDS: tuple[str, ...] = ("vllm", "hf", "fake", "openai-http")
@@ -129,9 +128,9 @@ class ResolvedModel(BaseModel):
 def load_presets() -> dict[str, ModelPreset]:
     """All presets, from the packaged ``models/`` then ``UXLOCAL_PRESETS`` (later wins)."""
     folders = [paths.presets_dir()]
-    extra = os.environ.get("UXLOCAL_PRESETS")
+    extra = settings.current().presets
     if extra:
-        folders.append(Path(extra))
+        folders.append(extra)
     presets: dict[str, ModelPreset] = {}
     for folder in folders:
         for file in sorted(folder.glob("*.toml")):
@@ -152,8 +151,8 @@ def _read_preset(file: Path) -> ModelPreset:
 
 def expand_path(value: str) -> Path:
     """Expand ``${VAR}`` and ``~``; ``UXLOCAL_MODELS`` defaults to ``~/models``."""
-    env = dict(os.environ)
-    env.setdefault("UXLOCAL_MODELS", str(Path.home() / "models"))
+    env = settings.environment()
+    env["UXLOCAL_MODELS"] = str(settings.current().models_dir or Path.home() / "models")
     return Path(string.Template(value).safe_substitute(env)).expanduser()
 
 
@@ -227,6 +226,7 @@ def convert_gguf(gguf: Path, out: Path, *, dtype: str = "bfloat16") -> None:
     transformers keeps GGUF quantization attached to the loaded model and refuses to save it,
     so we rebuild a plain model from the config and copy the dequantized weights in.
     """
+    settings.apply_process_defaults()
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 

@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from uxlocal import settings
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def home() -> Path:
     """The uxlocal home (``UXLOCAL_HOME``, default ``~/.cache/uxlocal``); created on first use."""
-    root = Path(os.environ.get("UXLOCAL_HOME") or Path.home() / ".cache" / "uxlocal")
+    root = settings.current().home
     root.mkdir(parents=True, exist_ok=True)
     return root
 
 
 def models_cache() -> Path:
     """Folder for converted model folders (``UXLOCAL_MODEL_CACHE`` overrides)."""
-    override = os.environ.get("UXLOCAL_MODEL_CACHE")
-    root = Path(override) if override else home() / "models"
+    root = settings.current().model_cache or home() / "models"
     root.mkdir(parents=True, exist_ok=True)
     return root
 

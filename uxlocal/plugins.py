@@ -34,6 +34,7 @@ GROUP = "uxlocal.suites"
 BACKENDS_GROUP = "uxlocal.backends"
 TAU2_DOMAINS_GROUP = "uxlocal.tau2_domains"
 VIEWS_FILE = "views.sql"
+MIGRATIONS_FOLDER = "migrations"
 COMMANDS_FILE = "cli.py"
 _PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
@@ -98,6 +99,20 @@ def suite_view_files() -> list[Path]:
         if found is not None and (found[1] / VIEWS_FILE).is_file():
             files[found[1] / VIEWS_FILE] = None
     return list(files)
+
+
+def suite_migration_folders() -> list[tuple[str, Path]]:
+    """Return (package, folder) of each registered suite package's ``migrations/`` folder, by suite name.
+
+    A suite's tables come with the suite: its numbered ``NNN_snake_name.sql`` files are applied
+    after the core migrations and recorded as ``<package>/<file>`` (two suites of one package share them).
+    """
+    folders: dict[Path, str] = {}
+    for ep in suite_entry_points():
+        found = suite_package(ep)
+        if found is not None and (found[1] / MIGRATIONS_FOLDER).is_dir():
+            folders.setdefault(found[1] / MIGRATIONS_FOLDER, found[0])
+    return [(package, folder) for folder, package in folders.items()]
 
 
 def suite_command_modules() -> list[str]:

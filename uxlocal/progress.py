@@ -7,10 +7,11 @@ left) go out as one line every ``UXLOCAL_PROGRESS_EVERY_S`` seconds (default 30)
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from typing import Any, TextIO
+
+from uxlocal import settings
 
 EVERY_S = 30.0
 """Seconds between two log lines when the output is not a terminal."""
@@ -42,7 +43,7 @@ class Progress:
         self.total = total
         self.description = description
         self.stream = stream
-        self.every_s = float(os.environ.get("UXLOCAL_PROGRESS_EVERY_S", EVERY_S)) if every_s is None else every_s
+        self.every_s = _every_s() if every_s is None else every_s
         self._progress: Any = None
         self._task: Any = None
         self._lines = False
@@ -63,8 +64,14 @@ class Progress:
 
     def _start_bar(self, screen: TextIO) -> None:
         from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn,
-                                   TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as Bar
 
         # draw on the real terminal and leave sys.stdout/sys.stderr alone, so library prints keep
         # going to the log file while libraries are quieted (uxlocal.quiet)
@@ -101,3 +108,9 @@ class Progress:
             self._write_line()
         if self._progress is not None:
             self._progress.stop()
+
+
+def _every_s() -> float:
+    """Seconds between progress lines off a terminal: ``UXLOCAL_PROGRESS_EVERY_S``, else ``EVERY_S``."""
+    asked = settings.current().progress_every_s
+    return EVERY_S if asked is None else asked

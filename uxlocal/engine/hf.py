@@ -14,6 +14,7 @@ from collections import defaultdict
 from functools import cached_property
 from typing import Any
 
+from uxlocal import settings
 from uxlocal.engine.base import Engine, GenResult, PreparedRequest, ResultSink
 from uxlocal.engine.labelprobs import expand_off_path, expand_on_path, max_label_tokens, start_walk
 from uxlocal.errors import UxlocalError
@@ -95,6 +96,7 @@ class HfEngine(Engine):
     @cached_property
     def _hf(self) -> tuple[Any, Any]:
         try:
+            settings.apply_process_defaults()
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as exc:  # pragma: no cover

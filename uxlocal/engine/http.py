@@ -65,7 +65,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import queue
 import random
 import re
@@ -81,6 +80,7 @@ from typing import Any, Literal, TypeVar
 import msgspec
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from uxlocal import settings
 from uxlocal.engine.base import Engine, GenResult, Message, PreparedRequest, Renderer, ResultSink, ToolSchema
 from uxlocal.engine.labelprobs import (
     TrieNode,
@@ -109,7 +109,7 @@ KEY_REDACTED = "[API key]"
 
 def bearer_headers(api_key_env: str = DEFAULT_API_KEY_ENV) -> dict[str, str]:
     """``authorization`` for a server that requires a key; empty when ``$api_key_env`` is unset."""
-    key = os.environ.get(api_key_env)
+    key = settings.secret(api_key_env)
     return {"authorization": f"Bearer {key}"} if key else {}
 
 
@@ -427,7 +427,7 @@ class HttpEngine(Engine):
         self._probed = False
         self._tokenize: ThreadPoolExecutor | None = None
         self._headers = {"content-type": "application/json", **bearer_headers(self.options.api_key_env)}
-        self._key = os.environ.get(self.options.api_key_env) or None
+        self._key = settings.secret(self.options.api_key_env)
 
     @property
     def mode(self) -> Literal["vllm", "response_format"]:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from uxlocal import _env
+from uxlocal import settings
 from uxlocal.errors import UxlocalError
 from uxlocal.models import ResolvedModel
 
@@ -71,8 +71,8 @@ class LocalServer:
 
     def start(self, *, timeout_s: float = 300.0) -> "LocalServer":
         """Launch and wait until healthy; a server that exits early raises with its log's tail."""
-        env = dict(os.environ)
-        for key, value in {**_env.OFFLINE_DEFAULTS, **_env.VLLM_CPU_DEFAULTS}.items():
+        env = settings.environment()
+        for key, value in {**settings.OFFLINE_DEFAULTS, **settings.VLLM_CPU_DEFAULTS}.items():
             env.setdefault(key, value)
         command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server",
                    *server_args(self.model, host=self.host, port=self.port)]

@@ -84,7 +84,8 @@ class ModelPool:
         for role, model in models.items():
             if model.identity not in pool.slots:
                 backend = find_backend(model.backend, role)
-                pool.slots[model.identity] = ModelSlot(model, backend.renderer, backend.engine, dict(options))
+                pool.slots[model.identity] = ModelSlot(model, backend.make_renderer, backend.make_engine,
+                                                       dict(options))
             pool.roles[role] = model.identity
         return pool
 

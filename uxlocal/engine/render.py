@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from uxlocal import settings
 from uxlocal.engine.base import Message, Renderer, ToolSchema
 
 
@@ -21,6 +22,7 @@ class HfChatRenderer(Renderer):
     """Renders chats with an HF tokenizer's chat template and tokenizes the result."""
 
     def __init__(self, folder: str | Path) -> None:
+        settings.apply_process_defaults()
         from transformers import AutoTokenizer
 
         self.folder = Path(folder)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from uxlocal import settings
 from uxlocal.cpu_tuning import cpu_engine_args
 from uxlocal.engine.base import Engine, GenResult, PreparedRequest, ResultSink
 from uxlocal.engine.labelprobs import (
@@ -112,7 +113,8 @@ class _Walk:
 
 
 def import_vllm() -> Any:
-    """Import vllm or explain which extra to install."""
+    """Import vllm (the process defaults applied first) or explain which extra to install."""
+    settings.apply_process_defaults()
     try:
         import vllm
     except ImportError as exc:  # pragma: no cover - depends on the environment

@@ -20,7 +20,6 @@ requests still running, and the rerun answers the rest from the cache.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 import traceback
@@ -28,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from uxlocal import settings
 from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest
 from uxlocal.engine.pool import ModelPool
 from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome, Program, utcnow
@@ -57,7 +57,7 @@ class Scheduler:
                  seed: int = 0, max_live: int = 512, max_batch: int = 256, progress: bool = False,
                  description: str = "episodes", flush_every_s: float | None = None) -> None:
         if flush_every_s is None:
-            flush_every_s = float(os.environ.get("UXLOCAL_FLUSH_EVERY_S", "2.0"))
+            flush_every_s = settings.current().flush_every_s
         self.pool = pool
         self.run_id = run_id
         self.writer = writer

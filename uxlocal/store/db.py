@@ -18,8 +18,8 @@ from typing import Any
 import duckdb
 
 from uxlocal import paths
-from uxlocal.plugins import suite_view_files
 from uxlocal.errors import InputError, UxlocalError
+from uxlocal.plugins import suite_migration_folders, suite_view_files
 from uxlocal.store.offline import open_duckdb, refuse_extension_statements
 
 MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
@@ -38,25 +38,37 @@ def migration_files(folder: Path | None = None) -> list[Path]:
 
 
 def migrate(con: duckdb.DuckDBPyConnection, *, upto: int | None = None, folder: Path | None = None) -> list[str]:
-    """Apply pending migrations (each in its own transaction); return the names applied."""
+    """Apply pending migrations (each in its own transaction); return the names applied.
+
+    The core ones first (``upto`` stops them at a number: tests freeze older stores), then, when
+    the core folder is the real one and complete, each registered suite's own (``plugins``), recorded
+    as ``<package>/<file>``.
+    """
     con.execute("CREATE TABLE IF NOT EXISTS _uxlocal_migrations (name VARCHAR PRIMARY KEY, "
                 "applied_at TIMESTAMPTZ NOT NULL)")
     done = {row[0] for row in con.execute("SELECT name FROM _uxlocal_migrations").fetchall()}
-    applied = []
-    for number, file in enumerate(migration_files(folder), start=1):
-        if file.name in done or (upto is not None and number > upto):
-            continue
-        con.execute("BEGIN")
-        try:
-            con.execute(file.read_text(encoding="utf-8"))
-            con.execute("INSERT INTO _uxlocal_migrations VALUES (?, ?)",
-                        [file.name, dt.datetime.now(dt.timezone.utc)])
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
-        applied.append(file.name)
+    applied = [name for number, file in enumerate(migration_files(folder), start=1)
+               if (upto is None or number <= upto) and (name := _apply(con, file, file.name, done))]
+    if folder is None and upto is None:
+        for package, suite_folder in suite_migration_folders():
+            applied += [name for file in migration_files(suite_folder)
+                        if (name := _apply(con, file, f"{package}/{file.name}", done))]
     return applied
+
+
+def _apply(con: duckdb.DuckDBPyConnection, file: Path, name: str, done: set[str]) -> str | None:
+    """Run one migration file in its own transaction unless ``name`` is recorded; return the name run."""
+    if name in done:
+        return None
+    con.execute("BEGIN")
+    try:
+        con.execute(file.read_text(encoding="utf-8"))
+        con.execute("INSERT INTO _uxlocal_migrations VALUES (?, ?)", [name, dt.datetime.now(dt.timezone.utc)])
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    return name
 
 
 def view_files() -> list[Path]:

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import duckdb
 
+from uxlocal import settings
 from uxlocal.errors import InputError
 
 NO_EXTENSIONS_DIR = Path(__file__).resolve().parent / "_no_duckdb_extensions"
@@ -136,11 +137,11 @@ each of a dozen of them, its memory spiking ~100 MB meanwhile, and its store cam
 def resource_config(path: str | Path | None = None) -> dict[str, str | int]:
     """DuckDB's memory cap and thread count from the environment, else from the store's size
     (see the module docstring and ``STORE_SHARE``)."""
-    asked_threads = os.environ.get(THREADS_ENV, "").strip()
+    asked_threads = settings.current().duckdb_threads
     if asked_threads and (not asked_threads.isdigit() or int(asked_threads) < 1):
         raise InputError(None, None, f"{THREADS_ENV}={asked_threads!r} is not a positive whole number")
     threads = int(asked_threads) if asked_threads else default_threads()
-    asked = os.environ.get(MEMORY_ENV, "").strip()  # a cap the person set is kept, even the default's size
+    asked = settings.current().duckdb_memory  # a cap the person set is kept, even the default's size
     memory = asked or f"{default_memory_mb(threads)}MB"
     if not asked and path is not None and str(path) != ":memory:" and Path(path).is_file():
         memory = _store_caps.setdefault(str(Path(path).resolve()), _store_cap(Path(path), threads))

@@ -16,8 +16,8 @@ from importlib.metadata import EntryPoint
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from uxlocal.config import RunConfig, SuiteConfig
-from uxlocal.plugins import suite_entry_points
 from uxlocal.episode import EpisodeSpec
+from uxlocal.plugins import suite_entry_points
 
 if TYPE_CHECKING:
     from uxlocal.models import ResolvedModel

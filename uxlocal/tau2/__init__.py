@@ -13,6 +13,9 @@ below. Typical episode::
     info = draft.finish(verdicts if draft.needs_judge else None)  # phase 2
 """
 
+from .env import Environment, InitialStateError, ReplayMismatch, ToolResult
+from .layout import available_domains, tau2_root
+from .messages import Message, ToolCall, trajectory_tool_calls, utc_now
 from .registry import (
     DEFAULT_TAU2_VERSION,
     TAU2_VERSIONS,
@@ -23,9 +26,6 @@ from .registry import (
     load_domain,
     register_domain,
 )
-from .env import Environment, InitialStateError, ReplayMismatch, ToolResult
-from .layout import available_domains, tau2_root
-from .messages import Message, ToolCall, trajectory_tool_calls, utc_now
 from .results_io import (
     AgentInfo,
     EnvironmentInfo,

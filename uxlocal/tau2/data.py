@@ -11,11 +11,11 @@ DBs), so moving the data resumes the same run and editing it starts a new one.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from uxlocal import settings
 from uxlocal.errors import InputError
 from uxlocal.tau2 import domain_spec, tau2_root
 from uxlocal.tau2.layout import SAMPLE_DATA, SAMPLE_DOMAIN, domain_dir
@@ -28,7 +28,7 @@ _CHECKOUT_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" 
 
 def default_data_dir() -> Path | None:
     """Find the data dir without a flag (environment variable, then the checkout layout), or None."""
-    configured = os.environ.get(ENV_VAR)
+    configured = settings.current().tau2_data
     for candidate in ([Path(configured)] if configured else []) + [_CHECKOUT_DATA]:
         try:
             return tau2_root(candidate)

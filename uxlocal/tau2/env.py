@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .registry import Domain, DomainDB
 from .messages import Message, Requestor, ToolCall, trajectory_tool_calls
+from .registry import Domain, DomainDB
 from .tasks import EnvAssertion, InitialState, Task
 from .toolkit import ToolError, ToolKind, Toolkit, ToolSpec, describe_validation_error, render_content
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from .registry import DEFAULT_TAU2_VERSION, Domain, load_domain
 from .env import Environment
 from .messages import Message, ToolCall
+from .registry import DEFAULT_TAU2_VERSION, Domain, load_domain
 from .reward import score_episode
 from .tasks import Task, load_tasks
 from .termination import USER_STOP

@@ -34,9 +34,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .registry import Domain
 from .env import Environment
 from .messages import Message, ToolCall, trajectory_tool_calls
+from .registry import Domain
 from .reward_info import (
     ActionCheck,
     CommunicateCheck,

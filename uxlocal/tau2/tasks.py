@@ -19,9 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from uxlocal.errors import InputError, format_validation_error
 
-from .registry import domain_spec
 from .layout import domain_dir
 from .messages import Message, Requestor
+from .registry import domain_spec
 
 RewardType = Literal["DB", "ENV_ASSERTION", "NL_ASSERTION", "ACTION", "COMMUNICATE"]
 DEFAULT_REWARD_BASIS: tuple[RewardType, ...] = ("DB", "COMMUNICATE")

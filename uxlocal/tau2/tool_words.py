@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from uxlocal import settings
 
 from .toolkit import ToolSpec
 
@@ -94,7 +95,7 @@ class ToolWords:
 
 def find_tools_dir(domain_folder: Path, name: str, explicit: str | Path | None = None) -> Path | None:
     """The folder holding ``name``'s tools files, by the precedence of the module docstring."""
-    chosen = explicit if explicit is not None else os.environ.get(TOOLS_ENV) or None
+    chosen = explicit if explicit is not None else settings.current().tau2_tools
     candidates = ([Path(chosen) / name] if chosen is not None else []) + [domain_folder]
     for folder in candidates:
         if any((folder / file).is_file() for file in SEAT_FILES.values()):

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from uxlocal import settings
 from uxlocal.errors import UxlocalError
 from uxlocal.train.examples import IGNORE, Example, loss_span, pad_batch
 
@@ -128,6 +129,7 @@ def load_base(path: str) -> tuple[Any, str]:
     On a GPU gradient checkpointing is switched on (a 7B base then fits with long prompts); it
     recomputes activations and changes no result.
     """
+    settings.apply_process_defaults()
     try:
         import torch
         from transformers import AutoModelForCausalLM

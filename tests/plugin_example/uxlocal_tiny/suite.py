@@ -26,6 +26,7 @@ def _program(ctx: EpisodeContext, sentence: str, question: str) -> Program:
     ask = ({"role": "user", "content": f"{question}\n\n{sentence}\n\nAnswer yes or no."},)
     answer = yield GenRequest("judge", ask, Sampling(max_tokens=2), Choice(("yes", "no")), tag="answer")
     ctx.verdict("answer", result=answer, label=answer.parsed)
+    ctx.row("tiny_answers", {"sentence": sentence, "answer": answer.parsed})  # migrations/001
     return Outcome("judged")
 
 

@@ -13,8 +13,16 @@ from typing import Any
 
 import click
 
-from uxlocal.clikit import (CONTEXT, RUNNER_KEY, config_options, print_rows, run_options,
-                            run_suite_from_command, split_run_options, store_option)
+from uxlocal.clikit import (
+    CONTEXT,
+    RUNNER_KEY,
+    config_options,
+    print_rows,
+    run_options,
+    run_suite_from_command,
+    split_run_options,
+    store_option,
+)
 from uxlocal.errors import InputError
 from uxlocal.suites.judge.config import JUDGE_SETTINGS, JudgeConfig, judge_settings
 from uxlocal.train.lora import StepReport

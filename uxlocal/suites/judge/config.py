@@ -5,7 +5,6 @@ field docstrings without importing the scheduler, the store or the engines.
 from __future__ import annotations
 
 import dataclasses
-
 from typing import ClassVar, Literal
 
 from pydantic import Field

@@ -26,11 +26,11 @@ from collections.abc import Callable
 from typing import Any
 
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
-from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.episode import EpisodeContext, Outcome, Program
+from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.suites.judge.inputs import JudgeItem
 from uxlocal.suites.judge.prompts import Layout, judge_messages
-from uxlocal.suites.judge.rubrics import TIE_LABEL, Criterion, Rubric
+from uxlocal.suites.judge.rubrics import Criterion, Rubric
 
 LABEL_TOKENS = 32
 """Completion budget of a label verdict: room for the longest label's token path (zh labels and
@@ -140,10 +140,8 @@ class Asker:
 def _row(ctx: EpisodeContext, role: str, name: str, *, label: str | None, score: float | None, valid: bool,
          probs: dict[str, float] | None, value: dict[str, Any], result: GenResult | None,
          rationale: str | None = None) -> None:
-    ctx.row("verdicts", {"item_id": ctx.spec.item_id, "name": name, "judge_role": role,
-                         "judge_model": ctx.models.get(role), "label": label, "score": score, "valid": valid,
-                         "label_probs": probs, "value": value, "rationale": rationale,
-                         "request_hash": result.request_hash if result else None})
+    ctx.verdict(name, result=result, judge_role=role, label=label, score=score, valid=valid, value=value,
+                rationale=rationale, label_probs=probs)
 
 
 def _rationale(result: GenResult) -> str | None:

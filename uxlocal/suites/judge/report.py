@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from uxlocal import stats
-from uxlocal.store.db import query
 from uxlocal.reportkit.model import ReportTable
+from uxlocal.store.db import query
 from uxlocal.suites.judge.column_fill import ColumnFill
 from uxlocal.suites.judge.label_tallies import LabelTallies
 

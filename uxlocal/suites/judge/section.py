@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from uxlocal.reportkit.rows import NoData, in_list, rows_of
 from uxlocal.reportkit.model import Figure, TableGroup
 from uxlocal.reportkit.plots import (
     ReliabilityBin,
@@ -32,7 +31,7 @@ from uxlocal.reportkit.plots import (
     scatter_svg,
 )
 from uxlocal.reportkit.registry import register_figure, register_section
-
+from uxlocal.reportkit.rows import NoData, in_list, rows_of
 
 
 def tables(con: Any, run_ids: Sequence[str]) -> list[TableGroup]:

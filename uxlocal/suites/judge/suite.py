@@ -16,13 +16,13 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from uxlocal.config import RunConfig, SuiteConfig
-from uxlocal.errors import InputError
-from uxlocal.episode import EpisodeSpec
-from uxlocal.reportkit.model import ReportTable
 from uxlocal import paths
-from uxlocal.suites.base import DemoSpec, PlanChunk, Suite, SuitePlan
+from uxlocal.config import RunConfig, SuiteConfig
+from uxlocal.episode import EpisodeSpec
+from uxlocal.errors import InputError
 from uxlocal.models import ResolvedModel
+from uxlocal.reportkit.model import ReportTable
+from uxlocal.suites.base import DemoSpec, PlanChunk, Suite, SuitePlan
 from uxlocal.suites.judge import adapter as judge_adapter
 from uxlocal.suites.judge import episodes
 from uxlocal.suites.judge.config import JudgeConfig

@@ -41,10 +41,10 @@ from typing import Any
 
 from uxlocal.errors import InputError
 from uxlocal.models import ResolvedModel, folder_fingerprint
-from uxlocal.suites.judge.adapter import META_FILE
 from uxlocal.suites.judge import compare, episodes
+from uxlocal.suites.judge.adapter import META_FILE
+from uxlocal.suites.judge.compare import agreement, difference_intervals, paired
 from uxlocal.suites.judge.config import JUDGE_SETTINGS
-from uxlocal.suites.judge.compare import COMPARISON_COLUMNS, agreement, difference_intervals, paired
 from uxlocal.suites.judge.inputs import Columns, JudgeItem, input_sha256, load_items
 from uxlocal.suites.judge.prompts import Layout, template_sha256
 from uxlocal.suites.judge.rubrics import TIE_LABEL, Rubric

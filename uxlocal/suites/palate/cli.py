@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from uxlocal.clikit import CONTEXT, print_rows, run_suite_from_command, run_options, split_run_options
+from uxlocal.clikit import CONTEXT, print_rows, run_options, run_suite_from_command, split_run_options
 from uxlocal.errors import UxlocalError
 
 

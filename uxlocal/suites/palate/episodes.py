@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
-from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.episode import EpisodeContext, Outcome, Program
+from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.suites.palate.adapters import adapter_name
 from uxlocal.suites.palate.options import Candidate, PalateConfig
 from uxlocal.suites.palate.profiles import Card

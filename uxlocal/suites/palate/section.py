@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from uxlocal.reportkit.rows import NoData, in_list, rows_of
 from uxlocal.reportkit.model import Figure
 from uxlocal.reportkit.plots import grouped_hbars_svg, heatmap_svg, intervals_svg
 from uxlocal.reportkit.registry import register_figure, register_section
+from uxlocal.reportkit.rows import NoData, in_list, rows_of
 from uxlocal.suites.palate.agreement import agreement_table
 from uxlocal.suites.palate.report import personal_cell
 

@@ -17,10 +17,10 @@ import random
 from typing import Any
 
 from uxlocal.config import RunConfig, SuiteConfig
+from uxlocal.episode import EpisodeSpec
 from uxlocal.errors import InputError
 from uxlocal.models import ResolvedModel
 from uxlocal.reportkit.model import ReportTable
-from uxlocal.episode import EpisodeSpec
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
 from uxlocal.suites.palate.adapters import adapters_fingerprint, attach_adapters, find_adapter
 from uxlocal.suites.palate.cardfiles import load_cards

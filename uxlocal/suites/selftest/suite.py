@@ -13,9 +13,9 @@ from pydantic import BaseModel, Field
 
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import ROLES, GenRequest, Sampling
+from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome, Program
 from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.reportkit.model import ReportTable
-from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome, Program
 from uxlocal.store.db import query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
 

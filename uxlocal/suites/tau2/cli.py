@@ -11,7 +11,6 @@ from uxlocal.errors import InputError
 from uxlocal.tau2.registry import DEFAULT_TAU2_VERSION, TAU2_VERSIONS
 from uxlocal.tau2.tool_words import TOOLS_ENV, ToolWordsError
 
-
 TAU2_TOOLS_OPTION = click.option(
     "--tau2-tools", type=click.Path(path_type=Path), default=None, envvar=TOOLS_ENV,
     help="Folder with <domain>/tools_agent.json and tools_user.json: upstream's tool words "

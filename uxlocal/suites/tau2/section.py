@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from uxlocal.reportkit.rows import NoData, in_list, rows_of
 from uxlocal.reportkit.model import Figure
 from uxlocal.reportkit.plots import grouped_hbars_svg, lines_svg
 from uxlocal.reportkit.registry import register_figure, register_section
+from uxlocal.reportkit.rows import NoData, in_list, rows_of
 
 register_section("tau2", title="tau2: agent reward with simulated users", order=20)
 

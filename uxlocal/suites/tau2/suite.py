@@ -12,9 +12,9 @@ from typing import Any, ClassVar, Literal
 
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import Sampling
+from uxlocal.episode import EpisodeSpec
 from uxlocal.errors import InputError
 from uxlocal.reportkit.model import ReportTable
-from uxlocal.episode import EpisodeSpec
 from uxlocal.store.db import query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
 from uxlocal.tau2 import Domain, Environment, Task, load_tasks

@@ -24,9 +24,9 @@ from pydantic import Field
 
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import Sampling
+from uxlocal.episode import EpisodeSpec
 from uxlocal.errors import InputError
 from uxlocal.reportkit.model import ReportTable
-from uxlocal.episode import EpisodeSpec
 from uxlocal.store.db import json_value
 from uxlocal.suites.base import Suite, SuitePlan
 from uxlocal.suites.userproxy.ufs.programs import (

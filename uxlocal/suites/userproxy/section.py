@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from uxlocal.reportkit.rows import NoData, in_list
 from uxlocal.reportkit.model import Figure, TableGroup
 from uxlocal.reportkit.plots import grouped_hbars_svg
 from uxlocal.reportkit.registry import register_figure, register_section
+from uxlocal.reportkit.rows import NoData, in_list
 from uxlocal.suites.userproxy.ufs.plot import frontier_svg
 from uxlocal.suites.userproxy.ufs.report import FRONTIER_COLUMNS, GROUP, frontier_row, group_view, ufs_tables
 from uxlocal.suites.userproxy.ufs.taxonomy import FAMILIES

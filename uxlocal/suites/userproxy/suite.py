@@ -38,9 +38,9 @@ from pydantic import Field
 
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import Sampling
+from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
 from uxlocal.errors import InputError
 from uxlocal.reportkit.model import ReportTable
-from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
 from uxlocal.store.db import connect, query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
 from uxlocal.suites.userproxy.ufs.criteria import Blueprint

@@ -25,10 +25,10 @@ from pydantic import Field
 
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
+from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome, Program
 from uxlocal.errors import InputError
 from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.reportkit.model import ReportTable
-from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome, Program
 from uxlocal.store.db import json_value, query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
 from uxlocal.suites.uxbench import metrics, published, upstream_run

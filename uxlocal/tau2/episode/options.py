@@ -26,8 +26,8 @@ from uxlocal.tau2 import (
     domain_spec,
     load_domain,
 )
-from ..registry import Tau2Version, expand_domains
 
+from ..registry import Tau2Version, expand_domains
 from .agent import AGENT_ROLE, AgentSeat
 from .judge import JUDGE_ROLE, JudgeSeat
 from .orchestrator import Limits

@@ -19,8 +19,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from uxlocal.reportkit.rows import in_list, rows_of
 from uxlocal.reportkit.model import ReportTable
+from uxlocal.reportkit.rows import in_list, rows_of
 
 from .frontier import FrontierRow, Point
 from .scoring import CriterionVerdict, EpisodeRecord, UFSIntervals, bootstrap_ufs, group_by

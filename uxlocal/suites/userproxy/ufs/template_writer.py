@@ -39,7 +39,17 @@ from typing import Any
 
 from uxlocal.errors import InputError
 
-from .criteria import ALWAYS, MAX_CRITERIA, MIN_CRITERIA, MIN_SPAN_CHARS, SPAN_MAX, TEXT_MAX, Blueprint, Criterion, screen
+from .criteria import (
+    ALWAYS,
+    MAX_CRITERIA,
+    MIN_CRITERIA,
+    MIN_SPAN_CHARS,
+    SPAN_MAX,
+    TEXT_MAX,
+    Blueprint,
+    Criterion,
+    screen,
+)
 from .store import Provenance, TaskCriteria
 
 TEMPLATE_VERSION = "template-v1"

@@ -20,6 +20,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
+from ...registry import DomainSpec
+from ...toolkit import ToolError, Toolkit, arg
+from ...tools_common import register_common
 from .db import (
     AirlineDB,
     AvailableDay,
@@ -35,9 +38,6 @@ from .db import (
     ReservationFlight,
     User,
 )
-from ...registry import DomainSpec
-from ...toolkit import ToolError, Toolkit, arg
-from ...tools_common import register_common
 
 AGENT = Toolkit("airline", qualifier="AirlineTools")
 

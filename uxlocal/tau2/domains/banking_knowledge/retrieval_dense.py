@@ -17,13 +17,13 @@ Contract: pure library; reads the model folder and the documents, writes nothing
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
 
+from uxlocal import settings
 from uxlocal.errors import InputError
 
 from ...toolkit import arg
@@ -41,8 +41,7 @@ def configure_embedding_model(folder: str | Path | None) -> None:
 
 def embedding_model_dir() -> Path:
     """Return the configured embedding model folder; an ``InputError`` says how when there is none."""
-    folder = _configured or (Path(os.environ[EMBEDDING_MODEL_ENV]).expanduser()
-                             if os.environ.get(EMBEDDING_MODEL_ENV) else None)
+    folder = _configured or settings.current().kb_embedding_model
     if folder is None:
         raise InputError(None, None, "dense knowledge-base search needs a local embedding model, and none is "
                          "configured", f"set {EMBEDDING_MODEL_ENV}=/path/to/model (a sentence-transformers "
@@ -100,7 +99,7 @@ class DenseIndex:
 
 
 def _load_encoder(model_dir: Path) -> tuple[Any, Any]:
-    os.environ["HF_HUB_OFFLINE"] = "1"  # never reach a hub, whatever the folder's config names
+    settings.apply_process_defaults()  # never reach a hub, whatever the folder's config names
     try:
         from transformers import AutoModel, AutoTokenizer
     except ImportError as err:  # pragma: no cover - transformers is a core dependency

@@ -12,6 +12,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
+from ...registry import DomainSpec
+from ...toolkit import ToolError, Toolkit, arg
+from ...tools_common import register_common
 from .db import (
     AppliedCredit,
     Customer,
@@ -24,9 +27,6 @@ from .db import (
     RouterFault,
     Visit,
 )
-from ...registry import DomainSpec
-from ...toolkit import ToolError, Toolkit, arg
-from ...tools_common import register_common
 
 AGENT = Toolkit("homenet")
 USER = Toolkit("homenet-user")

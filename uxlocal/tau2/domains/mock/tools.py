@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from .db import MockDB, MockTask, MockUser, MockUserDB, Notification, TaskStatus
 from ...registry import DomainSpec
 from ...toolkit import ToolError, Toolkit, arg
 from ...tools_common import register_common
+from .db import MockDB, MockTask, MockUser, MockUserDB, Notification, TaskStatus
 
 AGENT = Toolkit("mock", qualifier="MockTools")
 USER = Toolkit("mock-user", qualifier="MockUserTools")

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from ...db_common import Address
-from .db import GiftCard, Order, PaymentMethod, Product, RetailDB, Transaction, User, Variant
 from ...registry import DomainSpec
 from ...toolkit import ToolError, Toolkit, arg
 from ...tools_common import register_common
+from .db import GiftCard, Order, PaymentMethod, Product, RetailDB, Transaction, User, Variant
 
 AGENT = Toolkit("retail", qualifier="RetailTools")
 

@@ -15,8 +15,15 @@ them and the conformance suite compares every state after every call.
 from __future__ import annotations
 
 from .db import Customer, Line, TelecomDB
-from .phone_db import APNNames, NetworkModePreference, PaymentRequest, PhoneDevice, SimStatus, Surroundings
-from .phone_db import TelecomUserDB
+from .phone_db import (
+    APNNames,
+    NetworkModePreference,
+    PaymentRequest,
+    PhoneDevice,
+    SimStatus,
+    Surroundings,
+    TelecomUserDB,
+)
 
 SPEED_RANGE_MBPS: dict[str, tuple[float, float]] = {
     "2G": (0.1, 0.4),

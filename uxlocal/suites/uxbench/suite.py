@@ -16,7 +16,6 @@ stored with ``valid = false`` and counted apart, never guessed. Point metrics co
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -29,6 +28,7 @@ from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome, Program
 from uxlocal.errors import InputError
 from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.reportkit.model import ReportTable
+from uxlocal.settings import environ_value
 from uxlocal.store.db import json_value, query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
 from uxlocal.suites.uxbench import metrics, published, upstream_run
@@ -135,7 +135,8 @@ class UXBenchConfig(SuiteConfig):
         """Return the UXBench checkout whose protocol the run follows: ``upstream``, else the environment."""
         if self.upstream == "":
             return None
-        given = self.upstream or os.environ.get(ENV_VAR) or None
+        # settings.py has no field for this variable yet; environ_value reads it without os.environ here
+        given = self.upstream or environ_value(ENV_VAR) or None
         return Path(given).expanduser().resolve() if given else None
 
     def task_paths(self, task: str) -> list[Path]:

@@ -81,6 +81,9 @@ class Settings:
     not given."""
     tau2_tools: Path | None = None
     """``UXLOCAL_TAU2_TOOLS``: a folder of recorded ``<domain>/tools_*.json`` tool words."""
+    uxbench_src: Path | None = None
+    """``UXLOCAL_UXBENCH_SRC``: a UXBench checkout whose protocol ``uxlocal run uxbench`` follows when
+    ``--upstream`` is not given."""
     kb_embedding_model: Path | None = None
     """``UXLOCAL_KB_EMBEDDING_MODEL``: a local encoder folder for banking's dense retrieval."""
     cpu_compile: bool = False
@@ -108,7 +111,7 @@ class Settings:
                    flush_every_s=2.0 if flush is None else flush, progress_every_s=number("PROGRESS_EVERY_S"),
                    duckdb_memory=environ.get(PREFIX + "DUCKDB_MEMORY", "").strip(),
                    duckdb_threads=environ.get(PREFIX + "DUCKDB_THREADS", "").strip(),
-                   tau2_data=path("TAU2_DATA"), tau2_tools=path("TAU2_TOOLS"),
+                   tau2_data=path("TAU2_DATA"), tau2_tools=path("TAU2_TOOLS"), uxbench_src=path("UXBENCH_SRC"),
                    kb_embedding_model=path("KB_EMBEDDING_MODEL"), cpu_compile=flag("CPU_COMPILE"),
                    no_preload=flag("NO_PRELOAD"))
 

@@ -417,6 +417,8 @@ class _RowContext:
     path: Path
     line: int
     implied_truth: GroundTruth | None = None
+    name: str = ""
+    """How items name their file (``source_file``); the file name when empty."""
 
     @property
     def default_id(self) -> str:
@@ -424,8 +426,8 @@ class _RowContext:
 
     def common(self, row: _Row) -> dict[str, Any]:
         """Fill the _Item fields every builder fills the same way."""
-        return {"item_id": row.cid or self.default_id, "scenario": row.scenario,
-                "difficulty": row.difficulty, "source_file": self.path.name, "source_line": self.line}
+        return {"item_id": row.cid or self.default_id, "scenario": row.scenario, "difficulty": row.difficulty,
+                "source_file": self.name or self.path.name, "source_line": self.line}
 
 
 def _user_words(history: Iterable[Turn], *extra: str) -> str:
@@ -542,13 +544,79 @@ def _build_recovery(row: dict[str, Any], ctx: _RowContext) -> RecoveryItem:
 # ---------------------------------------------------------------- file reading
 
 
-def _iter_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+def iter_rows(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(1-based line or row number, JSON bytes) of a JSONL or Parquet file, blank lines included.
+
+    Parquet rows become JSON objects (nested columns as lists and objects, other values as text),
+    so one row parser serves both formats the dataset card ships.
+    """
     if not path.is_file():
         raise InputError("file not found",
                          hint="point the data folder at the released files or override this file's name",
                          path=path)
+    if path.suffix == ".parquet":
+        yield from _parquet_rows(path)
+        return
     with path.open("rb") as handle:
         yield from enumerate(handle, start=1)
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[int, bytes]]:
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        cursor = con.execute("SELECT * FROM read_parquet(?)", [str(path)])
+        names = [d[0] for d in cursor.description]
+        for number, values in enumerate(cursor.fetchall(), start=1):
+            row = dict(zip(names, values, strict=True))
+            yield number, json.dumps(row, ensure_ascii=False, default=str).encode("utf-8")
+    except duckdb.Error as exc:
+        raise InputError(f"not a readable Parquet file: {exc}", path=path) from None
+    finally:
+        con.close()
+
+
+HUB_CONFIGS = {"judge_bad": "task1_judge_bad", "judge_good": "task1_judge_good", "eval": "task2_eval",
+               "recovery": "task3_recovery"}
+"""The dataset card's configuration per released file (``load_dataset("mengze-hong/UXBench", cfg)``)."""
+DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
+
+
+def task_files(data_dir: str | Path, files: UXBenchFiles, key: str) -> list[Path]:
+    """Find the files holding one released file's rows, in reading order.
+
+    Tried in turn: the named JSONL file; its Parquet twin (same stem); the hub's folder per
+    configuration (``<config>/`` or ``data/<config>/``, every JSONL or Parquet shard inside,
+    sorted); shards named after the configuration (``<config>-00000-of-00001.parquet``). When none
+    exists the named file is returned, so the error names what was expected.
+    """
+    root = Path(data_dir)
+    named = files.path(root, getattr(files, key))
+    if named.is_file():
+        return [named]
+    if named.with_suffix(".parquet").is_file():
+        return [named.with_suffix(".parquet")]
+    config = HUB_CONFIGS[key]
+    for folder in (root / config, root / "data" / config):
+        shards = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in DATA_SUFFIXES) \
+            if folder.is_dir() else []
+        if shards:
+            return shards
+    for folder in (root, root / "data"):
+        pattern = f"{config}[-_.]*"
+        shards = sorted(p for p in folder.glob(pattern) if p.is_file() and p.suffix in DATA_SUFFIXES)
+        if shards:
+            return shards
+    return [named]
+
+
+def source_name(data_dir: str | Path, path: Path) -> str:
+    """How items name a data file: its path under the data folder, else its file name."""
+    try:
+        return path.resolve().relative_to(Path(data_dir).resolve()).as_posix()
+    except ValueError:
+        return path.name
 
 
 def _decode_row(raw: bytes, line: int) -> dict[str, Any]:
@@ -571,6 +639,7 @@ def _decode_row(raw: bytes, line: int) -> dict[str, Any]:
 class _Source:
     path: Path
     implied_truth: GroundTruth | None = None
+    name: str = ""
 
 
 def _load_task(task: Task, sources: list[_Source], build: Callable[[dict[str, Any], _RowContext], ItemT],
@@ -580,11 +649,12 @@ def _load_task(task: Task, sources: list[_Source], build: Callable[[dict[str, An
     quarantine: list[QuarantineRecord] = []
     first_seen: dict[str, tuple[Path, int]] = {}
     for source in sources:
-        for line, raw in _iter_lines(source.path):
+        for line, raw in iter_rows(source.path):
             if not raw.strip():
                 continue
             try:
-                item = build(_decode_row(raw, line), _RowContext(source.path, line, source.implied_truth))
+                ctx = _RowContext(source.path, line, source.implied_truth, source.name)
+                item = build(_decode_row(raw, line), ctx)
                 _claim_id(first_seen, item.item_id, source.path, line)
             except _RowProblem as problem:
                 if not skip_bad_rows:
@@ -608,6 +678,12 @@ def _claim_id(first_seen: dict[str, tuple[Path, int]], item_id: str, path: Path,
 # ---------------------------------------------------------------- public loaders
 
 
+def _sources(data_dir: str | Path, files: UXBenchFiles | None, key: str,
+             implied_truth: GroundTruth | None = None) -> list[_Source]:
+    paths = task_files(data_dir, files or UXBenchFiles(), key)
+    return [_Source(p, implied_truth, source_name(data_dir, p)) for p in paths]
+
+
 def load_judge(data_dir: str | Path, *, files: UXBenchFiles | None = None,
                skip_bad_rows: bool = False) -> Loaded[JudgeItem]:
     """T1 items from the bad file then the good file (ids unique across both).
@@ -615,25 +691,20 @@ def load_judge(data_dir: str | Path, *, files: UXBenchFiles | None = None,
     Ground truth is the row's own when present, else implied by the file; a row whose
     ground_truth contradicts its file is bad.
     """
-    names = files or UXBenchFiles()
-    sources = [_Source(names.path(data_dir, names.judge_bad), -1),
-               _Source(names.path(data_dir, names.judge_good), 1)]
+    sources = _sources(data_dir, files, "judge_bad", -1) + _sources(data_dir, files, "judge_good", 1)
     return _load_task("judge", sources, _build_judge, skip_bad_rows=skip_bad_rows)
 
 
 def load_eval(data_dir: str | Path, *, files: UXBenchFiles | None = None,
               skip_bad_rows: bool = False) -> Loaded[EvalItem]:
     """T2 items; ``messages`` is built or completed so it always ends with the query."""
-    names = files or UXBenchFiles()
-    return _load_task("eval", [_Source(names.path(data_dir, names.eval))], _build_eval,
-                      skip_bad_rows=skip_bad_rows)
+    return _load_task("eval", _sources(data_dir, files, "eval"), _build_eval, skip_bad_rows=skip_bad_rows)
 
 
 def load_recovery(data_dir: str | Path, *, files: UXBenchFiles | None = None,
                   skip_bad_rows: bool = False) -> Loaded[RecoveryItem]:
     """T3 items."""
-    names = files or UXBenchFiles()
-    return _load_task("recovery", [_Source(names.path(data_dir, names.recovery))], _build_recovery,
+    return _load_task("recovery", _sources(data_dir, files, "recovery"), _build_recovery,
                       skip_bad_rows=skip_bad_rows)
 
 

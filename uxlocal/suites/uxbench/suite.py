@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from uxlocal import settings
 from uxlocal.config import RunConfig, SuiteConfig
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
 from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome, Program
@@ -30,7 +31,7 @@ from uxlocal.grammar import Choice, JsonSchema
 from uxlocal.reportkit.model import ReportTable
 from uxlocal.store.db import json_value, query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
-from uxlocal.suites.uxbench import metrics
+from uxlocal.suites.uxbench import metrics, published, upstream_run
 from uxlocal.suites.uxbench.data import (
     SAMPLE_DIR,
     EvalItem,
@@ -46,6 +47,7 @@ from uxlocal.suites.uxbench.data import (
     load_eval,
     load_judge,
     load_recovery,
+    task_files,
 )
 from uxlocal.suites.uxbench.prompts import (
     eval_generation_messages,
@@ -58,6 +60,7 @@ from uxlocal.suites.uxbench.prompts import (
     recovery_generation_messages,
     recovery_judge_messages,
 )
+from uxlocal.suites.uxbench.upstream import ENV_VAR, UpstreamProtocol, read_checkout
 
 TASKS = ("judge", "eval", "recovery")
 VERDICT_NAMES = {"judge": "t1", "eval": "t2", "recovery": "t3"}
@@ -100,6 +103,10 @@ class UXBenchConfig(SuiteConfig):
     """T3: put our recovery instruction in a system turn (default: the plain multi-turn variant)."""
     bootstrap: int = Field(2000, ge=0)
     """Bootstrap resamples for the 95% intervals (0 = no intervals)."""
+    upstream: str | None = None
+    """A UXBench checkout (mengze-hong/UXBench; default: $UXLOCAL_UXBENCH_SRC; "" = none): ask and read
+    as its harness does, with its words read from there. Without one, uxlocal's own words: the run is
+    NOT comparable with the published leaderboard."""
     reply_scoring: Literal["label", "grm"] = "label"
     """T2/T3 verdicts: label (the judge's constrained greedy label) or grm (UXBench's GRM rule for any
     judge, trained or not: score = P(good)/(P(good)+P(bad)) from the label probabilities, good when
@@ -123,6 +130,18 @@ class UXBenchConfig(SuiteConfig):
     def data_dir(self) -> Path:
         """Return the data folder (bundled samples by default)."""
         return Path(self.data) if self.data else SAMPLE_DIR
+
+    def checkout(self) -> Path | None:
+        """Return the UXBench checkout whose protocol the run follows: ``upstream``, else the environment."""
+        if self.upstream == "":
+            return None
+        given = Path(self.upstream) if self.upstream else settings.current().uxbench_src
+        return given.expanduser().resolve() if given else None
+
+    def task_paths(self, task: str) -> list[Path]:
+        """Return the data files one task reads, in reading order (JSONL, Parquet or hub shards)."""
+        keys = {"judge": ["judge_bad", "judge_good"], "eval": ["eval"], "recovery": ["recovery"]}
+        return [path for key in keys[task] for path in task_files(self.data_dir(), self.files(), key)]
 
 
 # ---------------------------------------------------------------- helpers
@@ -328,6 +347,39 @@ _LOADERS: dict[
 }
 
 
+UPSTREAM_KEY = "upstream checkout: "
+"""Prefix of the ``prompt_hashes`` key naming the checkout a run read (its value: the files' digest)."""
+_UPSTREAM_FIXED = {"judge_mode": "label", "reply_scoring": "label", "max_history_turns": None,
+                   "recovery_system_prompt": False, "max_tokens": 2048, "temperature": 0.7}
+"""Options whose other values would change what UXBench's protocol asks (the checkout sets these)."""
+
+
+def _upstream_words(config: UXBenchConfig, checkout: Path) -> UpstreamProtocol:
+    """Read the checkout's words, after refusing options that would change upstream's protocol."""
+    changed = [name for name, value in _UPSTREAM_FIXED.items() if getattr(config, name) != value]
+    if changed:
+        flags = ", ".join("--" + name.replace("_", "-") for name in changed)
+        raise InputError(f"--upstream runs UXBench's own protocol; {flags} would change it",
+                         f"drop those options, or drop --upstream (and {ENV_VAR}) for uxlocal's words")
+    return read_checkout(checkout)
+
+
+def _bind_upstream(task: str, item: Any, row: dict[str, Any],
+                   words: UpstreamProtocol) -> Callable[[EpisodeContext], Program]:
+    if task == "judge":
+        return lambda ctx: upstream_run.judge_program(ctx, item, row, words)
+    return lambda ctx: upstream_run.reply_program(ctx, task, item, row, words)
+
+
+def protocol_line(checkout: str | None) -> str:
+    """Say in one line whose words a run used and whether it compares with the published leaderboard."""
+    if checkout is None:
+        return ("protocol: uxlocal's own prompts and rules: NOT comparable with the published UXBench "
+                "leaderboard (--upstream DIR or UXLOCAL_UXBENCH_SRC runs UXBench's own)")
+    return (f"protocol: UXBench's own, words read from {checkout}: T1 comparable with the published "
+            "leaderboard; T2/T3 only when the judge is UXBench's GRM")
+
+
 # ---------------------------------------------------------------- suite
 
 
@@ -343,18 +395,17 @@ class UXBench(Suite):
     optional_roles = ("candidate",)
 
     def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
-        """Template hashes plus a content hash of every data file the run reads."""
+        """Template hashes (ours, or the checkout's files and its path) plus every data file's hash."""
         assert isinstance(config, UXBenchConfig)
-        hashes = dict(prompt_hashes())
-        files = config.files()
-        names = {
-            "judge": [files.judge_bad, files.judge_good],
-            "eval": [files.eval],
-            "recovery": [files.recovery],
-        }
+        checkout = config.checkout()
+        if checkout is None:
+            hashes = dict(prompt_hashes())
+        else:
+            words = read_checkout(checkout)
+            hashes = {f"upstream/{rel}": digest for rel, digest in words.file_hashes.items()}
+            hashes[f"{UPSTREAM_KEY}{words.root}"] = words.digest()
         for task in config.task_list():
-            for name in names[task]:
-                path = files.path(config.data_dir(), name)
+            for path in config.task_paths(task):
                 if path.is_file():
                     hashes[f"data/{path.name}"] = hashlib.sha256(path.read_bytes()).hexdigest()
         return hashes
@@ -370,22 +421,27 @@ class UXBench(Suite):
         if not data_dir.is_dir():
             raise InputError("no such data folder", "point --data at the released UXBench files",
                              path=data_dir)
+        checkout = config.checkout()
+        words = _upstream_words(config, checkout) if checkout is not None else None
         plan = SuitePlan(episodes=[])
         for task in tasks:
             loader, program, extra = _LOADERS[task]
             loaded = loader(data_dir, files=config.files(), skip_bad_rows=config.skip_bad_rows)
             items = _balanced(loaded.items, run.limit) if task == "judge" else loaded.items[: run.limit]
+            rows = upstream_run.read_rows(data_dir, config.task_paths(task)) if words is not None else {}
             for item in items:
                 row = _item_row(task, item, extra(item))
                 plan.items.append(row)
-                plan.episodes.append(EpisodeSpec(row["item_id"], _bind(program, item, config),
-                                                 item_id=row["item_id"], task=task))
+                bound = (_bind(program, item, config) if words is None
+                         else _bind_upstream(task, item, rows[(item.source_file, item.source_line)], words))
+                plan.episodes.append(EpisodeSpec(row["item_id"], bound, item_id=row["item_id"], task=task))
             plan.quarantine += _quarantine_rows(loaded.quarantine)
             if loaded.quarantine:
                 plan.notes.append(f"{task}: {len(loaded.quarantine)} bad row(s) quarantined "
                                   "(see the quarantine table)")
         if config.max_history_turns is not None:
             plan.notes.append(f"prompts keep the last {config.max_history_turns} history turns")
+        plan.notes.append(protocol_line(None if words is None else f"{words.root} ({words.digest()[:12]})"))
         return plan
 
     def report(self, con: Any, run_id: str) -> list[ReportTable]:
@@ -395,7 +451,7 @@ class UXBench(Suite):
 
     def demo(self) -> DemoSpec:
         """Eight items per task, short replies, history capped to fit the embedded model's window."""
-        return DemoSpec({"max_tokens": 48, "max_history_turns": 6, "bootstrap": 500},
+        return DemoSpec({"max_tokens": 48, "max_history_turns": 6, "bootstrap": 500, "upstream": ""},
                         {"candidate": "embedded", "judge": "embedded"}, limit=8)
 
 
@@ -413,6 +469,41 @@ def bootstrap_settings(con: Any, run_id: str) -> tuple[int, int]:
     return UXBenchConfig(**config.get("suite_config", {})).bootstrap, int(config.get("seed", 0))
 
 
+def _stored_checkout(con: Any, run_id: str) -> tuple[str, str] | None:
+    """(path, digest) of the checkout a stored run read its words from; None for uxlocal's words."""
+    row = con.execute("SELECT config FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    hashes = ((json_value(row[0]) if row else None) or {}).get("prompt_hashes") or {}
+    found = [(k.removeprefix(UPSTREAM_KEY), v) for k, v in hashes.items() if k.startswith(UPSTREAM_KEY)]
+    return found[0] if found else None
+
+
+def run_checkout(con: Any, run_id: str) -> str | None:
+    """Return the checkout a stored run read its words from (path and digest), None for uxlocal's words."""
+    found = _stored_checkout(con, run_id)
+    return f"{found[0]} ({found[1][:12]})" if found else None
+
+
+def published_tables(con: Any, run_id: str, local: dict[str, published.LocalRow]) -> list[ReportTable]:
+    """Return the checkout's published leaderboards with this run's rows, when it has them."""
+    found = _stored_checkout(con, run_id)
+    if found is None:
+        return []
+    root = Path(found[0])
+    tables = [published.t1_table(root, local["judge"]) if "judge" in local else None,
+              published.t2_table(root, local.get("eval"), local.get("recovery"))]
+    return [t for t in tables if t is not None]
+
+
+def protocol_table(con: Any, run_id: str) -> ReportTable:
+    """Say whose words the run used and whether its numbers sit beside the published leaderboard."""
+    checkout = run_checkout(con, run_id)
+    comparable = ("NOT comparable" if checkout is None
+                  else "T1: comparable; T2/T3: comparable only with UXBench's GRM as the judge")
+    words = "uxlocal's own" if checkout is None else f"UXBench's, read from {checkout}"
+    return ReportTable("UXBench protocol", ["words and rules", "published leaderboard"],
+                       [(words, comparable)], protocol_line(checkout))
+
+
 def _interval(iv: metrics.Interval) -> str | None:
     if iv.low is None or iv.high is None:
         return None
@@ -427,6 +518,7 @@ def _rows(con: Any, sql: str, params: list[Any]) -> list[dict[str, Any]]:
 def uxbench_tables(con: Any, run_id: str, *, n_boot: int = 2000, seed: int = 0) -> list[ReportTable]:
     """Every UXBench table for one run: SQL points, bootstrap intervals over the view rows."""
     tables: list[ReportTable] = []
+    local: dict[str, published.LocalRow] = {}
     t1 = _rows(con, "SELECT * FROM uxbench_t1 WHERE run_id = ?", [run_id])
     if t1:
         rows = _rows(con, "SELECT * FROM uxbench_t1_rows WHERE run_id = ?", [run_id])
@@ -435,31 +527,21 @@ def uxbench_tables(con: Any, run_id: str, *, n_boot: int = 2000, seed: int = 0) 
             for m in ("good_acc", "bad_acc", "avg_acc")
         }
         s = t1[0]
-        tables.append(
-            ReportTable(
-                f"UXBench T1 UX Judge: judge {s['judge_model']}, {s['mode']} mode",
-                ["metric", "value", "95% CI", "detail"],
-                [
-                    (
-                        "Good-Acc %",
-                        _f1(s["good_acc"]),
-                        ci["good_acc"],
-                        f"{s['n_good']} liked, {s['good_invalid']} invalid",
-                    ),
-                    (
-                        "Bad-Acc %",
-                        _f1(s["bad_acc"]),
-                        ci["bad_acc"],
-                        f"{s['n_bad']} disliked, {s['bad_invalid']} invalid",
-                    ),
-                    ("Avg-Acc %", _f1(s["avg_acc"]), ci["avg_acc"], "published rounding, invalid left out"),
-                    ("Avg-Acc strict %", _f1(s["avg_acc_strict"]), None, "invalid counted wrong"),
-                    ("AUROC", _f3(s["auroc"]), None, "from label probabilities"),
-                    ("ECE", _f3(s["ece"]), None, "10 bins, confidence in own verdict"),
-                ],
-                "convention C (published): invalid outputs excluded from the denominators and counted",
-            )
-        )
+        tables.append(ReportTable(
+            f"UXBench T1 UX Judge: judge {s['judge_model']}, {s['mode']} mode",
+            ["metric", "value", "95% CI", "detail"],
+            [("Good-Acc %", _f1(s["good_acc"]), ci["good_acc"],
+              f"{s['n_good']} liked, {s['good_invalid']} invalid"),
+             ("Bad-Acc %", _f1(s["bad_acc"]), ci["bad_acc"],
+              f"{s['n_bad']} disliked, {s['bad_invalid']} invalid"),
+             ("Avg-Acc %", _f1(s["avg_acc"]), ci["avg_acc"], "published rounding, invalid left out"),
+             ("Avg-Acc strict %", _f1(s["avg_acc_strict"]), None, "invalid counted wrong"),
+             ("AUROC", _f3(s["auroc"]), None, "from label probabilities"),
+             ("ECE", _f3(s["ece"]), None, "10 bins, confidence in own verdict")],
+            "convention C (published): invalid outputs excluded from the denominators and counted"))
+        accuracies = {k: s[f"{k}_acc"] for k in ("good", "bad", "avg")}
+        local["judge"] = published.LocalRow(s["judge_model"], accuracies,
+                                            {k: ci[f"{k}_acc"] for k in ("good", "bad", "avg")})
     rates = _rows(con, "SELECT * FROM uxbench_rates WHERE run_id = ? ORDER BY task", [run_id])
     if rates:
         out = []
@@ -469,6 +551,7 @@ def uxbench_tables(con: Any, run_id: str, *, n_boot: int = 2000, seed: int = 0) 
             )
             iv = _interval(metrics.bootstrap_rate(rows, n_resamples=n_boot, seed=seed)) if n_boot else None
             label = "T2 Good %" if r["task"] == "eval" else "T3 Recovery Rate %"
+            local[r["task"]] = published.LocalRow(r["candidate_model"], {"rate": r["rate"]}, {"rate": iv})
             out.append((label, _f1(r["rate"]), iv, f"{r['n_valid']}/{r['n']}",
                         f"{r['n_invalid']} ({r['n_not_judged']} not judged)", _f1(r["rate_strict"]),
                         r["candidate_model"], r["judge_model"]))
@@ -509,7 +592,7 @@ def uxbench_tables(con: Any, run_id: str, *, n_boot: int = 2000, seed: int = 0) 
     if quarantined:
         tables.append(ReportTable("UXBench quarantined rows", ["task", "rows"], quarantined,
                                   "see: uxlocal query --db DB \"select * from quarantine\""))
-    return tables
+    return [*tables, protocol_table(con, run_id), *published_tables(con, run_id, local)]
 
 
 def _f1(value: float | None) -> str | None:

@@ -10,20 +10,34 @@ SELECT run_id, item_id, task,
 FROM items WHERE task IN ('judge', 'eval', 'recovery');
 
 -- metric: uxbench_t1_rows | grain: one row per (run_id, T1 item)
--- source: verdicts (name = 't1') x items (task = 'judge') x run_models | spec: specs/uxbench.md §3.1
+-- source: verdicts (name = 't1', and 't1_label' beside it in upstream mode) x items (task = 'judge')
+-- x run_generations | spec: specs/uxbench.md §3.1
 -- caveat: pred is NULL for an unusable judge output (cut off, over the window, not a label);
--- p_good is P(good) renormalized over the two label paths (label mode only).
+-- p_good is P(good) renormalized over the two label paths (label mode; in upstream mode the label
+-- arm's, since free generation has none), and p_pred is the verdict of whichever call gave p_good,
+-- so ECE measures one call's confidence against its own answer.
 CREATE OR REPLACE VIEW uxbench_t1_rows AS
+WITH label_arm AS (
+    SELECT run_id, episode_id, item_id, score,
+           CASE WHEN valid AND label = 'good' THEN 1 WHEN valid AND label = 'bad' THEN -1 END AS pred
+    FROM verdicts WHERE name = 't1_label'
+)
 SELECT v.run_id, v.item_id, v.judge_model,
-       CASE WHEN g.tag = 't1_reason' THEN 'reason' ELSE 'label' END AS mode,
+       CASE WHEN g.tag = 't1_reason' THEN 'reason' WHEN g.tag = 't1_upstream' THEN 'upstream'
+            ELSE 'label' END                                        AS mode,
        i.ground_truth,
        CASE WHEN v.valid AND v.label = 'good' THEN 1
             WHEN v.valid AND v.label = 'bad' THEN -1 END             AS pred,
-       v.score AS p_good, i.lang, i.scenario, i.difficulty, i.dimension
+       CASE WHEN l.item_id IS NULL THEN v.score ELSE l.score END     AS p_good,
+       CASE WHEN l.item_id IS NOT NULL THEN l.pred
+            WHEN v.valid AND v.label = 'good' THEN 1
+            WHEN v.valid AND v.label = 'bad' THEN -1 END             AS p_pred,
+       i.lang, i.scenario, i.difficulty, i.dimension
 FROM verdicts v
 JOIN uxbench_items i ON i.run_id = v.run_id AND i.item_id = v.item_id AND i.task = 'judge'
 LEFT JOIN run_generations g ON g.run_id = v.run_id AND g.request_hash = v.request_hash
      AND g.episode_id = v.episode_id
+LEFT JOIN label_arm l ON l.run_id = v.run_id AND l.episode_id = v.episode_id AND l.item_id = v.item_id
 WHERE v.name = 't1';
 
 -- metric: uxbench_reply_rows | grain: one row per (run_id, T2 or T3 item)
@@ -92,13 +106,13 @@ SELECT run_id, CASE WHEN n_pos > 0 AND n_neg > 0
 FROM sums;
 
 -- metric: uxbench_t1_ece | grain: one row per run_id
--- source: uxbench_t1_rows (valid pred and p_good) | caveat: 10 equal-width confidence bins,
--- confidence = P(predicted label), last bin closed; ECE is a 0-1 fraction.
+-- source: uxbench_t1_rows (valid p_pred and p_good) | caveat: 10 equal-width confidence bins,
+-- confidence = P(predicted label) of the call that gave p_good, last bin closed; a 0-1 fraction.
 CREATE OR REPLACE VIEW uxbench_t1_ece AS
 WITH conf AS (
-    SELECT run_id, CASE WHEN pred = 1 THEN p_good ELSE 1.0 - p_good END AS c,
-           CAST(pred = ground_truth AS DOUBLE) AS correct
-    FROM uxbench_t1_rows WHERE pred IS NOT NULL AND p_good IS NOT NULL
+    SELECT run_id, CASE WHEN p_pred = 1 THEN p_good ELSE 1.0 - p_good END AS c,
+           CAST(p_pred = ground_truth AS DOUBLE) AS correct
+    FROM uxbench_t1_rows WHERE p_pred IS NOT NULL AND p_good IS NOT NULL
 ), bins AS (
     SELECT run_id, least(CAST(floor(c * 10) AS INTEGER), 9) AS bin, count(*) AS n,
            avg(correct) AS acc, avg(c) AS mean_conf

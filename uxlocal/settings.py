@@ -111,7 +111,8 @@ class Settings:
                    flush_every_s=2.0 if flush is None else flush, progress_every_s=number("PROGRESS_EVERY_S"),
                    duckdb_memory=environ.get(PREFIX + "DUCKDB_MEMORY", "").strip(),
                    duckdb_threads=environ.get(PREFIX + "DUCKDB_THREADS", "").strip(),
-                   tau2_data=path("TAU2_DATA"), tau2_tools=path("TAU2_TOOLS"), uxbench_src=path("UXBENCH_SRC"),
+                   tau2_data=path("TAU2_DATA"), tau2_tools=path("TAU2_TOOLS"),
+                   uxbench_src=path("UXBENCH_SRC"),
                    kb_embedding_model=path("KB_EMBEDDING_MODEL"), cpu_compile=flag("CPU_COMPILE"),
                    no_preload=flag("NO_PRELOAD"))
 

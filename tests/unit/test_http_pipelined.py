@@ -122,10 +122,8 @@ def _judge(folder: Path, url: str, tokenizer: Path, monkeypatch: pytest.MonkeyPa
     write_conversations(folder / "chats.jsonl", 30)
     with monkeypatch.context() as patch:
         if lock_step:  # as before issue 32: ids rendered by the scheduler, max_batch chunks
-            original = HttpEngine.generate
             patch.setattr(MessagesRenderer, "ids_in_engine", property(lambda self: False))
-            patch.setattr(HttpEngine, "generate",
-                          lambda self, batch, *, sink=None: original(self, batch, sink=sink))
+            patch.setattr(HttpEngine, "rolling", False)
         options = {"input": str(folder / "chats.jsonl"), "rubric": "ux-liked", "human_col": "thumb"}
         run_suite(RunConfig(suite="judge", suite_config=options,
                             models={"judge": "srv"}, db=str(folder / "judge.duckdb"), progress=False,

@@ -31,7 +31,9 @@ def prepare(pool: ModelPool, request: GenRequest, *, run_seed: int, episode_id: 
     only (``render_key``); the engine fills ``prompt_ids`` for a whole group later.
     """
     slot = pool.slot(request.role)
-    prompt, ids = slot.renderer.render_key(list(request.messages), request.tools)
+    renderer = slot.renderer
+    render = renderer.render_key if renderer.ids_in_engine else renderer.render
+    prompt, ids = render(list(request.messages), request.tools)
     seed = request.sampling.seed
     if seed is None and request.sampling.temperature > 0:
         seed = episode_seed(run_seed, episode_id, seq)

@@ -564,7 +564,9 @@ def iter_rows(path: Path) -> Iterator[tuple[int, bytes]]:
 def _parquet_rows(path: Path) -> Iterator[tuple[int, bytes]]:
     import duckdb
 
-    con = duckdb.connect()
+    from uxlocal.store.offline import open_duckdb
+
+    con = open_duckdb(":memory:")
     try:
         cursor = con.execute("SELECT * FROM read_parquet(?)", [str(path)])
         names = [d[0] for d in cursor.description]

@@ -176,7 +176,8 @@ class VllmEngine(Engine):
         self._lora_ids: dict[str, int] = {}
         self.loras: dict[str, str] = dict(model.lora)
         self._split_mixed_lora = split_mixed_lora
-        self.tool_calls = bool(model.tool_call_parser)  # type: ignore[misc]  # engine/tool_calls.py
+        # native tool calls (engine/tool_calls.py) when the preset names a vLLM tool parser
+        self.tool_calls = bool(getattr(model, "tool_call_parser", None))  # type: ignore[misc]
 
     @property
     def split_mixed_lora(self) -> bool:

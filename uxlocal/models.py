@@ -353,8 +353,8 @@ def template_file(preset: ModelPreset) -> Path | None:
     shipped = TEMPLATES_DIR / value
     file = shipped if "/" not in value and shipped.is_file() else expand_path(value)
     if not file.is_file():
-        raise InputError(file, None, f"preset {preset.name!r}: chat_template not found",
-                         f"name a file in {TEMPLATES_DIR} or give a path")
+        raise InputError(f"preset {preset.name!r}: chat_template not found",
+                         f"name a file in {TEMPLATES_DIR} or give a path", path=file)
     return file.resolve()
 
 

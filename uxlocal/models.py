@@ -94,6 +94,15 @@ class ModelPreset(BaseModel):
     fingerprint: str | None = None
     """``openai-http`` only: a string naming the exact weights behind ``served_model`` (e.g. a
     checkpoint hash). Part of the identity; change it when the server's weights change."""
+    tool_call_parser: str | None = None
+    """vLLM tool parser that reads the model's native tool calls (``hermes`` for Qwen2.5/Qwen3,
+    ``llama3_json`` for Llama 3.1: the name ``vllm serve --tool-call-parser`` takes). Without it
+    the in-process engines refuse requests with tools. Part of the identity: it decides which
+    part of the output is text and which is calls, and may change decoding (special tokens kept)."""
+    chat_template: str | None = None
+    """A Jinja chat template that replaces the folder's, for models whose own template cannot show
+    tools: a bare file name names one shipped in ``uxlocal/data/templates/``, anything else is a
+    path (``${VAR}`` expands). Part of the identity (its text's sha256)."""
 
 
 class ResolvedModel(BaseModel):
@@ -119,6 +128,10 @@ class ResolvedModel(BaseModel):
     """``openai-http``: base URLs of the servers (not part of the identity)."""
     served_model: str = ""
     """``openai-http``: the name sent as ``model`` in each request."""
+    tool_call_parser: str | None = None
+    """vLLM tool parser name for native tool calls (see ``ModelPreset.tool_call_parser``)."""
+    chat_template: str | None = None
+    """Absolute path of a chat template replacing the folder's (see ``ModelPreset.chat_template``)."""
 
     def cost_usd(self, prompt_tokens: int, completion_tokens: int) -> float:
         """Price of one generation from the preset's per-million-token prices."""
@@ -328,10 +341,37 @@ def resolve_spec(spec: str, *, prepare_missing: bool = True,
     return _resolved(preset, folder, backend or preset.backend)
 
 
+TEMPLATES_DIR = paths.data_dir() / "templates"
+"""Chat templates we ship (``ModelPreset.chat_template`` names them by file name)."""
+
+
+def template_file(preset: ModelPreset) -> Path | None:
+    """Return the preset's replacement chat template, or None; a missing file is an error naming it."""
+    if not preset.chat_template:
+        return None
+    value = preset.chat_template
+    shipped = TEMPLATES_DIR / value
+    file = shipped if "/" not in value and shipped.is_file() else expand_path(value)
+    if not file.is_file():
+        raise InputError(f"preset {preset.name!r}: chat_template not found",
+                         f"name a file in {TEMPLATES_DIR} or give a path", path=file)
+    return file.resolve()
+
+
+def _identity_source(preset: ModelPreset, folder: Path, backend: str, template: Path | None) -> str:
+    """Return what the identity hashes; tool fields enter only when set, so older identities stay."""
+    source: dict[str, object] = {"weights": folder_fingerprint(folder), "dtype": preset.dtype,
+                                 "backend": backend, "max_model_len": preset.max_model_len}
+    if template is not None:
+        source["chat_template"] = hashlib.sha256(template.read_bytes()).hexdigest()
+    if preset.tool_call_parser:
+        source["tool_call_parser"] = preset.tool_call_parser
+    return json.dumps(source, sort_keys=True)
+
+
 def _resolved(preset: ModelPreset, folder: Path, backend: str) -> ResolvedModel:
-    identity_src = json.dumps({"weights": folder_fingerprint(folder), "dtype": preset.dtype,
-                               "backend": backend, "max_model_len": preset.max_model_len},
-                              sort_keys=True)
+    template = template_file(preset)
+    identity_src = _identity_source(preset, folder, backend, template)
     return ResolvedModel(
         name=preset.name, path=str(folder), backend=backend,  # type: ignore[arg-type]
         dtype=preset.dtype, max_model_len=preset.max_model_len,
@@ -340,6 +380,8 @@ def _resolved(preset: ModelPreset, folder: Path, backend: str) -> ResolvedModel:
         lora={k: str(expand_path(v)) for k, v in preset.lora.items()},
         engine_args=preset.engine_args,
         identity=hashlib.sha256(identity_src.encode()).hexdigest(),
+        tool_call_parser=preset.tool_call_parser,
+        chat_template=str(template) if template is not None else None,
     )
 
 

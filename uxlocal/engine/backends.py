@@ -49,7 +49,7 @@ class Backend:
 def _template_renderer(model: ResolvedModel) -> Renderer:
     from uxlocal.engine.render import make_renderer
 
-    return make_renderer(model.path)
+    return make_renderer(model.path, model.chat_template)
 
 
 def _vllm_engine(model: ResolvedModel, renderer: Any, options: dict[str, Any]) -> Engine:

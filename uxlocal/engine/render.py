@@ -21,12 +21,14 @@ from uxlocal.engine.base import Message, Renderer, ToolSchema
 class HfChatRenderer(Renderer):
     """Renders chats with an HF tokenizer's chat template and tokenizes the result."""
 
-    def __init__(self, folder: str | Path) -> None:
+    def __init__(self, folder: str | Path, chat_template: str | Path | None = None) -> None:
         settings.apply_process_defaults()
         from transformers import AutoTokenizer
 
         self.folder = Path(folder)
         self.tokenizer: Any = AutoTokenizer.from_pretrained(str(self.folder))
+        if chat_template is not None:  # a preset's replacement (models.template_file)
+            self.tokenizer.chat_template = Path(chat_template).read_text(encoding="utf-8")
         template = getattr(self.tokenizer, "chat_template", None) or ""
         self.identity = hashlib.sha256(str(template).encode()).hexdigest()
         self.eos_ids = _eos_ids(self.tokenizer)
@@ -90,7 +92,7 @@ class TemplateRenderer(Renderer):
     (transformers and xgrammar, ~10 s of imports), loaded only when an engine needs them.
     """
 
-    def __init__(self, folder: str | Path) -> None:
+    def __init__(self, folder: str | Path, chat_template: str | Path | None = None) -> None:
         import json
 
         from tokenizers import Tokenizer
@@ -101,7 +103,8 @@ class TemplateRenderer(Renderer):
             if (self.folder / "tokenizer_config.json").is_file() else {}
         self.special = {k: _token_text(config.get(k))
                         for k in ("bos_token", "eos_token", "pad_token", "unk_token")}
-        source = _chat_template_source(self.folder, config)
+        source = (Path(chat_template).read_text(encoding="utf-8") if chat_template is not None
+                  else _chat_template_source(self.folder, config))
         self.identity = hashlib.sha256(source.encode()).hexdigest()
         self.template = _jinja_env().from_string(source)
         self.eos_ids = {i for i in (self.tokenizer.token_to_id(t) for t in
@@ -246,14 +249,17 @@ def _jinja_env() -> Any:
     return env
 
 
-def make_renderer(folder: str | Path) -> Any:
-    """Return the fast template renderer when the folder has ``tokenizer.json``, else transformers'."""
+def make_renderer(folder: str | Path, chat_template: str | Path | None = None) -> Any:
+    """Return the fast template renderer when the folder has ``tokenizer.json``, else transformers'.
+
+    ``chat_template`` (a file) replaces the folder's template: ``ResolvedModel.chat_template``.
+    """
     if (Path(folder) / "tokenizer.json").is_file():
         try:
-            return TemplateRenderer(folder)
+            return TemplateRenderer(folder, chat_template)
         except ValueError:
             pass
-    return HfChatRenderer(folder)
+    return HfChatRenderer(folder, chat_template)
 
 
 class PlainRenderer(Renderer):

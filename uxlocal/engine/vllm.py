@@ -38,6 +38,7 @@ from uxlocal.engine.labelprobs import (
 )
 from uxlocal.engine.render import HfChatRenderer
 from uxlocal.engine.stack_room import call_with_stack_room
+from uxlocal.engine.tool_calls import ToolCallParse
 from uxlocal.errors import UxlocalError
 from uxlocal.grammar import Choice, JsonSchema, Regex, outlines_schema, parse_output
 from uxlocal.models import ResolvedModel
@@ -175,6 +176,8 @@ class VllmEngine(Engine):
         self._lora_ids: dict[str, int] = {}
         self.loras: dict[str, str] = dict(model.lora)
         self._split_mixed_lora = split_mixed_lora
+        # native tool calls (engine/tool_calls.py) when the preset names a vLLM tool parser
+        self.tool_calls = bool(getattr(model, "tool_call_parser", None))  # type: ignore[misc]
 
     @property
     def split_mixed_lora(self) -> bool:
@@ -438,6 +441,10 @@ class VllmEngine(Engine):
                 kwargs["logprobs"] = max(TOP_LOGPROBS, sampling.logprobs)
         if sampling.logprobs and "logprobs" not in kwargs:
             kwargs["logprobs"] = sampling.logprobs
+        if self.tool_calls and prepared.request.tools:  # as `vllm serve --tool-call-parser` does
+            prepared.extra["tool_parse"] = ToolCallParse.start(
+                self.llm.get_tokenizer(), str(self.model.tool_call_parser), prepared.request)
+            kwargs.update(prepared.extra["tool_parse"].sampling_overrides())
         return TokensPrompt(prompt_token_ids=prepared.prompt_ids), SamplingParams(**kwargs), self._lora(prepared)
 
     @staticmethod
@@ -475,6 +482,8 @@ class VllmEngine(Engine):
         result = GenResult(completion.text, finish, prompt_tokens=len(prepared.prompt_ids),
                            completion_tokens=len(completion.token_ids), valid=parsed.valid,
                            parsed=parsed.value, error=parsed.error)
+        if "tool_parse" in prepared.extra:
+            prepared.extra["tool_parse"].finish(result, prepared, completion.token_ids)
         if prepared.sampling.logprobs and completion.logprobs:
             result.top_logprobs = [_top(position, prepared.sampling.logprobs) for position in completion.logprobs]
         constraint = prepared.request.constraint

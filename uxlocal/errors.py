@@ -17,6 +17,11 @@ class UxlocalError(Exception):
     exit_code = 1
     """The CLI's exit code for it."""
 
+    @property
+    def message(self) -> str:
+        """The message, under the name click's exceptions give it."""
+        return str(self)
+
     def format_message(self) -> str:
         """Return the message as the CLI prints it (after ``Error: ``)."""
         return str(self)

@@ -19,7 +19,7 @@ FAKE = {"tcmalloc": "/usr/local/lib/x/libtcmalloc_minimal.so.4", "iomp": "/usr/l
 @pytest.fixture
 def fake_libraries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cpu_tuning, "find_library", FAKE.get)
-    monkeypatch.setattr("uxlocal._env._has_cuda_device", lambda: False)
+    monkeypatch.setattr("uxlocal.settings.has_cuda_device", lambda: False)
 
 
 def test_preload_wanted_lists_found_libraries_when_on_cpu(fake_libraries: None) -> None:
@@ -38,7 +38,7 @@ def test_preload_wanted_is_empty_when_off_or_done(fake_libraries: None, env: dic
 def test_preload_wanted_is_empty_when_a_gpu_is_present(
     fake_libraries: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("uxlocal._env._has_cuda_device", lambda: True)
+    monkeypatch.setattr("uxlocal.settings.has_cuda_device", lambda: True)
     assert cpu_tuning.preload_wanted({}) == []
 
 

@@ -1,10 +1,10 @@
-"""A learned judge on the embedded model through vLLM (issue 30).
+"""A learned judge on the embedded model through vLLM (issue 30), its held-out numbers repeated.
 
 ``uxlocal judge train`` on the bundled feedback sample (a short training), then ``uxlocal judge
 --judge-adapter --heldout-of`` in a fresh store prints the held-out numbers ``judge train`` printed:
 the same prompts through the same engine path (vLLM with LoRA; our CPU kernels or the split of mixed
-batches on a CPU build); the probability statistics to 5e-3 (two engine runs differ slightly in
-their probabilities).
+batches on a CPU build), so the same numbers to the bit (issue 44: vLLM's step batches no longer
+depend on grammar-compile timing, ``engine.vllm.compile_grammars_inline``).
 
 Short training on a 72-row slice of the sample on purpose (a few minutes on 2 cores): the figures of
 the full training are the benchmark's (benchmarks/judge_train.py), not this test's.
@@ -32,7 +32,7 @@ TOPICS, PER_TOPIC = ("coding", "garden", "travel"), 24
 
 
 def _slice(folder: Path) -> Path:
-    """Return the first rows of three topics of the bundled sample (one topic is held out)."""
+    """Write the first rows of three topics of the bundled sample (one topic is held out)."""
     rows = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines() if line.strip()]
     kept = [r for t in TOPICS for r in [r for r in rows if r["topic"] == t][:PER_TOPIC]]
     path = folder / "feedback.jsonl"
@@ -62,34 +62,17 @@ def trained(embedded_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Pa
 def test_uxlocal_judge_repeats_judge_trains_heldout_numbers_on_vllm(trained: Path, tmp_path: Path, arm: str,
                                                                     extra: list[str]) -> None:
     adapter = trained / "adapter"
-    judged = CliRunner().invoke(
-        cli,
-        [
-            "judge",
-            str(trained / "feedback.jsonl"),
-            *COLUMNS,
-            "-m",
-            "judge=embedded",
-            "--heldout-of",
-            str(adapter),
-            *extra,
-            *([str(adapter)] if extra else []),
-            "--db",
-            str(tmp_path / "fresh.duckdb"),
-        ],
-    )
+    judged = CliRunner().invoke(cli, ["judge", str(trained / "feedback.jsonl"), *COLUMNS,
+                                      "-m", "judge=embedded", "--heldout-of", str(adapter), *extra,
+                                      *([str(adapter)] if extra else []),
+                                      "--db", str(tmp_path / "fresh.duckdb")])
     assert judged.exit_code == 0, judged.output
     meta = json.loads((adapter / jt.META_FILE).read_text(encoding="utf-8"))
     with duckdb.connect(str(tmp_path / "fresh.duckdb"), read_only=True) as con:
         run_id = con.execute("SELECT run_id FROM runs").fetchone()[0]
         rows = verdict_rows(con, run_id, "label", "overall", "judge")
     stats = jt.agreement("label", rows)
-    # the labels' statistics repeat exactly; those of the probabilities (AUROC, ECE) to 5e-3: two vLLM
-    # runs of the same prompts give probabilities slightly apart when threads or batches differ (over
-    # 17 held-out rows ECE moved by 4e-5 and by 1e-3 between `judge train`'s held-out run and this one)
-    recorded = {k: meta[arm][k] for k in stats}
-    labels_only = ("accuracy", "kappa", "macro_f1")
-    assert {k: stats[k] for k in labels_only} == {k: recorded[k] for k in labels_only}
-    assert stats["auroc"] == pytest.approx(recorded["auroc"], abs=5e-3)
-    assert stats["ece"] == pytest.approx(recorded["ece"], abs=5e-3)
+    # every statistic to the bit, probabilities included (issue 44): the same prompts in the same engine
+    # batches give the same label probabilities; an approximate check hid batches that depended on timing
+    assert stats == {k: meta[arm][k] for k in stats}
     assert meta["split"]["heldout_rows"] == PER_TOPIC and meta["frozen_prefix"] is True

@@ -232,6 +232,7 @@ class VllmEngine(Engine):
         """The ``vllm.LLM`` instance (built on first use)."""
         if self._llm is None:
             self._llm = self._build()
+            compile_grammars_inline(self._llm)
             _LIVE.add(self._llm)
         return self._llm
 
@@ -543,3 +544,30 @@ def _probs(position: Any) -> dict[int, float]:
     import math
 
     return {int(tid): math.exp(lp.logprob) for tid, lp in position.items() if lp.logprob > -1e30}
+
+
+def compile_grammars_inline(llm: Any) -> bool:
+    """Compile each request's grammar when it is added, not on vLLM's thread pool; False where we cannot.
+
+    Why (issue 44): vLLM compiles a structured-output grammar on a thread pool and its scheduler
+    skips a request whose grammar is not ready yet, so which requests share an engine step (the
+    batch the model runs) depended on thread timing: the same 24 judge requests went in as 19 + 5
+    in one run, 23 + 1 in the next, 1 + 23 when the compiles were slowed. vLLM's CPU kernels are
+    not batch-invariant (a row's logits may change with its batch mates), so the batches must be
+    a function of the requests only: inline, every request is schedulable from the step it was
+    added in. Two runs with the same requests, the same vLLM build and the same engine settings
+    (dtype, threads, ``cpu_engine_args``) then run the same steps. Costs nothing measurable: one
+    compile per distinct grammar, the rest come from xgrammar's cache.
+
+    Reachable only when the engine core runs in this process (the CPU default,
+    ``VLLM_ENABLE_V1_MULTIPROCESSING=0``); a multiprocess engine keeps vLLM's asynchronous
+    compiles and with them the timing-dependent batches.
+    """
+    core = getattr(getattr(getattr(llm, "llm_engine", None), "engine_core", None), "engine_core", None)
+    manager = getattr(getattr(core, "scheduler", None), "structured_output_manager", None)
+    if manager is None or not hasattr(manager, "_use_async_grammar_compilation"):
+        log.warning("vLLM's engine core is not in this process: grammars compile asynchronously, so "
+                    "engine batches (and the last digits of results) may differ between runs")
+        return False
+    manager._use_async_grammar_compilation = False
+    return True

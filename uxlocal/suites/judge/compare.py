@@ -105,7 +105,8 @@ def learned_vs_prompted(con: Any, run_ids: list[str], *, n_resamples: int = 1000
 
     tables = []
     for prompted, learned in arm_pairs(con, run_ids):
-        kind, criterion = con.execute("SELECT kind, criterion FROM judge_verdicts WHERE run_id = ? LIMIT 1",
+        kind, criterion = con.execute("SELECT kind, criterion FROM judge_verdicts WHERE run_id = ? "
+                                      "ORDER BY criterion, kind LIMIT 1",
                                       [learned]).fetchone() or (None, None)
         if kind is None:
             continue

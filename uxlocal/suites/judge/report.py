@@ -415,10 +415,8 @@ def _interjudge_table(con: Any, run_id: str) -> ReportTable | None:
 
 def judge_tables(con: Any, run_id: str, *, n_boot: int = 1000, seed: int = 0) -> list[ReportTable]:
     """Every judge table for one run."""
-    kinds = [
-        r[0]
-        for r in con.execute("SELECT DISTINCT kind FROM judge_items WHERE run_id = ?", [run_id]).fetchall()
-    ]
+    kinds = [r[0] for r in con.execute("SELECT DISTINCT kind FROM judge_items WHERE run_id = ? ORDER BY kind",
+                                       [run_id]).fetchall()]
     tables = [_counts_table(con, run_id), _throughput_table(con, run_id)]
     # the tables that are SQL alone are read before the agreement tables, whose bootstrap loads
     # scikit-learn and the verdict columns: DuckDB's memory for a view over a million verdicts

@@ -37,7 +37,7 @@ def reward(con: Any, run_ids: Sequence[str]) -> list[Figure]:
     rows = rows_of(
         con,
         f"SELECT run_id, domain, avg_reward, success_rate FROM tau2_summary "
-        f"WHERE run_id IN {in_list(run_ids)}",
+        f"WHERE run_id IN {in_list(run_ids)} ORDER BY run_id, domain",
         run_ids,
     )
     if not rows:

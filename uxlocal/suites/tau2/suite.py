@@ -115,8 +115,9 @@ class Tau2Suite(Suite):
     def report(self, con: Any, run_id: str) -> list[ReportTable]:
         """Reward, pass^k, terminations and cost, from the ``tau2_*`` views."""
         tables = []
-        for title, view, columns, note in _REPORTS:
-            cols, rows = query(con, f"SELECT {columns} FROM {view} WHERE run_id = ?", [run_id])
+        for title, view, columns, order, note in _REPORTS:
+            cols, rows = query(con, f"SELECT {columns} FROM {view} WHERE run_id = ? ORDER BY {order}",
+                               [run_id])
             tables.append(ReportTable(title, cols, rows, note))
         return tables
 
@@ -135,15 +136,16 @@ class Tau2Suite(Suite):
 _REPORTS = (
     ("tau2 reward", "tau2_summary",
      "domain, episodes, tasks, avg_reward, success_rate, mean_turns, mean_tool_calls, mean_user_tool_calls, "
-     "mean_tool_errors",
+     "mean_tool_errors", "domain",
      "reward = product of the task's reward-basis checks; infrastructure errors are left out (as tau2 does)"),
-    ("tau2 pass^k", "tau2_pass_k", "domain, k, pass_k, tasks",
+    ("tau2 pass^k", "tau2_pass_k", "domain, k, pass_k, tasks", "domain, k",
      "pass^k = mean over tasks of C(successes, k) / C(trials, k)"),
     ("tau2 terminations", "tau2_terminations",
-     "domain, termination, episodes, share, mean_reward, mean_turns",
+     "domain, termination, episodes, share, mean_reward, mean_turns", "domain, episodes DESC, termination",
      "only user_stop/agent_stop episodes are scored; every other ending gets reward 0"),
     ("tau2 cost per episode", "tau2_cost",
      "domain, role, episodes, generations, tokens_per_episode, cost_per_episode_usd, total_cost_usd",
+     "domain, role",
      "USD from tokens x the model presets' prices (episode_cost view)"),
 )
 

@@ -240,7 +240,8 @@ class UserProxySuite(Suite):
             "SELECT DISTINCT json_extract_string(info, '$.proxy') FROM episodes WHERE run_id = ? "
             "ORDER BY 1", [run_id]).fetchall() if r[0] is not None]
         sets = [r[0] for r in con.execute(
-            "SELECT DISTINCT json_extract_string(info, '$.ufs.criteria_set') FROM episodes WHERE run_id = ?",
+            "SELECT DISTINCT json_extract_string(info, '$.ufs.criteria_set') FROM episodes WHERE run_id = ? "
+            "ORDER BY 1",
             [run_id]).fetchall() if r[0] is not None]
         if not proxies or not sets:
             return []
@@ -249,7 +250,7 @@ class UserProxySuite(Suite):
         where = f"criteria_set = ? AND proxy IN ({marks})"
         params = [sets[0], *proxies]
         for title, view, columns, note in _REPORTS:
-            cols, rows = query(con, f"SELECT {columns} FROM {view} WHERE {where} ORDER BY proxy", params)
+            cols, rows = query(con, f"SELECT {columns} FROM {view} WHERE {where} ORDER BY ALL", params)
             tables.append(ReportTable(title, cols, rows, note))
         cols, rows = query(
             con,

@@ -37,7 +37,7 @@ def leaderboard(con: Any, run_ids: Sequence[str]) -> list[Figure]:
         n_boot, seed = bootstrap_settings(con, run_id)
         suffix = f" [{run_id}]" if _many(run_ids) else ""
         for t1 in rows_of(con, "SELECT * FROM uxbench_t1 WHERE run_id = ?", [run_id]):
-            rows = rows_of(con, "SELECT * FROM uxbench_t1_rows WHERE run_id = ?", [run_id])
+            rows = rows_of(con, "SELECT * FROM uxbench_t1_rows WHERE run_id = ? ORDER BY item_id", [run_id])
             iv = metrics.bootstrap_judge(rows, "avg_acc", n_resamples=n_boot, seed=seed) if n_boot else None
             entries.append(
                 (
@@ -49,7 +49,8 @@ def leaderboard(con: Any, run_ids: Sequence[str]) -> list[Figure]:
             )
         for rate in rows_of(con, "SELECT * FROM uxbench_rates WHERE run_id = ? ORDER BY task", [run_id]):
             rows = rows_of(
-                con, "SELECT * FROM uxbench_reply_rows WHERE run_id = ? AND task = ?", [run_id, rate["task"]]
+                con, "SELECT * FROM uxbench_reply_rows WHERE run_id = ? AND task = ? ORDER BY item_id",
+                [run_id, rate["task"]]
             )
             iv = metrics.bootstrap_rate(rows, n_resamples=n_boot, seed=seed) if n_boot else None
             label = (

@@ -521,11 +521,9 @@ def uxbench_tables(con: Any, run_id: str, *, n_boot: int = 2000, seed: int = 0) 
     local: dict[str, published.LocalRow] = {}
     t1 = _rows(con, "SELECT * FROM uxbench_t1 WHERE run_id = ?", [run_id])
     if t1:
-        rows = _rows(con, "SELECT * FROM uxbench_t1_rows WHERE run_id = ?", [run_id])
-        ci = {
-            m: _interval(metrics.bootstrap_judge(rows, m, n_resamples=n_boot, seed=seed)) if n_boot else None
-            for m in ("good_acc", "bad_acc", "avg_acc")
-        }
+        rows = _rows(con, "SELECT * FROM uxbench_t1_rows WHERE run_id = ? ORDER BY item_id", [run_id])
+        ci = {m: _interval(metrics.bootstrap_judge(rows, m, n_resamples=n_boot, seed=seed))
+              if n_boot else None for m in ("good_acc", "bad_acc", "avg_acc")}
         s = t1[0]
         tables.append(ReportTable(
             f"UXBench T1 UX Judge: judge {s['judge_model']}, {s['mode']} mode",
@@ -546,9 +544,8 @@ def uxbench_tables(con: Any, run_id: str, *, n_boot: int = 2000, seed: int = 0) 
     if rates:
         out = []
         for r in rates:
-            rows = _rows(
-                con, "SELECT * FROM uxbench_reply_rows WHERE run_id = ? AND task = ?", [run_id, r["task"]]
-            )
+            rows = _rows(con, "SELECT * FROM uxbench_reply_rows WHERE run_id = ? AND task = ? "
+                         "ORDER BY item_id", [run_id, r["task"]])
             iv = _interval(metrics.bootstrap_rate(rows, n_resamples=n_boot, seed=seed)) if n_boot else None
             label = "T2 Good %" if r["task"] == "eval" else "T3 Recovery Rate %"
             local[r["task"]] = published.LocalRow(r["candidate_model"], {"rate": r["rate"]}, {"rate": iv})

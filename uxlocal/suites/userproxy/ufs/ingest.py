@@ -326,7 +326,7 @@ def rebuild_results(con: Any, run_id: str) -> Results:
         messages.setdefault(episode_id, []).append(Message.model_validate(json_value(meta)["message"]))
     simulations = []
     for episode_id, info in con.execute(
-        "SELECT episode_id, info FROM episodes WHERE run_id = ?", [run_id]
+        "SELECT episode_id, info FROM episodes WHERE run_id = ? ORDER BY episode_id", [run_id]
     ).fetchall():
         payload = json_value(info)["simulation"]
         simulations.append(

@@ -32,6 +32,7 @@ KEY = "one row: the WHERE names the table's key (or the view's grain is one row 
 KEYED = "read into a set or a dict keyed by its own columns: no order survives"
 SORTED = "put in order in Python right after, by a unique key"
 PART = "part of a larger statement that orders (or counts) the rows"
+FILE = "one file read in its own row order (DuckDB keeps insertion order by default); rows are numbered as read"
 
 REVIEWED: dict[tuple[str, str], str] = {
     ("uxlocal/merge.py", "SELECT name FROM {}._uxlocal_migrations"): KEYED,
@@ -46,9 +47,7 @@ REVIEWED: dict[tuple[str, str], str] = {
      "WHERE e.run_id = ? AND e.episode_id = ?"): KEY,
     ("uxlocal/report/viewer/queries.py", "SELECT data, source_file, source_line FROM items "
      "WHERE run_id = ? AND item_id = ?"): KEY,
-    ("uxlocal/rollout.py", "SELECT request_hash, text, finish_reason, prompt_tokens, completion_tokens, "
-     "latency_ms, valid, parsed, error, label_probs, model_identity FROM generations WHERE request_hash IN "
-     "(SELECT unnest(?))"): KEYED,
+    ("uxlocal/suites/uxbench/data.py", "SELECT * FROM read_parquet(?)"): FILE,
     ("uxlocal/store/db.py", "SELECT name FROM _uxlocal_migrations"): KEYED,
     ("uxlocal/store/known_hashes.py", "SELECT CAST(('0x' || left(request_hash, {})) AS UBIGINT) "
      "FROM generations WHERE regexp_full_match(left(request_hash, {}), '[0-9a-f]+')"): SORTED,

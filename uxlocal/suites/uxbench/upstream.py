@@ -57,7 +57,7 @@ class UpstreamError(InputError):
     """The checkout lacks a file or a name uxlocal reads; the message names both."""
 
     def __init__(self, path: Path, line: int | None, problem: str) -> None:
-        super().__init__(path, line, problem, _HINT)
+        super().__init__(problem, _HINT, path=path, line=line)
 
 
 @dataclass(frozen=True)

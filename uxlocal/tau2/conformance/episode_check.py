@@ -29,12 +29,16 @@ from uxlocal.engine.pool import ModelPool
 from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
 from uxlocal.rollout import Scheduler
 from uxlocal.tau2 import INFRASTRUCTURE_ERROR, load_domain, load_tasks
+from uxlocal.tau2.episode.orchestrator import Limits
 from uxlocal.tau2.episode.upstream import UpstreamSeats, UpstreamSetup, upstream_episode
+from uxlocal.tau2.layout import tau2_root
 from uxlocal.tau2.reward_info import RewardInfo
+from uxlocal.tau2.upstream_source import checkout_root
 from uxlocal.tau2.upstream_words import Tau2Words
 
 from .compare import COMPONENTS, component, reward_record
 from .episodes import read_episodes
+from .report import CONFORMANCE_DOMAINS
 
 SEATS = ("agent", "user", "judge")
 """The recording's seats; our model roles carry the same names."""
@@ -85,9 +89,7 @@ def check_domain(recording: Path, checkout: Path, *, keep: int = 20) -> EpisodeR
     if not words.comparable:
         raise ValueError(f"{checkout} is not a tau2-bench checkout (data/tau2 and src/tau2) for {name}")
     config = data["run_config"]
-    seats = UpstreamSeats.build(words, domain)
-    seats = UpstreamSeats(words, seats.agent_system, seats.agent_tools,
-                          type(seats.limits)(max_steps=config["max_steps"], max_errors=config["max_errors"]))
+    seats = UpstreamSeats.build(words, domain, Limits(config["max_steps"], config["max_errors"]))
     tasks = {task.id: task for task in load_tasks(checkout, name, split=None)}
     for episode in data["episodes"]:
         setup = UpstreamSetup(domain, tasks[episode["task_id"]], 0, seats, seed=config["trial_seed"])
@@ -200,3 +202,35 @@ def episodes_table(reports: Sequence[EpisodeReport]) -> str:
                  f"{r.infrastructure_equal}/{r.infrastructure}", f"{r.seconds:.1f} s")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def recorded_domains(folder: Path) -> list[str]:
+    """List the domains a recording folder holds (``<domain>.json.gz``), the suite's order first."""
+    found = {path.name.removesuffix(".json.gz") for path in folder.glob("*.json.gz")}
+    return [d for d in CONFORMANCE_DOMAINS if d in found] + sorted(found - set(CONFORMANCE_DOMAINS))
+
+
+def find_checkout(data_dir: Path, upstream: Path | None, scratch: Path) -> Path:
+    """Return a tau2-bench checkout for the words: ``data_dir``'s own, else one linked in ``scratch``.
+
+    ``ValueError`` names both paths when neither gives upstream's ``src/tau2``.
+    """
+    own = checkout_root(tau2_root(data_dir))
+    if own is not None:
+        return own
+    if upstream is not None and (upstream / "src" / "tau2").is_dir():
+        return assemble_checkout(upstream, tau2_root(data_dir), scratch)
+    given = f" and {upstream} has no src/tau2" if upstream is not None else ""
+    raise ValueError(f"{data_dir} is not inside a tau2-bench checkout{given}: point --tau2-data at a "
+                     "checkout, or --upstream at tau2-bench's source "
+                     "(e.g. ../shared/upstream/tau2-bench-8ebb749)")
+
+
+def check_folder(folder: Path, checkout: Path, domains: Sequence[str] | None = None, *,
+                 keep: int = 20) -> list[EpisodeReport]:
+    """Replay each domain's recording in ``folder`` (or ``domains``); ``ValueError`` if one is missing."""
+    names = list(domains) if domains else recorded_domains(folder)
+    missing = [n for n in names if not (folder / f"{n}.json.gz").is_file()]
+    if missing or not names:
+        raise ValueError(f"{folder}: no episode recording for {', '.join(missing) or 'any domain'}")
+    return [check_domain(folder / f"{n}.json.gz", checkout, keep=keep) for n in names]

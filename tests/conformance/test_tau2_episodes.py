@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from uxlocal.cli import cli
-from uxlocal.engine.base import GenRequest
+from uxlocal.engine.base import Engine, GenRequest
 from uxlocal.engine.fake import FakeEngine
 from uxlocal.engine.pool import ModelPool
 from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
@@ -59,9 +59,13 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return assemble_checkout(UPSTREAM, DATA, tmp_path_factory.mktemp("checkout"))
 
 
+def _schedule(engines: Mapping[str, Engine], episodes: list[EpisodeSpec]) -> None:
+    Scheduler(ModelPool.from_engines(dict(engines))).run(episodes)
+
+
 def _report(checkout: Path, domain: str) -> EpisodeReport:
     if domain not in _REPORTS:
-        _REPORTS[domain] = check_domain(EPISODES / f"{domain}.json.gz", checkout)
+        _REPORTS[domain] = check_domain(EPISODES / f"{domain}.json.gz", checkout, _schedule)
     return _REPORTS[domain]
 
 
@@ -99,7 +103,8 @@ def test_a_request_or_ending_that_differs_is_counted_and_named(checkout: Path, t
         episodes[1]["calls"][0]["request"]["messages"][-1]["content"] += " (edited)"
         episodes[2]["result"]["reward"] = 1.0 - episodes[2]["result"]["reward"]
 
-    report = check_domain(_rewrite(EPISODES / "mock.json.gz", tmp_path / "mock.json.gz", change), checkout)
+    report = check_domain(_rewrite(EPISODES / "mock.json.gz", tmp_path / "mock.json.gz", change), checkout,
+                          _schedule)
     calls, episodes = COUNTS["mock"]
     assert (report.calls_equal, report.episodes_equal) == (calls - 2, episodes - 1)
     text = "\n".join(report.mismatches)
@@ -144,8 +149,7 @@ def _play(checkout: Path, replies: dict[str, list[dict[str, Any]]], limits: Limi
         outcomes.append((yield from upstream_episode(ctx, UpstreamSetup(domain, task, trial, seats))))
         return outcomes[-1]
 
-    Scheduler(ModelPool.from_engines(dict.fromkeys(("agent", "user", "judge"), engine))).run(
-        [EpisodeSpec("e", program)])
+    _schedule(dict.fromkeys(("agent", "user", "judge"), engine), [EpisodeSpec("e", program)])
     return outcomes[0], [p.request for p in engine.requests]
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from uxlocal.clikit import CONTEXT
+from uxlocal.clikit import CONTEXT, run_episodes_from_command
 from uxlocal.errors import InputError
 from uxlocal.tau2.registry import DEFAULT_TAU2_VERSION, TAU2_VERSIONS
 from uxlocal.tau2.tool_words import TOOLS_ENV, ToolWordsError
@@ -129,7 +129,7 @@ def _episode_conformance(folder: Path, tau2_data: Path, upstream: Path | None, d
     with tempfile.TemporaryDirectory(prefix="uxlocal-checkout-") as scratch:
         try:
             checkout = find_checkout(tau2_data, upstream, Path(scratch))
-            reports = check_folder(folder, checkout, names, keep=max(show, 1))
+            reports = check_folder(folder, checkout, run_episodes_from_command, names, keep=max(show, 1))
         except ValueError as err:
             raise InputError(str(err)) from None
     click.echo(episodes_table(reports))

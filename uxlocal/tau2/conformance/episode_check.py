@@ -1,8 +1,9 @@
 """Replay the episode recording through our upstream-protocol program and compare, call by call.
 
 Each recorded episode (``../shared/conformance/tau2-episodes/<domain>.json.gz``) is run by
-``upstream_episode`` under the real scheduler, with one ``FakeEngine`` that answers each seat
-(``GenRequest.role``: agent, user, judge) from the episode's ``script`` and records every request.
+``upstream_episode`` under the real scheduler (handed in: ``EpisodeRunner``), with one
+``FakeEngine`` that answers each seat (``GenRequest.role``: agent, user, judge) from the episode's
+``script`` and records every request.
 Compared per call, in order: the seat, ``messages``, ``tools`` (JSON-equal and in upstream's key
 order, from the recording's ``tools_as_sent``), ``tool_choice``, ``temperature`` and ``seed``; per
 episode: termination reason, reward and the reward info's parts (``compare.COMPONENTS``: reward,
@@ -18,16 +19,14 @@ from __future__ import annotations
 import json
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from uxlocal.engine.base import GenRequest, PreparedRequest
+from uxlocal.engine.base import Engine, GenRequest, PreparedRequest
 from uxlocal.engine.fake import FakeEngine
-from uxlocal.engine.pool import ModelPool
 from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
-from uxlocal.rollout import Scheduler
 from uxlocal.tau2 import INFRASTRUCTURE_ERROR, load_domain, load_tasks
 from uxlocal.tau2.episode.orchestrator import Limits
 from uxlocal.tau2.episode.upstream import UpstreamSeats, UpstreamSetup, upstream_episode
@@ -42,6 +41,9 @@ from .report import CONFORMANCE_DOMAINS
 
 SEATS = ("agent", "user", "judge")
 """The recording's seats; our model roles carry the same names."""
+EpisodeRunner = Callable[[Mapping[str, Engine], list[EpisodeSpec]], object]
+"""Runs episode programs under the scheduler with each role bound to an engine. The scheduler sits
+above the tau2 runtime, so the caller hands it in (the CLI through ``clikit``, tests directly)."""
 
 
 @dataclass
@@ -78,7 +80,7 @@ def assemble_checkout(src_checkout: Path, data_dir: Path, into: Path) -> Path:
     return root
 
 
-def check_domain(recording: Path, checkout: Path, *, keep: int = 20) -> EpisodeReport:
+def check_domain(recording: Path, checkout: Path, run: EpisodeRunner, *, keep: int = 20) -> EpisodeReport:
     """Replay every episode of one domain's recording file and count what equals upstream's."""
     started = time.perf_counter()
     data = read_episodes(recording)
@@ -93,13 +95,13 @@ def check_domain(recording: Path, checkout: Path, *, keep: int = 20) -> EpisodeR
     tasks = {task.id: task for task in load_tasks(checkout, name, split=None)}
     for episode in data["episodes"]:
         setup = UpstreamSetup(domain, tasks[episode["task_id"]], 0, seats, seed=config["trial_seed"])
-        _check_episode(report, episode, setup, data["tools_as_sent"], keep)
+        _check_episode(report, episode, setup, data["tools_as_sent"], run, keep)
     report.seconds = time.perf_counter() - started
     return report
 
 
 def _check_episode(report: EpisodeReport, episode: dict[str, Any], setup: UpstreamSetup,
-                   tools_as_sent: list[str], keep: int) -> None:
+                   tools_as_sent: list[str], run: EpisodeRunner, keep: int) -> None:
     queues = {seat: deque(episode["script"][seat]) for seat in SEATS}
 
     def answer(prepared: PreparedRequest) -> dict[str, Any]:
@@ -115,7 +117,7 @@ def _check_episode(report: EpisodeReport, episode: dict[str, Any], setup: Upstre
         return outcome
 
     case = episode["case_id"]
-    Scheduler(ModelPool.from_engines(dict.fromkeys(SEATS, engine))).run([EpisodeSpec(case, program)])
+    run(dict.fromkeys(SEATS, engine), [EpisodeSpec(case, program)])
     sent = [p.request for p in engine.requests]
     recorded = episode["calls"]
     report.calls += len(recorded)
@@ -226,11 +228,11 @@ def find_checkout(data_dir: Path, upstream: Path | None, scratch: Path) -> Path:
                      "(e.g. ../shared/upstream/tau2-bench-8ebb749)")
 
 
-def check_folder(folder: Path, checkout: Path, domains: Sequence[str] | None = None, *,
-                 keep: int = 20) -> list[EpisodeReport]:
+def check_folder(folder: Path, checkout: Path, run: EpisodeRunner, domains: Sequence[str] | None = None,
+                 *, keep: int = 20) -> list[EpisodeReport]:
     """Replay each domain's recording in ``folder`` (or ``domains``); ``ValueError`` if one is missing."""
     names = list(domains) if domains else recorded_domains(folder)
     missing = [n for n in names if not (folder / f"{n}.json.gz").is_file()]
     if missing or not names:
         raise ValueError(f"{folder}: no episode recording for {', '.join(missing) or 'any domain'}")
-    return [check_domain(folder / f"{n}.json.gz", checkout, keep=keep) for n in names]
+    return [check_domain(folder / f"{n}.json.gz", checkout, run, keep=keep) for n in names]

@@ -23,11 +23,14 @@ import pytest
 from click.testing import CliRunner
 
 from uxlocal.cli import cli
+from uxlocal.config import RunConfig
 from uxlocal.engine.base import Engine, GenRequest
 from uxlocal.engine.fake import FakeEngine
 from uxlocal.engine.pool import ModelPool
 from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
 from uxlocal.rollout import Scheduler
+from uxlocal.runner import RunResult, run_suite
+from uxlocal.store.db import connect
 from uxlocal.tau2 import load_domain, load_tasks
 from uxlocal.tau2.conformance import CONFORMANCE_DOMAINS
 from uxlocal.tau2.conformance.episode_check import (
@@ -37,6 +40,7 @@ from uxlocal.tau2.conformance.episode_check import (
     episodes_table,
 )
 from uxlocal.tau2.conformance.episodes import read_episodes
+from uxlocal.tau2.episode import NOT_COMPARABLE
 from uxlocal.tau2.episode.orchestrator import Limits
 from uxlocal.tau2.episode.upstream import UpstreamSeats, UpstreamSetup, trial_seed, upstream_episode
 from uxlocal.tau2.upstream_words import Tau2Words
@@ -188,3 +192,40 @@ def test_output_upstream_cannot_take_is_an_infrastructure_error_without_reward(
     outcome, _ = _play(checkout, {"user": [_say("Hello")], "agent": [reply]})
     assert outcome.termination == "infrastructure_error" and outcome.reward is None
     assert outcome.info["reward_info"] is None and outcome.info["termination_detail"]
+
+
+# --- the suites: a checkout plays the upstream protocol, anything else says it is not comparable ---
+
+
+def _run_tau2(tmp_path: Path, data: Path, script: Any, name: str) -> tuple[RunResult, FakeEngine, Any]:
+    engine = FakeEngine(script, identity="scripted")
+    config = {"tau2_data": str(data), "domain": "mock", "tasks": "create_task_1"}
+    run = RunConfig(suite="tau2", suite_config=config, db=str(tmp_path / f"{name}.duckdb"), progress=False)
+    result = run_suite(run, pool=ModelPool.from_engines(dict.fromkeys(("agent", "user", "judge"), engine)))
+    return result, engine, connect(tmp_path / f"{name}.duckdb")
+
+
+def test_tau2_run_on_a_checkout_sends_upstreams_requests_and_counts_infrastructure_errors(
+        checkout: Path, tmp_path: Path) -> None:
+    replies = {"user": iter([_say("Hello")]),
+               "agent": iter([_call("create_task", '{"user_id": "user_1", "title": ', "c1")])}
+    result, engine, con = _run_tau2(tmp_path, checkout / "data" / "tau2",
+                                    lambda prepared: next(replies[prepared.request.role]), "upstream")
+    user = engine.requests[0].request
+    assert user.tools and user.sampling.seed == 626729 and user.constraint is None
+    assert any("upstream protocol, comparable with tau2-bench" in note for note in result.notes)
+    row = con.execute("SELECT episodes, scored_episodes, infrastructure_errors, comparable FROM tau2_summary "
+                      "WHERE run_id = ?", [result.run_id]).fetchone()
+    assert row == (1, 0, 1, True)
+
+
+def test_tau2_run_on_a_bare_data_folder_plays_ours_and_says_not_comparable(tmp_path: Path) -> None:
+    if not (DATA / "domains" / "mock").is_dir():
+        pytest.skip(f"{DATA} is absent")
+    stop = json.dumps({"message": "Bye ###STOP###"})
+    result, engine, con = _run_tau2(tmp_path, DATA, lambda prepared: stop, "ours")
+    assert engine.requests[0].request.tools is None  # our JSON-turn protocol: tools as text, a grammar
+    assert any(NOT_COMPARABLE in note for note in result.notes)
+    row = con.execute("SELECT infrastructure_errors, comparable FROM tau2_summary WHERE run_id = ?",
+                      [result.run_id]).fetchone()
+    assert row == (0, False)

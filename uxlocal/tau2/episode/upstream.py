@@ -95,13 +95,16 @@ class UpstreamSeats:
     limits: Limits = field(default_factory=Limits)
     agent_role: str = AGENT_ROLE
     judge_role: str = JUDGE_ROLE
+    agent_temperature: float = 0.0
+    """Upstream's default; the trial seed matters only above 0."""
 
     @classmethod
-    def build(cls, words: Tau2Words, domain: Domain, limits: Limits | None = None) -> UpstreamSeats:
+    def build(cls, words: Tau2Words, domain: Domain, limits: Limits | None = None, *,
+              agent_temperature: float = 0.0) -> UpstreamSeats:
         """Read the agent's system prompt (domain policy) and listed tools from ``words``."""
         tools = words.tool_schemas("assistant")
         return cls(words, words.agent_system_prompt(domain.policy_text()),
-                   tuple(tools) if tools else None, limits or Limits())
+                   tuple(tools) if tools else None, limits or Limits(), agent_temperature=agent_temperature)
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,8 @@ class UpstreamSetup:
     user_role: str = USER_ROLE
     seed: int | None = None
     """The trial's seed on every agent and user request; ``None``: ``trial_seed(trial)``."""
+    user_temperature: float = 0.0
+    """The user simulator's temperature (upstream's default 0; a UserProxyBench proxy may set its own)."""
 
     @property
     def user_tools(self) -> tuple[dict[str, Any], ...] | None:
@@ -232,8 +237,10 @@ class _Episode:
             messages = user_messages(self.user_system, self.messages)
             tools, role = self.user_tools, setup.user_role
         fields = sampling(list(tools) if tools else None, self.seed)
+        temperature = setup.seats.agent_temperature if seat == "assistant" else setup.user_temperature
         return GenRequest(role, tuple(messages),
-                          Sampling(temperature=fields["temperature"], max_tokens=NO_CAP, seed=self.seed),
+                          Sampling(temperature=temperature, max_tokens=NO_CAP,
+                                   seed=self.seed),
                           tools=tools, tool_choice=fields["tool_choice"], tag=f"{seat}:{len(self.messages)}")
 
     def _generate(self, seat: Seat) -> Gen:

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 from uxlocal.cli import cli
 from uxlocal.config import RunConfig
-from uxlocal.engine.base import Engine, GenRequest
+from uxlocal.engine.base import Engine, GenRequest, PreparedRequest
 from uxlocal.engine.fake import FakeEngine
 from uxlocal.engine.pool import ModelPool
 from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
@@ -229,3 +229,27 @@ def test_tau2_run_on_a_bare_data_folder_plays_ours_and_says_not_comparable(tmp_p
     row = con.execute("SELECT infrastructure_errors, comparable FROM tau2_summary WHERE run_id = ?",
                       [result.run_id]).fetchone()
     assert row == (0, False)
+
+
+def test_userproxy_run_on_a_checkout_seats_each_proxy_in_upstreams_user_request(
+        checkout: Path, tmp_path: Path) -> None:
+    def proxy(prepared: PreparedRequest) -> dict[str, Any]:
+        return _say("Bye ###STOP###" if len(prepared.request.messages) > 2 else "Hello")
+
+    grade = json.dumps({"rationale": "fine", "evidence_turns": [], "applicable": False, "passed": True})
+    engines = {"agent": FakeEngine(lambda prepared: _say("How can I help?"), identity="a"),
+               "judge": FakeEngine(lambda prepared: grade, identity="j"),
+               "user:P1": FakeEngine(proxy, identity="p1"), "user:P2": FakeEngine(proxy, identity="p2")}
+    config = {"tau2_data": str(checkout / "data" / "tau2"), "domains": "mock", "tasks": "create_task_1",
+              "proxies": "P1,P2", "criteria_template": True}
+    run = RunConfig(suite="userproxy", suite_config=config, db=str(tmp_path / "u.duckdb"), progress=False)
+    result = run_suite(run, pool=ModelPool.from_engines(dict(engines)))
+    for name in ("p1", "p2"):
+        first = next(e for e in engines.values() if e.identity == name).requests[0].request
+        assert first.role == f"user:P{name[1]}" and first.sampling.seed == 626729 and first.tools
+        assert first.messages[0]["content"].endswith("</scenario>")  # upstream's user system prompt
+    assert any("upstream protocol, comparable with tau2-bench" in note for note in result.notes)
+    rows = connect(tmp_path / "u.duckdb").execute(
+        "SELECT proxy, episodes, infrastructure_errors, comparable FROM ufs_protocol ORDER BY proxy"
+    ).fetchall()
+    assert rows == [("P1", 1, 0, True), ("P2", 1, 0, True)]

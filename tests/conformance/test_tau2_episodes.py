@@ -199,7 +199,8 @@ def test_output_upstream_cannot_take_is_an_infrastructure_error_without_reward(
 
 def _run_tau2(tmp_path: Path, data: Path, script: Any, name: str) -> tuple[RunResult, FakeEngine, Any]:
     engine = FakeEngine(script, identity="scripted")
-    config = {"tau2_data": str(data), "domain": "mock", "tasks": "create_task_1"}
+    config = {"tau2_data": str(data), "domain": "mock", "tasks": "create_task_1",
+              "export_tau2": str(tmp_path / f"{name}.json")}
     run = RunConfig(suite="tau2", suite_config=config, db=str(tmp_path / f"{name}.duckdb"), progress=False)
     result = run_suite(run, pool=ModelPool.from_engines(dict.fromkeys(("agent", "user", "judge"), engine)))
     return result, engine, connect(tmp_path / f"{name}.duckdb")
@@ -217,6 +218,8 @@ def test_tau2_run_on_a_checkout_sends_upstreams_requests_and_counts_infrastructu
     row = con.execute("SELECT episodes, scored_episodes, infrastructure_errors, comparable FROM tau2_summary "
                       "WHERE run_id = ?", [result.run_id]).fetchone()
     assert row == (1, 0, 1, True)
+    exported = json.loads((tmp_path / "upstream.json").read_text(encoding="utf-8"))
+    assert [sim["termination_reason"] for sim in exported["simulations"]] == ["infrastructure_error"]
 
 
 def test_tau2_run_on_a_bare_data_folder_plays_ours_and_says_not_comparable(tmp_path: Path) -> None:

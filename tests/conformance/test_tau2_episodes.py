@@ -31,6 +31,7 @@ from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
 from uxlocal.rollout import Scheduler
 from uxlocal.runner import RunResult, run_suite
 from uxlocal.store.db import connect
+from uxlocal.suites.userproxy.section import tables as ufs_section_tables
 from uxlocal.tau2 import load_domain, load_tasks
 from uxlocal.tau2.conformance import CONFORMANCE_DOMAINS
 from uxlocal.tau2.conformance.episode_check import (
@@ -252,7 +253,9 @@ def test_userproxy_run_on_a_checkout_seats_each_proxy_in_upstreams_user_request(
         assert first.role == f"user:P{name[1]}" and first.sampling.seed == 626729 and first.tools
         assert first.messages[0]["content"].endswith("</scenario>")  # upstream's user system prompt
     assert any("upstream protocol, comparable with tau2-bench" in note for note in result.notes)
-    rows = connect(tmp_path / "u.duckdb").execute(
-        "SELECT proxy, episodes, infrastructure_errors, comparable FROM ufs_protocol ORDER BY proxy"
-    ).fetchall()
+    con = connect(tmp_path / "u.duckdb")
+    rows = con.execute("SELECT proxy, episodes, infrastructure_errors, comparable FROM ufs_protocol "
+                       "ORDER BY proxy").fetchall()
     assert rows == [("P1", 1, 0, True), ("P2", 1, 0, True)]
+    shown = ufs_section_tables(con, [result.run_id])[-1].tables[0]  # what `uxlocal report` prints
+    assert shown.title == "Episodes left out and comparability" and len(shown.rows) == 2

@@ -259,3 +259,17 @@ def test_userproxy_run_on_a_checkout_seats_each_proxy_in_upstreams_user_request(
     assert rows == [("P1", 1, 0, True), ("P2", 1, 0, True)]
     shown = ufs_section_tables(con, [result.run_id])[-1].tables[0]  # what `uxlocal report` prints
     assert shown.title == "Episodes left out and comparability" and len(shown.rows) == 2
+
+
+def test_a_judge_reply_upstreams_parser_cannot_read_ends_as_an_infrastructure_error(
+        checkout: Path, tmp_path: Path) -> None:
+    def change(data: dict[str, Any]) -> None:
+        judged = next(e for e in data["episodes"] if e["script"]["judge"])
+        fenced = "```json\n{\"results\": []}\n```"  # upstream's json.loads reads no code fence
+        judged["script"]["judge"][0]["content"] = fenced
+        data["episodes"] = [judged]
+
+    recording = _rewrite(EPISODES / "retail.json.gz", tmp_path / "retail.json.gz", change)
+    report = check_domain(recording, checkout, _schedule)
+    assert report.calls_equal == report.calls  # the requests are unchanged
+    assert report.episodes_equal == 0 and "termination infrastructure_error" in report.mismatches[0]

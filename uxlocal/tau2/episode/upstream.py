@@ -253,8 +253,8 @@ class _Episode:
             raise _Ended(INFRASTRUCTURE_ERROR, f"{role} generation failed: {result.error}")
         calls = [_tool_call(raw, seat, f"call_{len(self.messages)}_{k}", role)
                  for k, raw in enumerate(result.tool_calls or [])]
-        content = result.text if result.text else None
-        if not calls and not (content and content.strip()):
+        content = result.text if result.text.strip() else None  # a call alone: content null, as servers send
+        if not calls and content is None:
             raise _Ended(INFRASTRUCTURE_ERROR, f"the {role} message has neither content nor tool calls")
         message = Message(role=seat, content=content, tool_calls=calls or None, timestamp=utc_now())
         return message, result

@@ -135,6 +135,22 @@ def run_suite_from_command(suite_name: str, suite_config: Mapping[str, Any], com
     return run(suite_name, suite_config, common, suite=suite, show=show)
 
 
+EPISODES_KEY = "uxlocal.run_episodes"
+"""Key of the episode-running function in click's shared ``Context.meta`` (set by the root group)."""
+
+
+def run_episodes_from_command(engines: Mapping[str, Any], episodes: list[Any]) -> None:
+    """Run episode programs under the scheduler, each role bound to its engine (``uxlocal.cli.common``).
+
+    For a suite's command that plays scripted episodes itself (``tau2 conformance --episodes``): the
+    scheduler sits above the suites, so it comes, like the runner, through ``Context.meta``.
+    """
+    run = click.get_current_context().meta.get(EPISODES_KEY)
+    if run is None:
+        raise RuntimeError("a suite's command runs only under the uxlocal root group (uxlocal.cli.cli)")
+    run(engines, episodes)
+
+
 def store_option(fn: Any) -> Any:
     """``--db`` for commands that write a store."""
     return click.option("--db", default="uxlocal.duckdb", show_default=True, envvar="UXLOCAL_DB",

@@ -27,3 +27,11 @@ def run_configured(suite_name: str, suite_config: Mapping[str, Any], common: Map
     result = run_suite(run, models=resolve_models(specs), **({"suite": suite} if suite is not None else {}))
     (show or print_result)(result)
     return result
+
+
+def run_episodes(engines: Mapping[str, Any], episodes: list[Any]) -> None:
+    """Run episode programs with the scheduler, no store: each role's requests go to its engine."""
+    from uxlocal.engine.pool import ModelPool
+    from uxlocal.rollout import Scheduler
+
+    Scheduler(ModelPool.from_engines(dict(engines))).run(episodes)

@@ -15,11 +15,11 @@ from typing import Any
 
 import click
 
-from uxlocal.clikit import CONTEXT, RUNNER_KEY
+from uxlocal.clikit import CONTEXT, EPISODES_KEY, RUNNER_KEY
 from uxlocal.errors import UxlocalError
 from uxlocal.plugins import suite_command_modules
 
-from .common import run_configured
+from .common import run_configured, run_episodes
 from .models import doctor, models_group
 from .report import report_cmd, view_cmd
 from .run import demo_cmd, run_group
@@ -94,6 +94,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     """
     ctx.obj = {"debug": debug}
     ctx.meta[RUNNER_KEY] = run_configured  # suites' commands run through it (clikit.run_suite_from_command)
+    ctx.meta[EPISODES_KEY] = run_episodes  # and play scripted episodes (clikit.run_episodes_from_command)
     if debug:
         import logging
 

@@ -94,6 +94,21 @@ class RewardDraft(BaseModel):
             info.nl_assertions = [
                 _nl_check(text, v) for text, v in zip(self.nl_assertions, verdicts, strict=True)
             ]
+        return self._gate(info)
+
+    def finish_checks(self, checks: Sequence[NLAssertionCheck]) -> RewardInfo:
+        """Return the final ``RewardInfo`` from upstream's judge checks, taken as the judge wrote them.
+
+        Upstream keeps one check per entry of the judge's reply (its ``expectedOutcome`` text, in
+        its order), however many there are; all must be met.
+        """
+        if not self.scored:
+            return self.partial
+        info = self.partial.model_copy(deep=True)
+        info.nl_assertions = [check.model_copy() for check in checks]
+        return self._gate(info)
+
+    def _gate(self, info: RewardInfo) -> RewardInfo:
         if self.nl_gates and info.reward_breakdown is not None:
             met = all(c.met for c in info.nl_assertions or [])
             info.reward_breakdown["NL_ASSERTION"] = 1.0 if met else 0.0

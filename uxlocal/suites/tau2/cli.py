@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from uxlocal.clikit import CONTEXT
+from uxlocal.clikit import CONTEXT, run_episodes_from_command
 from uxlocal.errors import InputError
 from uxlocal.tau2.registry import DEFAULT_TAU2_VERSION, TAU2_VERSIONS
 from uxlocal.tau2.tool_words import TOOLS_ENV, ToolWordsError
@@ -81,13 +81,27 @@ def tau2_replay(domains: tuple[str, ...], tau2_data: Path | None, tau2_tools: Pa
               show_default=True, envvar="UXLOCAL_TAU2_DATA", help="A tau2 data folder.")
 @click.option("--show", type=int, default=0, show_default=True, envvar="UXLOCAL_TAU2_SHOW",
               help="Print the first N mismatches of each kind.")
-def tau2_conformance(domains: str, recording: Path, tau2_data: Path, show: int) -> None:
+@click.option("--episodes", type=click.Path(path_type=Path, file_okay=False), default=None,
+              envvar="UXLOCAL_TAU2_EPISODES",
+              help="An episode recording folder (<domain>.json.gz): replay whole episodes through the "
+                   "upstream protocol instead of single calls (default: the call-level suite).")
+@click.option("--upstream", type=click.Path(path_type=Path, file_okay=False), default=None,
+              envvar="UXLOCAL_TAU2_UPSTREAM",
+              help="tau2-bench's source (its src/tau2), for --episodes when --tau2-data is a bare data "
+                   "folder (default: the checkout --tau2-data sits in).")
+def tau2_conformance(domains: str, recording: Path, tau2_data: Path, show: int, episodes: Path | None,
+                     upstream: Path | None) -> None:
     """Replay tau2's recorded suite and print the agreement table.
 
     \b
-    Example:
+    Examples:
       uxlocal tau2 conformance --domain mock,retail --show 3
+      uxlocal tau2 conformance --episodes ../shared/conformance/tau2-episodes \\
+        --upstream ../shared/upstream/tau2-bench-8ebb749
     """
+    if episodes is not None:
+        _episode_conformance(episodes, tau2_data, upstream, domains, show)
+        return
     from uxlocal.tau2.conformance.__main__ import main
 
     argv = [
@@ -102,6 +116,26 @@ def tau2_conformance(domains: str, recording: Path, tau2_data: Path, show: int) 
     ]
     if main(argv) != 0:
         raise click.ClickException(f"no recorded suite for {domains} in {recording}")
+
+
+def _episode_conformance(folder: Path, tau2_data: Path, upstream: Path | None, domains: str,
+                         show: int) -> None:
+    """Print the episode-level table for a recording folder (and the first ``show`` mismatches)."""
+    import tempfile
+
+    from uxlocal.tau2.conformance.episode_check import check_folder, episodes_table, find_checkout
+
+    names = None if domains == "all" else [d.strip() for d in domains.split(",") if d.strip()]
+    with tempfile.TemporaryDirectory(prefix="uxlocal-checkout-") as scratch:
+        try:
+            checkout = find_checkout(tau2_data, upstream, Path(scratch))
+            reports = check_folder(folder, checkout, run_episodes_from_command, names, keep=max(show, 1))
+        except ValueError as err:
+            raise InputError(str(err)) from None
+    click.echo(episodes_table(reports))
+    for report in reports:
+        for line in report.mismatches[:show]:
+            click.echo(f"  {report.domain}: {line}")
 
 
 def register_commands(cli: click.Group) -> None:

@@ -89,7 +89,10 @@ def _simulations(con: Any, run_id: str) -> dict[str, list[Simulation]]:
         info = json_value(info) or {}
         failed = status != "done"
         note = f"episode failed: {str(info.get('error', ''))[-300:]}"
-        reward_info = (RewardInfo(reward=0.0, info={"note": note}) if failed
+        unscored = failed or info.get("reward_info") is None
+        if not failed and unscored:  # the upstream protocol's infrastructure error: no reward info
+            note = f"infrastructure error: {info.get('termination_detail', '')}"
+        reward_info = (RewardInfo(reward=0.0, info={"note": note}) if unscored
                        else RewardInfo.model_validate(info["reward_info"]))
         cost = costs.get(episode_id, {})
         out[domain].append(Simulation(

@@ -2,7 +2,8 @@
 
 Registered through ``Tau2Suite.report_section``.
 
-Views read: ``tau2_summary`` (avg_reward, success_rate per domain), ``tau2_pass_k``.
+Views read: ``tau2_summary`` (avg_reward, success_rate, infrastructure_errors, comparable per
+domain), ``tau2_pass_k``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from uxlocal.reportkit.model import Figure
 from uxlocal.reportkit.plots import grouped_hbars_svg, lines_svg
 from uxlocal.reportkit.registry import register_figure, register_section
 from uxlocal.reportkit.rows import NoData, in_list, rows_of
+from uxlocal.tau2.episode.options import NOT_COMPARABLE
 
 register_section("tau2", title="tau2: agent reward with simulated users", order=20)
 
@@ -36,8 +38,8 @@ def reward(con: Any, run_ids: Sequence[str]) -> list[Figure]:
     """Reward and success by domain."""
     rows = rows_of(
         con,
-        f"SELECT run_id, domain, avg_reward, success_rate FROM tau2_summary "
-        f"WHERE run_id IN {in_list(run_ids)} ORDER BY run_id, domain",
+        "SELECT run_id, domain, avg_reward, success_rate, infrastructure_errors, comparable "
+        f"FROM tau2_summary WHERE run_id IN {in_list(run_ids)} ORDER BY run_id, domain",
         run_ids,
     )
     if not rows:
@@ -68,9 +70,22 @@ def reward(con: Any, run_ids: Sequence[str]) -> list[Figure]:
             "tau2-reward",
             "Reward and success by domain",
             svg,
-            "Mean reward and share of episodes with reward 1, infrastructure errors left out (as tau2 does).",
+            "Mean reward and share of episodes with reward 1, infrastructure errors left out (as tau2 does)."
+            + _caveats(rows, labels),
         )
     ]
+
+
+def _caveats(rows: Sequence[dict[str, Any]], labels: dict[str, str]) -> str:
+    """Say how many episodes were left out as infrastructure errors, and which domains do not compare."""
+    errors = sum(int(r["infrastructure_errors"] or 0) for r in rows)
+    out = f" Infrastructure errors left out: {errors}."
+    ours = [f"{r['domain']} ({labels[r['run_id']]})" if len(labels) > 1 else r["domain"]
+            for r in rows if not r["comparable"]]
+    if ours:
+        out += (f" {NOT_COMPARABLE.capitalize()}: {', '.join(ours)} ran our protocol and words "
+                "(run on a tau2-bench checkout to compare).")
+    return out
 
 
 @register_figure("tau2")

@@ -23,18 +23,23 @@ from uxlocal.tau2.data import demo_data, resolve_data_dir
 from uxlocal.tau2.episode import (
     AGENT_ROLE,
     JUDGE_ROLE,
+    NOT_COMPARABLE,
     USER_ROLE,
     EpisodeSetup,
     Tau2Options,
     UserSeat,
     domain_seats,
     parse_domains,
+    protocol_hashes,
     tau2_episode,
+    upstream_seats,
     user_tool_schemas,
 )
 from uxlocal.tau2.episode.prompts import prompt_hashes as _prompt_hashes
+from uxlocal.tau2.episode.upstream import UpstreamSetup, upstream_episode
 from uxlocal.tau2.episode.user_proxy import guidelines
 from uxlocal.tau2.tasks import task_source
+from uxlocal.tau2.upstream_words import Tau2Words
 
 from .export import export_run
 
@@ -73,7 +78,8 @@ class Tau2Suite(Suite):
         """Our prompt files plus every data file the run reads (policy, tasks, splits, DBs)."""
         assert isinstance(config, Tau2Config)
         root = resolve_data_dir(config.tau2_data)
-        return {**_prompt_hashes(), **_data_hashes(root, config.domains())}
+        return {**_prompt_hashes(), **_data_hashes(root, config.domains()),
+                **protocol_hashes(config, root, config.domains())}
 
     def plan(self, config: SuiteConfig, run: RunConfig) -> SuitePlan:
         """One episode per (domain, task, trial); ``--limit`` caps the tasks per domain."""
@@ -84,7 +90,8 @@ class Tau2Suite(Suite):
             domain = config.load_domain(root, name)
             tasks = load_tasks(root, name, split=config.split, task_ids=config.task_ids(name),
                                limit=run.limit)
-            _add_domain(plan, config, domain, tasks, source=task_source(root, name))
+            _add_domain(plan, config, domain, tasks, source=task_source(root, name),
+                        words=config.upstream_words(root, name))
         if not plan.episodes:
             raise InputError("no tau2 tasks selected", "check --split, --tasks and --limit")
         return plan
@@ -135,9 +142,11 @@ class Tau2Suite(Suite):
 
 _REPORTS = (
     ("tau2 reward", "tau2_summary",
-     "domain, episodes, tasks, avg_reward, success_rate, mean_turns, mean_tool_calls, mean_user_tool_calls, "
-     "mean_tool_errors", "domain",
-     "reward = product of the task's reward-basis checks; infrastructure errors are left out (as tau2 does)"),
+     "domain, episodes, tasks, avg_reward, success_rate, infrastructure_errors, comparable, mean_turns, "
+     "mean_tool_calls, mean_user_tool_calls, mean_tool_errors", "domain",
+     "reward = product of the task's reward-basis checks; infrastructure errors are left out (as tau2 does) "
+     "and counted; comparable = every episode sent what tau2-bench sends (a checkout's words and protocol), "
+     f"false = {NOT_COMPARABLE}"),
     ("tau2 pass^k", "tau2_pass_k", "domain, k, pass_k, tasks", "domain, k",
      "pass^k = mean over tasks of C(successes, k) / C(trials, k)"),
     ("tau2 terminations", "tau2_terminations",
@@ -151,26 +160,53 @@ _REPORTS = (
 
 
 def _add_domain(plan: SuitePlan, config: Tau2Config, domain: Domain, tasks: list[Task], *,
-                source: Path) -> None:
-    """Items and episodes of one domain; the agent seat is shared by all its episodes."""
-    seats = domain_seats(domain, config)
+                source: Path, words: Tau2Words | None) -> None:
+    """Items and episodes of one domain; the agent seat is shared by all its episodes.
+
+    With upstream's ``words`` every episode runs the upstream protocol; without, ours.
+    """
+    bind = _upstream_binder(config, domain, words) if words is not None else _our_binder(config, domain)
     for task in tasks:
         item_id = f"{domain.name}/{task.id}"
         data = {"domain": domain.name, "position": len(plan.items), "task": task.model_dump(mode="json")}
         plan.items.append({"item_id": item_id, "task": domain.name, "data": data, "source_file": str(source)})
-        user = UserSeat.build(task, tool_schemas=user_tool_schemas(domain, task),
-                              sampling=config.sampling(USER_ROLE), grammar=config.tool_grammar)
+        programs = bind(task)
         for trial in range(config.trials):
-            setup = EpisodeSetup(domain, task, trial, seats.agent, user, seats.judge, seats.limits,
-                                 judge_always=config.judge_nl == "always")
-            plan.episodes.append(EpisodeSpec(f"{item_id}/trial-{trial}", _bind(setup), item_id=item_id,
+            plan.episodes.append(EpisodeSpec(f"{item_id}/trial-{trial}", programs(trial), item_id=item_id,
                                              task=domain.name, trial=trial))
     plan.notes.append(f"{domain.name}: {len(tasks)} tasks x {config.trials} trial(s), "
                       f"split {config.split!r}, max_steps {config.max_steps}, max_errors {config.max_errors}")
+    plan.notes.append(config.protocol_note(domain.name, words))
+
+
+def _our_binder(config: Tau2Config, domain: Domain) -> Any:
+    """Return task -> trial -> program for our JSON-turn protocol (seats shared across the domain)."""
+    seats = domain_seats(domain, config)
+
+    def per_task(task: Task) -> Any:
+        user = UserSeat.build(task, tool_schemas=user_tool_schemas(domain, task),
+                              sampling=config.sampling(USER_ROLE), grammar=config.tool_grammar)
+        return lambda trial: _bind(EpisodeSetup(domain, task, trial, seats.agent, user, seats.judge,
+                                                seats.limits, judge_always=config.judge_nl == "always"))
+    return per_task
+
+
+def _upstream_binder(config: Tau2Config, domain: Domain, words: Tau2Words) -> Any:
+    """Return task -> trial -> program for the upstream protocol."""
+    shared = upstream_seats(domain, words, config)
+
+    def per_task(task: Task) -> Any:
+        return lambda trial: _bind_upstream(UpstreamSetup(domain, task, trial, shared,
+                                                          user_temperature=config.user_temperature))
+    return per_task
 
 
 def _bind(setup: EpisodeSetup) -> Any:
     return lambda ctx: tau2_episode(ctx, setup)
+
+
+def _bind_upstream(setup: UpstreamSetup) -> Any:
+    return lambda ctx: upstream_episode(ctx, setup)
 
 
 def _llm_args(sampling: Sampling) -> dict[str, Any]:

@@ -3,6 +3,8 @@
 -- caveat: an episode that failed with a bug (status 'failed') counts as infrastructure_error, which
 -- tau2 leaves out of average reward and pass^k; success = |reward - 1| <= 1e-6 as in tau2's metrics.
 -- dialogue_turns counts text messages (greeting included), messages the whole trajectory.
+-- protocol: 'upstream' (tau2-bench's requests from a checkout, comparable) or 'ours' (older rows
+-- without it are ours); NULL for an episode that failed before it recorded its info.
 CREATE OR REPLACE VIEW tau2_episodes AS
 WITH turn_counts AS (
     SELECT run_id, episode_id,
@@ -39,7 +41,9 @@ SELECT e.run_id, e.episode_id, e.task AS domain, substr(e.item_id, length(e.task
        coalesce(co.cost_usd, 0.0)                                               AS cost_usd,
        coalesce(co.agent_cost_usd, 0.0)                                         AS agent_cost_usd,
        coalesce(co.user_cost_usd, 0.0)                                          AS user_cost_usd,
-       coalesce(co.judge_cost_usd, 0.0)                                         AS judge_cost_usd
+       coalesce(co.judge_cost_usd, 0.0)                                         AS judge_cost_usd,
+       CASE WHEN e.info IS NULL THEN NULL
+            ELSE coalesce(json_extract_string(e.info, '$.protocol'), 'ours') END   AS protocol
 FROM episodes e
 JOIN runs r ON r.run_id = e.run_id AND r.suite = 'tau2'
 LEFT JOIN turn_counts tc ON tc.run_id = e.run_id AND tc.episode_id = e.episode_id
@@ -51,11 +55,15 @@ LEFT JOIN cost co ON co.run_id = e.run_id AND co.episode_id = e.episode_id;
 -- caveat: avg_reward and success_rate leave infrastructure_error episodes out; the means of turns,
 -- tool calls and cost are over every episode. mean_user_tool_calls counts the user seat's own calls
 -- (telecom's phone tools; 0 in domains without user tools), which mean_tool_calls includes.
+-- infrastructure_errors counts the episodes left out; comparable is true when every episode that
+-- recorded its protocol ran upstream's (tau2-bench's requests), false when any ran ours.
 CREATE OR REPLACE VIEW tau2_summary AS
 SELECT run_id, domain,
        count(*)                                                             AS episodes,
        count(DISTINCT task_id)                                              AS tasks,
        count(*) FILTER (WHERE termination <> 'infrastructure_error')        AS scored_episodes,
+       count(*) FILTER (WHERE termination = 'infrastructure_error')         AS infrastructure_errors,
+       coalesce(bool_and(protocol = 'upstream'), false)                     AS comparable,
        avg(reward) FILTER (WHERE termination <> 'infrastructure_error')     AS avg_reward,
        avg(CAST(success AS DOUBLE)) FILTER (WHERE termination <> 'infrastructure_error') AS success_rate,
        avg(dialogue_turns)                                                  AS mean_turns,

@@ -11,7 +11,7 @@ Registered through ``UserProxySuite.report_section``. The tables are ``ufs/repor
 ``ufs/plot.py``, the same drawing ``uxlocal ufs frontier --plot`` writes.
 
 Views read (``suites/userproxy/views.sql``): ``ufs_episodes``, ``ufs_verdicts``, ``ufs_summary``,
-``ufs_domain``, ``ufs_family_failures``, ``ufs_frontier``.
+``ufs_domain``, ``ufs_family_failures``, ``ufs_frontier``, ``ufs_protocol``.
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from uxlocal.reportkit.model import Figure, TableGroup
+from uxlocal.reportkit.model import Figure, ReportTable, TableGroup
 from uxlocal.reportkit.plots import grouped_hbars_svg
 from uxlocal.reportkit.registry import register_figure, register_section
-from uxlocal.reportkit.rows import NoData, in_list
+from uxlocal.reportkit.rows import NoData, in_list, rows_of
 from uxlocal.suites.userproxy.ufs.plot import frontier_svg
 from uxlocal.suites.userproxy.ufs.report import FRONTIER_COLUMNS, GROUP, frontier_row, group_view, ufs_tables
 from uxlocal.suites.userproxy.ufs.taxonomy import FAMILIES
+from uxlocal.tau2.episode.options import NOT_COMPARABLE
 
 
 def graded(con: Any, run_ids: Sequence[str]) -> bool:
@@ -39,14 +40,27 @@ def graded(con: Any, run_ids: Sequence[str]) -> bool:
 
 
 def tables(con: Any, run_ids: Sequence[str]) -> list[TableGroup]:
-    """Return the suite's UFS tables (``ufs_tables``) for the groups graded in these runs, as one group."""
-    return [
+    """Return the suite's UFS tables (``ufs_tables``) for the groups graded in these runs, as one group.
+
+    Then, for userproxy runs, how many episodes each left out and whether it compares with tau2-bench.
+    """
+    groups = [
         TableGroup(
             None,
             ufs_tables(con, run_ids),
             heading="Every graded trajectory of the (criteria set, judge, agent, proxy) groups in these runs",
         )
     ]
+    rows = rows_of(con, "SELECT run_id, domain, proxy, episodes, infrastructure_errors, failed, comparable "
+                        f"FROM ufs_protocol WHERE run_id IN {in_list(run_ids)} ORDER BY ALL", run_ids)
+    if rows:
+        columns = list(rows[0])
+        note = ("infrastructure errors and failed episodes are left out of every number; comparable false = "
+                f"{NOT_COMPARABLE} (our protocol and words, not a tau2-bench checkout's)")
+        table = ReportTable("Episodes left out and comparability", columns,
+                            [tuple(r[c] for c in columns) for r in rows], note)
+        groups.append(TableGroup(None, [table], heading="userproxy runs"))
+    return groups
 
 
 register_section(

@@ -56,18 +56,23 @@ from uxlocal.tau2.data import data_hashes, demo_data, resolve_data_dir
 from uxlocal.tau2.episode import (
     AGENT_ROLE,
     JUDGE_ROLE,
+    NOT_COMPARABLE,
     USER_ROLE,
     EpisodeSetup,
     Tau2Options,
     UserSeat,
     domain_seats,
     parse_domains,
+    protocol_hashes,
     tau2_trajectory,
+    upstream_seats,
     user_tool_schemas,
 )
 from uxlocal.tau2.episode.prompts import prompt_hashes as tau2_prompt_hashes
+from uxlocal.tau2.episode.upstream import UpstreamSetup, upstream_trajectory
 from uxlocal.tau2.episode.user_proxy import guidelines
 from uxlocal.tau2.tasks import task_source
+from uxlocal.tau2.upstream_words import Tau2Words
 
 TEMPLATE_SET = "template"
 """Criteria set ``--criteria-template`` fills when no ``--criteria-set`` is named."""
@@ -200,7 +205,8 @@ class UserProxySuite(Suite):
         """tau2 and UFS prompts, every tau2 data file read, and the criteria file (if any)."""
         assert isinstance(config, UserProxyConfig)
         root = resolve_data_dir(config.tau2_data)
-        hashes = {**tau2_prompt_hashes(), **ufs_prompt_hashes(), **data_hashes(root, config.domain_names())}
+        hashes = {**tau2_prompt_hashes(), **ufs_prompt_hashes(), **data_hashes(root, config.domain_names()),
+                  **protocol_hashes(config, root, config.domain_names())}
         if config.criteria_file is not None:
             hashes["criteria-file"] = _file_sha256(config.criteria_file)
         return hashes
@@ -223,9 +229,11 @@ class UserProxySuite(Suite):
         _check_criteria(set_name, blueprints, stored, config)
         plan = SuitePlan(episodes=[])
         for domain, tasks in selected:
+            words = config.upstream_words(root, domain.name)
             _add_domain(plan, config, run.seed, domain, tasks, proxies, set_name,
                         {t.id: (blueprints[(domain.name, t.id)], stored[(domain.name, t.id)]) for t in tasks},
-                        source=task_source(root, domain.name))
+                        source=task_source(root, domain.name), words=words)
+            plan.notes.append(config.protocol_note(domain.name, words))
         plan.notes.append(f"proxies: {', '.join(p.name for p in proxies)}; criteria set {set_name!r}")
         return plan
 
@@ -259,6 +267,11 @@ class UserProxySuite(Suite):
             [run_id],
         )
         tables.append(ReportTable("Pre-checks (no model)", cols, rows, "deterministic audits of the judge"))
+        cols, rows = query(con, "SELECT domain, proxy, episodes, infrastructure_errors, failed, comparable "
+                                "FROM ufs_protocol WHERE run_id = ? ORDER BY domain, proxy", [run_id])
+        tables.append(ReportTable("Episodes left out and comparability", cols, rows,
+                                  "infrastructure errors and failed episodes are left out of every number; "
+                                  f"comparable false = {NOT_COMPARABLE} (our protocol and words)"))
         return tables
 
 
@@ -334,15 +347,14 @@ def _check_criteria(set_name: str, blueprints: dict[tuple[str, str], Blueprint],
 
 def _add_domain(plan: SuitePlan, config: UserProxyConfig, seed: int, domain: Domain, tasks: list[Task],
                 proxies: list[Proxy], set_name: str, graded: dict[str, tuple[Blueprint, TaskCriteria]], *,
-                source: Path) -> None:
+                source: Path, words: Tau2Words | None) -> None:
     """Items, and one episode per (task, proxy, trial); agent and judge seats are shared.
 
-    A sampled agent (temperature > 0) gets one seed per (task, trial), the same for every proxy,
-    so the agent's randomness never differs between proxies (the scheduler would otherwise derive
-    it from the episode id, which names the proxy).
+    With upstream's ``words`` the episodes run the upstream protocol (every proxy gets upstream's
+    user request; the agent's seed is the trial's, the same for every proxy); else ours.
     """
-    seats = domain_seats(domain, config)
-    agent, agent_sampling = seats.agent, seats.agent.sampling
+    setups = (_upstream_setups(config, domain, words) if words is not None
+              else _our_setups(config, seed, domain))
     grader = Sampling(temperature=0.0, max_tokens=config.grader_max_tokens)
     for task in tasks:
         item_id = f"{domain.name}/{task.id}"
@@ -350,18 +362,11 @@ def _add_domain(plan: SuitePlan, config: UserProxyConfig, seed: int, domain: Dom
         plan.items.append({"item_id": item_id, "task": domain.name, "data": data, "source_file": str(source)})
         blueprint, criteria = graded[task.id]
         job = GradingJob(set_name, blueprint, graded_criteria(criteria.graded()), (), grader)
-        tools = user_tool_schemas(domain, task)
         for proxy in proxies:
-            user = UserSeat.build(task, tool_schemas=tools, sampling=config.user_sampling(proxy),
-                                  grammar=config.tool_grammar, role=proxy.role)
+            per_trial = setups(task, proxy)
             for trial in range(config.trials):
-                seat = agent
-                if agent_sampling.temperature > 0:
-                    fixed = replace(agent_sampling, seed=_seed(seed, item_id, trial))
-                    seat = replace(agent, sampling=fixed)
-                setup = EpisodeSetup(domain, task, trial, seat, user, seats.judge, seats.limits)
                 plan.episodes.append(EpisodeSpec(f"{item_id}/{proxy.name}/trial-{trial}",
-                                                 _bind(setup, job, proxy.name), item_id=item_id,
+                                                 _bind(per_trial(trial), job, proxy.name), item_id=item_id,
                                                  task=domain.name, trial=trial))
     plan.notes.append(
         f"{domain.name}: {len(tasks)} tasks x {len(proxies)} proxies x {config.trials} trial(s), "
@@ -369,9 +374,49 @@ def _add_domain(plan: SuitePlan, config: UserProxyConfig, seed: int, domain: Dom
     )
 
 
-def userproxy_episode(ctx: EpisodeContext, setup: EpisodeSetup, job: GradingJob, proxy: str) -> Any:
+def _our_setups(config: UserProxyConfig, seed: int, domain: Domain) -> Any:
+    """Return (task, proxy) -> trial -> ``EpisodeSetup`` for our JSON-turn protocol.
+
+    A sampled agent (temperature > 0) gets one seed per (task, trial), the same for every proxy,
+    so the agent's randomness never differs between proxies (the scheduler would otherwise derive
+    it from the episode id, which names the proxy).
+    """
+    seats = domain_seats(domain, config)
+    agent, agent_sampling = seats.agent, seats.agent.sampling
+
+    def per_proxy(task: Task, proxy: Proxy) -> Any:
+        user = UserSeat.build(task, tool_schemas=user_tool_schemas(domain, task),
+                              sampling=config.user_sampling(proxy), grammar=config.tool_grammar,
+                              role=proxy.role)
+        item_id = f"{domain.name}/{task.id}"
+
+        def per_trial(trial: int) -> EpisodeSetup:
+            seat = agent
+            if agent_sampling.temperature > 0:
+                seat = replace(agent, sampling=replace(agent_sampling, seed=_seed(seed, item_id, trial)))
+            return EpisodeSetup(domain, task, trial, seat, user, seats.judge, seats.limits)
+        return per_trial
+    return per_proxy
+
+
+def _upstream_setups(config: UserProxyConfig, domain: Domain, words: Tau2Words) -> Any:
+    """Return (task, proxy) -> trial -> ``UpstreamSetup``: upstream's requests, the proxy in the user seat."""
+    shared = upstream_seats(domain, words, config)
+
+    def per_proxy(task: Task, proxy: Proxy) -> Any:
+        temperature = config.user_sampling(proxy).temperature
+        return lambda trial: UpstreamSetup(domain, task, trial, shared, user_role=proxy.role,
+                                           user_temperature=temperature)
+    return per_proxy
+
+
+def userproxy_episode(ctx: EpisodeContext, setup: EpisodeSetup | UpstreamSetup, job: GradingJob,
+                      proxy: str) -> Any:
     """Run a tau2 episode, then UFS grading of its trajectory; ``info.proxy`` names the proxy."""
-    outcome, messages = yield from tau2_trajectory(ctx, setup)
+    if isinstance(setup, UpstreamSetup):
+        outcome, messages = yield from upstream_trajectory(ctx, setup)
+    else:
+        outcome, messages = yield from tau2_trajectory(ctx, setup)
     info = {**outcome.info, "proxy": proxy}
     if outcome.termination != INFRASTRUCTURE_ERROR:
         graded = yield from grading_program(ctx, replace(job, trajectory=tuple(messages)))
@@ -379,7 +424,7 @@ def userproxy_episode(ctx: EpisodeContext, setup: EpisodeSetup, job: GradingJob,
     return Outcome(outcome.termination, reward=outcome.reward, info=info)
 
 
-def _bind(setup: EpisodeSetup, job: GradingJob, proxy: str) -> Any:
+def _bind(setup: EpisodeSetup | UpstreamSetup, job: GradingJob, proxy: str) -> Any:
     return lambda ctx: userproxy_episode(ctx, setup, job, proxy)
 
 

@@ -70,6 +70,25 @@ LEFT JOIN user_gen g ON g.run_id = e.run_id AND g.episode_id = e.episode_id
 WHERE e.status = 'done' AND coalesce(e.termination, '') <> 'infrastructure_error'
   AND json_extract_string(e.info, '$.source_run_id') IS NULL;  -- grading episodes are not trajectories
 
+-- metric: ufs_protocol | grain: one row per (run_id, domain, proxy) of a userproxy run
+-- source: episodes x runs (suite 'userproxy'), grading episodes left out | spec: issue 42 (comparability)
+-- caveat: infrastructure_errors (and failed episodes) are the episodes every UFS and reward view
+-- leaves out; comparable is true when every episode that recorded its protocol ran upstream's
+-- (tau2-bench's requests from a checkout), false when any ran ours ("not comparable with tau2-bench").
+CREATE OR REPLACE VIEW ufs_protocol AS
+SELECT e.run_id, e.task AS domain, json_extract_string(e.info, '$.proxy') AS proxy,
+       count(*)                                                                         AS episodes,
+       count(*) FILTER (WHERE e.status = 'done'
+                        AND coalesce(e.termination, '') = 'infrastructure_error')       AS infrastructure_errors,
+       count(*) FILTER (WHERE e.status <> 'done')                                       AS failed,
+       coalesce(bool_and(coalesce(json_extract_string(e.info, '$.protocol'), 'ours') = 'upstream')
+                FILTER (WHERE e.info IS NOT NULL), false)                               AS comparable
+FROM episodes e
+JOIN runs r ON r.run_id = e.run_id AND r.suite = 'userproxy'
+WHERE json_extract_string(e.info, '$.source_run_id') IS NULL
+GROUP BY ALL
+ORDER BY e.run_id, domain, proxy;
+
 -- metric: ufs_verdicts | grain: one row per (run_id, episode_id, criteria_set, judge_model, criterion_id)
 -- source: verdicts named 'ufs:%' (x episodes of a grading run, x runs) | spec: §A.9 step 5
 -- caveat: run_id/episode_id are the graded trajectory's. If a trajectory was graded twice with the

@@ -235,7 +235,7 @@ def _compare_reward(report: DomainReport, domain: Domain, task: Task, messages: 
     theirs = up.get("reward") or {}
     if theirs.get("reward") is not None and abs(float(theirs["reward"]) - float(ours["reward"] or 0)) < 1e-9:
         report.reward_same += 1
-    differing = [k for k in COMPONENTS if _component(theirs.get(k)) != _component(ours.get(k))]
+    differing = [k for k in COMPONENTS if component(theirs.get(k)) != component(ours.get(k))]
     if not differing:
         report.components_same += 1
     else:
@@ -246,14 +246,14 @@ def _compare_reward(report: DomainReport, domain: Domain, task: Task, messages: 
                      "ours": {k: ours.get(k) for k in differing}}, keep)
 
 
-def _component(value: Any) -> Any:
+def component(value: Any) -> Any:
     """Return a component as compared: numbers as floats, empty lists and maps as null."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, dict):
-        return {k: _component(v) for k, v in value.items()} or None
+        return {k: component(v) for k, v in value.items()} or None
     if isinstance(value, list):
-        return [_component(v) for v in value] or None
+        return [component(v) for v in value] or None
     return value

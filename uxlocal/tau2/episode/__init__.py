@@ -8,7 +8,16 @@ engine, a scheduler or the store). See ../README.md for the map.
 from .actions import TurnAction, TurnFormatError, parse_turn, turn_constraint, turn_schema
 from .agent import AGENT_ROLE, GREETING, AgentSeat
 from .judge import JUDGE_ROLE, JudgeSeat
-from .options import DomainSeats, Tau2Options, domain_seats, parse_domains, user_tool_schemas
+from .options import (
+    NOT_COMPARABLE,
+    DomainSeats,
+    Tau2Options,
+    domain_seats,
+    parse_domains,
+    protocol_hashes,
+    upstream_seats,
+    user_tool_schemas,
+)
 from .orchestrator import EpisodeSetup, Limits, tau2_episode, tau2_trajectory
 from .user_proxy import USER_ROLE, UserSeat
 
@@ -16,6 +25,7 @@ __all__ = [
     "AGENT_ROLE",
     "GREETING",
     "JUDGE_ROLE",
+    "NOT_COMPARABLE",
     "USER_ROLE",
     "AgentSeat",
     "DomainSeats",
@@ -29,9 +39,11 @@ __all__ = [
     "domain_seats",
     "parse_domains",
     "parse_turn",
+    "protocol_hashes",
     "tau2_episode",
     "tau2_trajectory",
     "turn_constraint",
     "turn_schema",
+    "upstream_seats",
     "user_tool_schemas",
 ]

@@ -28,10 +28,15 @@ from uxlocal.tau2 import (
 )
 
 from ..registry import Tau2Version, expand_domains
+from ..upstream_words import Tau2Words
 from .agent import AGENT_ROLE, AgentSeat
 from .judge import JUDGE_ROLE, JudgeSeat
 from .orchestrator import Limits
+from .upstream import UpstreamSeats
 from .user_proxy import USER_ROLE
+
+NOT_COMPARABLE = "not comparable with tau2-bench"
+"""What a run's notes, info and report say of episodes run in our protocol and words."""
 
 
 class Tau2Options(SuiteConfig):
@@ -72,10 +77,46 @@ class Tau2Options(SuiteConfig):
     tau2_version: Tau2Version = DEFAULT_TAU2_VERSION
     """Grading version: 8ebb749 (UserProxyBench's pin) or 1.0.1 (banking: read-log allowlist, numbers
     as floats, newest-first transactions); other domains grade the same under both."""
+    protocol: Literal["auto", "upstream", "ours"] = "auto"
+    """How episodes talk to the models. upstream: every model gets what tau2-bench 8ebb749 sends it
+    (its words read from the checkout, native tool calls, trial seeds, no length cap; the budgets,
+    --tool-grammar and --judge-nl do not apply), comparable with tau2-bench; needs --tau2-data to be a
+    tau2-bench checkout. ours: one JSON turn per call under a grammar, our prompts; not comparable.
+    auto: upstream on a checkout, ours elsewhere (a bare data folder, homenet)."""
 
     def load_domain(self, root: Path, name: str) -> Domain:
         """Load a domain graded as ``tau2_version`` says (live, predicted and gold environments alike)."""
         return load_domain(root, name, tau2_version=self.tau2_version)
+
+    def upstream_words(self, root: Path, name: str) -> Tau2Words | None:
+        """Return upstream's words when ``name``'s episodes run the upstream protocol, else None (ours).
+
+        ``--protocol upstream`` without a checkout, or with ``--agent-first-tool`` (a change to
+        upstream's protocol), is an input error.
+        """
+        if self.protocol == "ours":
+            return None
+        words = Tau2Words.load(root, name)
+        if not words.comparable:
+            if self.protocol == "upstream":
+                raise InputError(f"--protocol upstream needs a tau2-bench checkout for {name!r}",
+                                 "point --tau2-data at one (data/tau2 and src/tau2); homenet is ours",
+                                 path=root)
+            return None
+        if self.agent_first_tool is not None:
+            if self.protocol == "upstream":
+                raise InputError("--agent-first-tool changes tau2-bench's protocol", "use --protocol ours")
+            return None
+        return words
+
+    def protocol_note(self, name: str, words: Tau2Words | None) -> str:
+        """Say which protocol a domain's episodes run and whether the numbers compare with tau2-bench."""
+        if words is not None and words.source is not None:
+            return (f"{name}: upstream protocol, comparable with tau2-bench 8ebb749 (words from "
+                    f"{words.source.checkout}, sha256 {words.source.sha256[:12]})")
+        why = ("--protocol ours" if self.protocol == "ours" else "--agent-first-tool" if self.agent_first_tool
+               else "homenet is ours" if name == "homenet" else "no tau2-bench checkout in --tau2-data")
+        return f"{name}: our protocol and words, {NOT_COMPARABLE} ({why})"
 
     def task_ids(self, domain: str) -> list[str] | None:
         """Return the ``--tasks`` ids for one domain (bare ids apply to every domain), or None."""
@@ -95,6 +136,21 @@ class Tau2Options(SuiteConfig):
         if role == USER_ROLE:
             return Sampling(temperature=self.user_temperature, max_tokens=self.user_max_tokens)
         return Sampling(temperature=0.0, max_tokens=self.judge_max_tokens)
+
+
+def upstream_seats(domain: Domain, words: Tau2Words, options: Tau2Options) -> UpstreamSeats:
+    """Build the shared upstream-protocol seats of one domain (limits and agent temperature from options)."""
+    limits = Limits(max_steps=options.max_steps, max_errors=options.max_errors)
+    return UpstreamSeats.build(words, domain, limits, agent_temperature=options.agent_temperature)
+
+
+def protocol_hashes(options: Tau2Options, root: Path, names: list[str]) -> dict[str, str]:
+    """Return per domain the protocol its episodes run (run identity): ``ours`` or the words' sha256."""
+    out = {}
+    for name in names:
+        words = options.upstream_words(root, name)
+        out[f"tau2-protocol/{name}"] = f"upstream:{words.source.sha256}" if words and words.source else "ours"
+    return out
 
 
 def parse_domains(text: str, flag: str) -> list[str]:

@@ -255,7 +255,7 @@ class _Episode:
         task = self.setup.task
         return {
             "domain": self.setup.domain.name, "task_id": task.id, "trial": self.setup.trial,
-            "tau2_version": self.setup.domain.tau2_version,
+            "tau2_version": self.setup.domain.tau2_version, "protocol": "ours",
             "gold_requestors": task.gold_requestors(),
             **self.setup.domain.spec.episode_info,
             "steps": self.steps, "errors": self.errors, "format_errors": self.format_errors,

@@ -119,8 +119,9 @@ def _judge(folder: Path, url: str, tokenizer: Path, monkeypatch: pytest.MonkeyPa
         if lock_step:  # as before issue 32: ids rendered by the scheduler, max_batch chunks
             original = HttpEngine.generate
             patch.setattr(MessagesRenderer, "ids_in_engine", property(lambda self: False))
+            patch.setattr(HttpEngine, "rolling", False)  # the scheduler then sends max_batch chunks
             patch.setattr(HttpEngine, "generate",
-                          lambda self, batch, *, sink=None: original(self, batch, sink=sink))
+                          lambda self, batch, *, sink=None, window=None: original(self, batch, sink=sink))
         options = {"input": str(folder / "chats.jsonl"), "rubric": "ux-liked", "human_col": "thumb"}
         run_suite(RunConfig(suite="judge", suite_config=options,
                             models={"judge": "srv"}, db=str(folder / "judge.duckdb"), progress=False,

@@ -170,6 +170,7 @@ class FakeOpenAI:
                 self.wfile.write(data)
 
         ThreadingHTTPServer.allow_reuse_address = True
+        ThreadingHTTPServer.request_queue_size = 1024  # as uvicorn: a burst of 64+ connects is not refused
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]

@@ -16,6 +16,7 @@ import os
 import queue
 import threading
 import time
+import urllib.request
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -23,6 +24,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from uxlocal.engine.base import GenResult, ResultSink
+from uxlocal.engine.http_wire import WireClient, WireError
 from uxlocal.engine.retry import RetryPolicy
 from uxlocal.errors import UxlocalError
 
@@ -231,18 +233,19 @@ class OpenAITransport:
         self.headers = {"content-type": "application/json", **bearer_headers(options.api_key_env)}
         self._key = os.environ.get(options.api_key_env) or None
         self.client: Any = None
+        self.errors: tuple[type[Exception], ...] = (WireError,)
+        """What the client raises when the exchange fails below HTTP (retried)."""
         self.dispatch: Dispatcher | None = None
 
     def start(self, loop: LoopThread) -> None:
-        """Create the client (on the loop thread) once; the loop thread closes it."""
+        """Create the client once (``http_wire``; httpx behind a proxy); the loop thread closes it."""
         if self.client is not None:
             return
-        import httpx
-
-        total = sum(e.limit for e in self.endpoints)
-        self.client = httpx.AsyncClient(
-            timeout=httpx.Timeout(self.options.timeout_s, connect=self.options.connect_timeout_s),
-            limits=httpx.Limits(max_connections=total + len(self.endpoints), max_keepalive_connections=total))
+        if any(urllib.request.getproxies().get(scheme) for scheme in ("http", "https", "all")):
+            self.client, self.errors = _proxied_client(self.options, self.endpoints)
+        else:
+            self.client = WireClient(timeout_s=self.options.timeout_s,
+                                     connect_timeout_s=self.options.connect_timeout_s)
         loop.client = self.client
         self.dispatch = Dispatcher(self.endpoints, self.options.policy)
 
@@ -280,8 +283,6 @@ class OpenAITransport:
 
         Raises ``FinalError`` for a 4xx that is not retried, ``EndpointError`` when retries run out.
         """
-        import httpx
-
         assert self.dispatch is not None
         policy, content, last = self.options.policy, msgspec.json.encode(payload), ""
         for attempt in range(policy.attempts):
@@ -289,7 +290,7 @@ class OpenAITransport:
             started = time.monotonic()
             try:
                 response = await self.client.post(endpoint.url + path, content=content, headers=self.headers)
-            except httpx.TransportError as exc:  # refused, reset, timed out, died mid-answer
+            except self.errors as exc:  # refused, reset, timed out, died mid-answer
                 await self.dispatch.release(endpoint, started=started, unreachable=True)
                 last = f"{type(exc).__name__}: {str(exc) or 'no detail'} ({endpoint.url})"
                 continue
@@ -317,6 +318,18 @@ class OpenAITransport:
         if not self.options.policy.retries_status(status):
             raise FinalError(status, message, endpoint.url)
         return None, f"HTTP {status}: {message[:200]} ({endpoint.url})"
+
+
+def _proxied_client(options: TransportOptions,
+                    endpoints: list[Endpoint]) -> tuple[Any, tuple[type[Exception], ...]]:
+    """Return an httpx client (it honours ``HTTP(S)_PROXY``) and the errors it raises below HTTP."""
+    import httpx
+
+    total = sum(e.limit for e in endpoints)
+    client = httpx.AsyncClient(
+        timeout=httpx.Timeout(options.timeout_s, connect=options.connect_timeout_s),
+        limits=httpx.Limits(max_connections=total + len(endpoints), max_keepalive_connections=total))
+    return client, (httpx.TransportError,)
 
 
 def _json_or_text(response: Any) -> Any:

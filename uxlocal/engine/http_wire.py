@@ -79,7 +79,8 @@ class WireClient:
         head += [f"{name}: {value}" for name, value in headers.items()]
         try:
             connection[1].write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + content)
-            status, body, keep = await asyncio.wait_for(_read_reply(connection[0]), timeout_s)
+            async with asyncio.timeout(timeout_s):  # no extra task per request, as wait_for makes
+                status, body, keep = await _read_reply(connection[0])
         except (OSError, EOFError, asyncio.IncompleteReadError, ValueError, TimeoutError) as exc:
             connection[1].close()
             kind = "ReadTimeout" if isinstance(exc, TimeoutError) else type(exc).__name__

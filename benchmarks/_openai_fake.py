@@ -31,7 +31,7 @@ Hook = Callable[[str, dict[str, Any]], tuple[int, Any] | None]
 
 
 def minimal_instance(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
-    """A small value valid for simple JSON schemas (objects, enums, bools, ints with bounds, strings)."""
+    """Return a small value valid for simple JSON schemas (objects, enums, bools, bounded ints, strings)."""
     defs = defs if defs is not None else schema.get("$defs", {})
     if "$ref" in schema:
         return minimal_instance(defs[schema["$ref"].split("/")[-1]], defs)
@@ -55,7 +55,8 @@ def minimal_instance(schema: dict[str, Any], defs: dict[str, Any] | None = None)
 class FakeOpenAI:
     """Start with ``FakeOpenAI().start()``; ``url`` is the base (``http://127.0.0.1:PORT/v1``)."""
 
-    def __init__(self, served: str = "fake-model", *, port: int = 0, choice_probs: tuple[float, ...] = (0.7, 0.3),
+    def __init__(self, served: str = "fake-model", *, port: int = 0,
+                 choice_probs: tuple[float, ...] = (0.7, 0.3),
                  delay_s: float = 0.0, owned_by: str = "vllm", api_key: str | None = None,
                  leak_key_in_errors: int = 0, record: bool = True,
                  token_ids: Callable[[str], list[int]] | None = None) -> None:
@@ -90,7 +91,7 @@ class FakeOpenAI:
         return [body for path, body in self.requests if path.endswith("/chat/completions")]
 
     def fail_next(self, n: int, status: int = 500) -> None:
-        """The next ``n`` POSTs answer ``status`` (``0`` = drop the connection without an answer)."""
+        """Make the next ``n`` POSTs answer ``status`` (``0`` = drop the connection without an answer)."""
         with self._lock:
             self._failures.extend([status] * n)
 
@@ -130,7 +131,8 @@ class FakeOpenAI:
                     return
                 if self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [
-                        {"id": fake.served, "object": "model", "owned_by": fake.owned_by, "max_model_len": 2048}]})
+                        {"id": fake.served, "object": "model", "owned_by": fake.owned_by,
+                         "max_model_len": 2048}]})
                 else:
                     self._send(404, {"error": {"message": "no such route"}})
 
@@ -186,12 +188,16 @@ class FakeOpenAI:
             server.server_close()
 
     def completions(self, body: dict[str, Any]) -> dict[str, Any]:
-        """``/v1/completions`` as vLLM answers it: a list of prompts (token-id lists or strings) gets
-        one choice per prompt, in order, each with its ``index``; logprobs in the completions shape
+        """Answer ``/v1/completions`` as vLLM does.
+
+        A list of prompts (token-id lists or strings) gets one choice per prompt, in order, each
+        with its ``index``; logprobs in the completions shape
         (``tokens``, ``token_logprobs``, ``top_logprobs`` as ``{token: logprob}``). With a choice
-        constraint the text is the first label; otherwise one token ``x`` with no alternatives."""
+        constraint the text is the first label; otherwise one token ``x`` with no alternatives.
+        """
         prompt = body.get("prompt")
-        prompts = prompt if isinstance(prompt, list) and prompt and isinstance(prompt[0], (list, str)) else [prompt]
+        listed = isinstance(prompt, list) and prompt and isinstance(prompt[0], (list, str))
+        prompts = prompt if listed else [prompt]
         labels = (body.get("structured_outputs") or {}).get("choice")
         as_ids = bool(body.get("return_tokens_as_token_ids"))
         choices = [{"index": k, **self._completion_choice(labels, as_ids)} for k in range(len(prompts))]
@@ -203,22 +209,26 @@ class FakeOpenAI:
             return {"text": "x", "finish_reason": "length", "logprobs": {"top_logprobs": [{}]}}
         tokens = [self._tokens(label, as_ids) for label in labels]
         probs = list(self.choice_probs) + [0.0] * len(labels)
-        first = {t[0]: (math.log(p) if p > 0 else -9999.0) for t, p in zip(tokens, probs)}
+        first = {t[0]: (math.log(p) if p > 0 else -9999.0) for t, p in zip(tokens, probs, strict=False)}
         path = tokens[0]
         tops = [first] + [{token: 0.0} for token in path[1:]]
         return {"text": labels[0], "finish_reason": "stop",
-                "logprobs": {"tokens": path, "token_logprobs": [top[t] for top, t in zip(tops, path)],
+                "logprobs": {"tokens": path,
+                             "token_logprobs": [top[t] for top, t in zip(tops, path, strict=False)],
                              "top_logprobs": tops}}
 
     def _tokens(self, label: str, as_ids: bool) -> list[str]:
-        """A label's tokens as the client reads them: ``token_id:N`` from ``token_ids`` when asked
-        for ids (the client's tokenizer must be the same), else the label as one token."""
+        """Return a label's tokens as the client reads them.
+
+        ``token_id:N`` from ``token_ids`` when asked for ids (the client's tokenizer must be the
+        same), else the label as one token.
+        """
         if as_ids and self.token_ids is not None:
             return [f"token_id:{i}" for i in self.token_ids(label)]
         return [label]
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
-        """The default behaviour of a healthy vLLM server."""
+        """Answer as a healthy vLLM server does by default."""
         if body.get("model") != self.served:
             return 404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}}
         if path.endswith("/completions") and not path.endswith("/chat/completions"):
@@ -230,7 +240,7 @@ class FakeOpenAI:
             labels = structured["choice"]
             probs = list(self.choice_probs) + [0.0] * len(labels)
             alternatives = [{"token": lb, "logprob": math.log(p) if p > 0 else -9999.0,
-                             "bytes": list(lb.encode())} for lb, p in zip(labels, probs)]
+                             "bytes": list(lb.encode())} for lb, p in zip(labels, probs, strict=False)]
             text = labels[0]
             logprobs = {"content": [{**alternatives[0], "top_logprobs": alternatives},
                                     {"token": "<|im_end|>", "logprob": 0.0, "bytes": list(b"<|im_end|>"),

@@ -132,6 +132,8 @@ async def _read_reply(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]:
             chunked = b"chunked" in value
         elif name == b"connection":
             keep = value == b"keep-alive" or (keep and value != b"close")
+    if int(status) in (204, 304):  # no body, whatever the headers say
+        return int(status), b"", keep
     if chunked:
         return int(status), await _read_chunks(reader), keep
     if length is None:  # no framing: the body runs to the end of the connection

@@ -15,7 +15,6 @@ PENDING_SPLIT = {
     # issue 45 part 3 asks for these too, along their seams (step loop / window admission, LoRA,
     # label walks); until then each may not grow past its size when the rule came in
     "vllm.py:VllmEngine": 340,
-    "hf.py:HfEngine": 216,
 }
 
 

@@ -1,5 +1,8 @@
-"""Issue 32, the openai-http arm: token ids computed in the engine a group at a time, and the engine
-taking the scheduler's window, change how fast a run goes, never what it stores."""
+"""Issue 32, the openai-http arm: faster, never different.
+
+Token ids computed in the engine a group at a time, and the engine taking the scheduler's window,
+change how fast a run goes, never what it stores.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +14,9 @@ from typing import Any
 
 import duckdb
 import pytest
+
 from benchmarks._openai_fake import FakeOpenAI
 from benchmarks.harness_ceiling import write_conversations, write_tokenizer
-
 from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest
 from uxlocal.engine.http import HttpEngine, HttpOptions, MessagesRenderer, _LoopThread
 from uxlocal.engine.render import TemplateRenderer
@@ -65,7 +68,7 @@ def test_render_key_fails_like_render_when_the_template_refuses_the_chat(tmp_pat
 
 def _windowed(fake: FakeOpenAI, renderer: MessagesRenderer, requests: list[GenRequest], window: int,
               batch_prompts: int = 1) -> list[Any]:
-    """``requests`` through one ``generate`` call with ``window``; the server stops afterwards."""
+    """Send ``requests`` through one ``generate`` call with ``window``; the server stops afterwards."""
     options = HttpOptions(max_retries=0, connect_timeout_s=1.0, timeout_s=5.0, batch_prompts=batch_prompts)
     engine = HttpEngine(resolve(f"{fake.url}#fake-model"), renderer, options)
     batch = [PreparedRequest(r, *renderer.render(list(r.messages)), f"h{k}") for k, r in enumerate(requests)]
@@ -85,8 +88,10 @@ def test_http_window_bounds_requests_in_flight_and_keeps_the_order() -> None:
 
 
 def _varied_labels(fake: FakeOpenAI) -> None:
-    """Answer token-id prompt lists with a first-label probability that depends on each prompt's ids,
-    so a result handed to the wrong request changes the stored verdicts."""
+    """Answer token-id prompt lists with a first-label probability that depends on each prompt's ids.
+
+    So a result handed to the wrong request changes the stored verdicts.
+    """
 
     def answer(path: str, body: dict[str, Any]) -> tuple[int, Any] | None:
         prompts = body.get("prompt")
@@ -212,7 +217,8 @@ def test_a_streaming_engine_call_returns_when_its_work_ends_not_at_the_next_beat
     try:
         started = time.perf_counter()
         assert loop.run_streaming(work(), finished, sink, beat_s=20.0) == "over"
-        assert time.perf_counter() - started < 10.0  # it used to wait out one whole beat after the last result
+        # it used to wait out one whole beat after the last result
+        assert time.perf_counter() - started < 10.0
     finally:
         loop.close()
     assert sink.done_calls == [0, 1, 2] and sink.beats == 0

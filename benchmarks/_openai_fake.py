@@ -31,7 +31,7 @@ Hook = Callable[[str, dict[str, Any]], tuple[int, Any] | None]
 
 
 def minimal_instance(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
-    """Return a small value valid for a simple JSON schema (objects, enums, bools, bounded ints, strings)."""
+    """Return a small value valid for simple JSON schemas (objects, enums, bools, bounded ints, strings)."""
     defs = defs if defs is not None else schema.get("$defs", {})
     if "$ref" in schema:
         return minimal_instance(defs[schema["$ref"].split("/")[-1]], defs)
@@ -55,19 +55,11 @@ def minimal_instance(schema: dict[str, Any], defs: dict[str, Any] | None = None)
 class FakeOpenAI:
     """Start with ``FakeOpenAI().start()``; ``url`` is the base (``http://127.0.0.1:PORT/v1``)."""
 
-    def __init__(
-        self,
-        served: str = "fake-model",
-        *,
-        port: int = 0,
-        choice_probs: tuple[float, ...] = (0.7, 0.3),
-        delay_s: float = 0.0,
-        owned_by: str = "vllm",
-        api_key: str | None = None,
-        leak_key_in_errors: int = 0,
-        record: bool = True,
-        token_ids: Callable[[str], list[int]] | None = None,
-    ) -> None:
+    def __init__(self, served: str = "fake-model", *, port: int = 0,
+                 choice_probs: tuple[float, ...] = (0.7, 0.3),
+                 delay_s: float = 0.0, owned_by: str = "vllm", api_key: str | None = None,
+                 leak_key_in_errors: int = 0, record: bool = True,
+                 token_ids: Callable[[str], list[int]] | None = None) -> None:
         self.served = served
         self.port = port
         self.choice_probs = choice_probs
@@ -138,20 +130,9 @@ class FakeOpenAI:
                 if self._refused():
                     return
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send(
-                        200,
-                        {
-                            "object": "list",
-                            "data": [
-                                {
-                                    "id": fake.served,
-                                    "object": "model",
-                                    "owned_by": fake.owned_by,
-                                    "max_model_len": 2048,
-                                }
-                            ],
-                        },
-                    )
+                    self._send(200, {"object": "list", "data": [
+                        {"id": fake.served, "object": "model", "owned_by": fake.owned_by,
+                         "max_model_len": 2048}]})
                 else:
                     self._send(404, {"error": {"message": "no such route"}})
 
@@ -191,6 +172,7 @@ class FakeOpenAI:
                 self.wfile.write(data)
 
         ThreadingHTTPServer.allow_reuse_address = True
+        ThreadingHTTPServer.request_queue_size = 1024  # as uvicorn: a burst of 64+ connects is not refused
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
@@ -209,14 +191,13 @@ class FakeOpenAI:
         """Answer ``/v1/completions`` as vLLM does.
 
         A list of prompts (token-id lists or strings) gets one choice per prompt, in order, each
-        with its ``index``; logprobs in the completions shape (``tokens``, ``token_logprobs``,
-        ``top_logprobs`` as ``{token: logprob}``). With a choice constraint the text is the first
-        label; otherwise one token ``x`` with no alternatives.
+        with its ``index``; logprobs in the completions shape
+        (``tokens``, ``token_logprobs``, ``top_logprobs`` as ``{token: logprob}``). With a choice
+        constraint the text is the first label; otherwise one token ``x`` with no alternatives.
         """
         prompt = body.get("prompt")
-        prompts = (
-            prompt if isinstance(prompt, list) and prompt and isinstance(prompt[0], (list, str)) else [prompt]
-        )
+        listed = isinstance(prompt, list) and prompt and isinstance(prompt[0], (list, str))
+        prompts = prompt if listed else [prompt]
         labels = (body.get("structured_outputs") or {}).get("choice")
         as_ids = bool(body.get("return_tokens_as_token_ids"))
         choices = [{"index": k, **self._completion_choice(labels, as_ids)} for k in range(len(prompts))]
@@ -231,15 +212,10 @@ class FakeOpenAI:
         first = {t[0]: (math.log(p) if p > 0 else -9999.0) for t, p in zip(tokens, probs, strict=False)}
         path = tokens[0]
         tops = [first] + [{token: 0.0} for token in path[1:]]
-        return {
-            "text": labels[0],
-            "finish_reason": "stop",
-            "logprobs": {
-                "tokens": path,
-                "token_logprobs": [top[t] for top, t in zip(tops, path, strict=True)],
-                "top_logprobs": tops,
-            },
-        }
+        return {"text": labels[0], "finish_reason": "stop",
+                "logprobs": {"tokens": path,
+                             "token_logprobs": [top[t] for top, t in zip(tops, path, strict=False)],
+                             "top_logprobs": tops}}
 
     def _tokens(self, label: str, as_ids: bool) -> list[str]:
         """Return a label's tokens as the client reads them.
@@ -252,7 +228,7 @@ class FakeOpenAI:
         return [label]
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
-        """Return the default behaviour of a healthy vLLM server."""
+        """Answer as a healthy vLLM server does by default."""
         if body.get("model") != self.served:
             return 404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}}
         if path.endswith("/completions") and not path.endswith("/chat/completions"):

@@ -1,7 +1,7 @@
 """The harness ceiling: how fast uxlocal itself goes when the engine costs nothing (issue 32).
 
     .venv/bin/python -m benchmarks.harness_ceiling [--sizes 10000,100000,1000000]
-        [--arms inproc,inproc8,http,tau2] [--profile-size 20000]
+        [--arms inproc,inproc8,http,http1,default,tau2] [--profile-size 20000] [--default-size 20000]
 
 Every arm runs in its own child process (clean peak RSS, no warm caches shared between arms):
 
@@ -14,6 +14,11 @@ Every arm runs in its own child process (clean peak RSS, no warm caches shared b
   local tokenizer folder (a small byte-level BPE, ``write_tokenizer``) so label requests go
   ``HTTP_BATCH`` token-id prompts per ``/completions`` request (``batch_prompts``);
 - ``http1``: the same, one chat request per verdict (no local tokenizer: the default);
+- ``default``: what a new user runs (issue 45): ``uxlocal judge`` of ``--default-size`` conversations
+  (20,000) as a command in its own process, against the same server, with no local tokenizer and
+  every option at its default (a bare ``URL#name`` model spec, the report with its 1,000 bootstrap
+  resamples); timed from launch to exit, so start-up counts. Peak RSS and CPU seconds are the
+  command's own (``wait4``);
 - ``tau2``: retail and telecom tasks played by scripted seats (each gold action called on the live
   environment with a sync after it, then the reward), repeated to about N/10 agent steps: steps/s.
 
@@ -26,7 +31,7 @@ top 10 functions by own time (cProfile) of the ``inproc`` arm at ``--profile-siz
 child: the profiler slows what it measures).
 Goals (issue 32, this 2-core CPU): inproc >= 2,000 verdicts/s at 100k and 1M within 20 % of 10k;
 peak RSS at 1M <= 1.5 GB and <= 1.2x the 100k arm's; http >= 1,000 verdicts/s; tau2 retail >= 500
-steps/s.
+steps/s; issue 45: default >= 1,000 verdicts/s end to end.
 """
 
 from __future__ import annotations
@@ -49,14 +54,17 @@ from uxlocal.engine.base import PreparedRequest
 from uxlocal.engine.fake import FakeEngine, Scripted
 from uxlocal.grammar import Choice
 
-ARMS = ("inproc", "inproc8", "http", "http1", "tau2")
+ARMS = ("inproc", "inproc8", "http", "http1", "default", "tau2")
 HTTP_BATCH = 64
 """Label prompts per ``/completions`` request in the ``http`` arm (``HttpOptions.batch_prompts``)."""
 SERVED = "fake-model"
 
 
 def instant_answer(prepared: PreparedRequest) -> Scripted:
-    """Return a judge answer that costs nothing: label probabilities from the request hash (JSON: ``{}``)."""
+    """Answer as a judge that costs nothing: label probabilities from the request hash.
+
+    A JSON request gets an empty object.
+    """
     constraint = prepared.request.constraint
     if not isinstance(constraint, Choice):
         return "{}"
@@ -80,27 +88,20 @@ def write_conversations(path: Path, n: int) -> None:
         for start in range(0, n, 10_000):
             lines = []
             for i in range(start, min(n, start + 10_000)):
-                chat = [
-                    {
-                        "role": "user",
-                        "content": f"Question {i}: my order {i * 7 % 9973} has not arrived, "
-                        "what can I do about it this week?",
-                    },
-                    {
-                        "role": "assistant",
-                        "content": f"Sorry about order {i * 7 % 9973}. I have asked the "
-                        "courier and will write back within two days.",
-                    },
-                ]
+                chat = [{"role": "user", "content": f"Question {i}: my order {i * 7 % 9973} has not arrived, "
+                                                    "what can I do about it this week?"},
+                        {"role": "assistant",
+                         "content": f"Sorry about order {i * 7 % 9973}. I have asked the "
+                                                         "courier and will write back within two days."}]
                 lines.append(json.dumps({"id": f"c{i}", "conversation": chat,
                                          "thumb": "liked" if i % 3 else "disliked"}) + "\n")
             handle.write("".join(lines))
 
 
 def write_tokenizer(folder: Path) -> Path:
-    """Return a tokenizer folder without weights, as an openai-http preset's ``path``.
+    """Write a tokenizer folder without weights, as an openai-http preset's ``path``.
 
-    Byte-level BPE trained on the synthetic conversations, ChatML template; the fake server reads
+    A byte-level BPE trained on the synthetic conversations, ChatML template; the fake server reads
     the same file.
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -111,11 +112,9 @@ def write_tokenizer(folder: Path) -> Path:
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=4_000,
-        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
+    trainer = trainers.BpeTrainer(vocab_size=4_000,
+                                  special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tokenizer.train_from_iterator(sample.read_text(encoding="utf-8").splitlines(), trainer)
     sample.unlink()
     tokenizer.save(str(folder / "tokenizer.json"))
@@ -158,10 +157,9 @@ def _watch_first_verdict() -> dict[str, float]:
     return seen
 
 
-def judge_arm(
-    arm: str, size: int, folder: Path, url: str | None, tokenizer: str | None = None
-) -> dict[str, Any]:
-    """One ``uxlocal judge`` job of ``size`` conversations; its figures."""
+def judge_arm(arm: str, size: int, folder: Path, url: str | None,
+              tokenizer: str | None = None) -> dict[str, Any]:
+    """Run one ``uxlocal judge`` job of ``size`` conversations; its figures."""
     from uxlocal.config import RunConfig
     from uxlocal.engine.pool import ModelPool
     from uxlocal.runner import run_suite
@@ -178,9 +176,8 @@ def judge_arm(
         pool = ModelPool.from_engines({"judge": instant_judge()})
         models: dict[str, str] = {}
     else:
-        batched = (
-            f'path = "{tokenizer}"\n[engine_args]\nbatch_prompts = {HTTP_BATCH}\n' if arm == "http" else ""
-        )
+        batched = (f'path = "{tokenizer}"\n[engine_args]\nbatch_prompts = {HTTP_BATCH}\n'
+                   if arm == "http" else "")
         (folder / "srv.toml").write_text(f'name = "srv"\nbackend = "openai-http"\nendpoints = ["{url}"]\n'
                                          f'served_model = "{SERVED}"\n' + batched, encoding="utf-8")
         os.environ["UXLOCAL_PRESETS"] = str(folder)
@@ -188,18 +185,8 @@ def judge_arm(
     seen = _watch_first_verdict()
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     started = time.perf_counter()
-    result = run_suite(
-        RunConfig(
-            suite="judge",
-            suite_config=options,
-            models=models,
-            db=str(db),
-            progress=False,
-            max_batch=1024,
-            max_live=4096,
-        ),
-        pool=pool,
-    )
+    result = run_suite(RunConfig(suite="judge", suite_config=options, models=models, db=str(db),
+                                 progress=False, max_batch=1024, max_live=4096), pool=pool)
     wall = time.perf_counter() - started
     verdicts = result.stats.requests
     judging = seen.get("last", started + wall) - started
@@ -240,6 +227,32 @@ def tau2_arm(size: int) -> dict[str, Any]:
     return figures
 
 
+def default_arm(size: int, url: str, server_pid: int) -> dict[str, Any]:
+    """``uxlocal judge`` as a user types it, in its own process, timed from launch to exit."""
+    import duckdb
+
+    with tempfile.TemporaryDirectory() as tmp:
+        source, db = Path(tmp) / "chats.jsonl", Path(tmp) / "judge.duckdb"
+        write_conversations(source, size)
+        command = module_command("uxlocal.cli", "judge", str(source), "--human-col", "thumb",
+                                 "-m", f"judge={url}#{SERVED}", "--db", str(db))
+        cpu_before = process_cpu_s(server_pid)
+        started = time.perf_counter()
+        proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        server_cpu = process_cpu_s(server_pid) - cpu_before
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            tail = proc.stderr.read()[-2000:] if proc.stderr else b""
+            raise RuntimeError(f"uxlocal judge failed (exit {proc.returncode}):\n{tail!r}")
+        with duckdb.connect(str(db), read_only=True) as con:
+            (verdicts,) = con.execute("SELECT count(*) FROM verdicts").fetchone() or (0,)
+        return {"wall_s": wall, "verdicts": verdicts, "end_to_end": verdicts / wall, "rate": verdicts / wall,
+                "peak_rss_mb": usage.ru_maxrss / 1024, "client_cpu_s": usage.ru_utime + usage.ru_stime,
+                "server_cpu_s": server_cpu, "unit": "verdicts/s", "store_mb": _size_mb(db)}
+
+
 def _size_mb(db: Path) -> float:
     return sum(p.stat().st_size for p in db.parent.glob(db.name + "*")) / 1e6
 
@@ -273,12 +286,9 @@ def run_child(arm: str, size: int, *, url: str | None = None, tokenizer: str | N
         out = Path(tmp) / "arm.json"
         argv = ["--child", arm, "--size", str(size), "--json", str(out)] + (["--url", url] if url else [])
         argv += ["--tokenizer", tokenizer] if tokenizer else []
-        done = subprocess.run(
-            module_command("benchmarks.harness_ceiling", *argv, *(["--profile"] if profile else [])),
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-        )
+        argv += ["--profile"] if profile else []
+        done = subprocess.run(module_command("benchmarks.harness_ceiling", *argv),
+                              cwd=REPO, capture_output=True, text=True)
         if done.returncode != 0 or not out.exists():
             raise RuntimeError(f"arm {arm} at {size} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
         return dict(json.loads(out.read_text(encoding="utf-8")))
@@ -287,6 +297,8 @@ def run_child(arm: str, size: int, *, url: str | None = None, tokenizer: str | N
 def _measured(arm: str, size: int, server: subprocess.Popen[str] | None, url: str | None,
               tokenizer: str | None) -> dict[str, Any]:
     """One arm's figures; for the http arms also the CPU seconds the fake server used meanwhile."""
+    if arm == "default" and server is not None and url is not None:
+        return default_arm(size, url, server.pid)
     if not arm.startswith("http") or server is None:
         return run_child(arm, size)
     before = process_cpu_s(server.pid)
@@ -305,7 +317,7 @@ def process_cpu_s(pid: int) -> float:
 
 
 def start_server(tokenizer: str) -> tuple[subprocess.Popen[str], str]:
-    """Return the instant OpenAI-compatible server in its own process; (process, base URL)."""
+    """Start the instant OpenAI-compatible server in its own process; (process, base URL)."""
     proc = subprocess.Popen(module_command("benchmarks._openai_fake", "--no-record", "--served", SERVED,
                                            "--tokenizer", tokenizer),
                             cwd=REPO, stdout=subprocess.PIPE, text=True)
@@ -317,9 +329,9 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     """Add this benchmark's options (``cli_parser`` adds ``--model``, unused here, and ``--json``)."""
     p.add_argument("--sizes", default="10000,100000,1000000", help="conversations per judge arm (comma list)")
     p.add_argument("--arms", default=",".join(ARMS), help=f"which arms (comma list of {', '.join(ARMS)})")
-    p.add_argument(
-        "--profile-size", type=int, default=20_000, help="size of the profiled inproc run (0: none)"
-    )
+    p.add_argument("--profile-size", type=int, default=20_000,
+                   help="size of the profiled inproc run (0: none)")
+    p.add_argument("--default-size", type=int, default=20_000, help="conversations of the default arm")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     p.add_argument("--size", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--url", default=None, help=argparse.SUPPRESS)
@@ -330,23 +342,26 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
 def _rows(arm: str, size: int, fig: dict[str, Any]) -> list[tuple[str, Any]]:
     if "skipped" in fig:
         return [(f"{arm} {size:,}: skipped", fig["skipped"])]
+    if arm == "default":
+        return [(f"default {size:,}: verdicts/s end to end (with start-up)", fig["end_to_end"]),
+                (f"default {size:,}: wall (s)", fig["wall_s"]),
+                (f"default {size:,}: peak RSS (MB)", fig["peak_rss_mb"]),
+                (f"default {size:,}: uxlocal CPU (s)", fig["client_cpu_s"]),
+                (f"default {size:,}: fake server CPU (s)", fig["server_cpu_s"])]
     if arm == "tau2":
         return [(f"tau2 retail: steps/s ({fig['retail']['steps']:,} steps)", fig["retail"]["rate"]),
                 (f"tau2 telecom: steps/s ({fig['telecom']['steps']:,} steps)", fig["telecom"]["rate"]),
                 ("tau2: peak RSS (MB)", fig["peak_rss_mb"])]
-    rows = [
-        (f"{arm} {size:,}: verdicts/s judging (to last stored)", fig["rate"]),
-        (f"{arm} {size:,}: verdicts/s end to end (with report)", fig["end_to_end"]),
-        (f"{arm} {size:,}: wall (s)", fig["wall_s"]),
-        (f"{arm} {size:,}: peak RSS (MB)", fig["peak_rss_mb"]),
-        (f"{arm} {size:,}: store (MB)", fig["store_mb"]),
-        (f"{arm} {size:,}: first stored verdict (s)", fig["first_s"]),
-        (f"{arm} {size:,}: failed episodes", fig["failed"]),
-    ]
+    rows = [(f"{arm} {size:,}: verdicts/s judging (to last stored)", fig["rate"]),
+            (f"{arm} {size:,}: verdicts/s end to end (with report)", fig["end_to_end"]),
+            (f"{arm} {size:,}: wall (s)", fig["wall_s"]),
+            (f"{arm} {size:,}: peak RSS (MB)", fig["peak_rss_mb"]),
+            (f"{arm} {size:,}: store (MB)", fig["store_mb"]),
+            (f"{arm} {size:,}: first stored verdict (s)", fig["first_s"]),
+            (f"{arm} {size:,}: failed episodes", fig["failed"])]
     if "server_cpu_s" in fig:
-        rows.append(
-            (f"{arm} {size:,}: fake server CPU / judging wall", fig["server_cpu_s"] / fig["judging_s"])
-        )
+        rows.append((f"{arm} {size:,}: fake server CPU / judging wall",
+                     fig["server_cpu_s"] / fig["judging_s"]))
     return rows
 
 
@@ -361,11 +376,12 @@ def main(args: argparse.Namespace) -> None:
     load_at_start = os.getloadavg()[0]
     scratch = tempfile.TemporaryDirectory()
     tokenizer = str(write_tokenizer(Path(scratch.name) / "tokenizer"))
-    server, url = start_server(tokenizer) if any(a.startswith("http") for a in arms) else (None, None)
+    server, url = (start_server(tokenizer) if any(a.startswith("http") or a == "default" for a in arms)
+                   else (None, None))
     try:
         for arm in arms:
-            figures = {size: _measured(arm, size, server, url, tokenizer)
-                       for size in (sizes[-1:] if arm == "tau2" else sizes)}
+            own = {"tau2": sizes[-1:], "default": [args.default_size]}
+            figures = {size: _measured(arm, size, server, url, tokenizer) for size in own.get(arm, sizes)}
             for size, fig in figures.items():
                 rows += _rows(arm, size, fig)
             if len(figures) > 1:

@@ -505,3 +505,19 @@ def test_fake_server_answers_a_list_of_prompts_with_one_choice_each() -> None:
         {"token_id:97": -0.35667494, "token_id:99": -1.2039728}
     )
     assert len(fake.completions({"prompt": [5, 6]})["choices"]) == 1  # one token-id prompt
+
+
+def test_a_request_with_no_cap_sends_no_max_tokens_and_its_named_seed() -> None:
+    # issue 42: tau2's upstream protocol asks for no output cap (a max_tokens at or beyond the window)
+    # and names seed 626729 at temperature 0; a vLLM server refuses a max_tokens beyond its window
+    from uxlocal.engine.base import GenRequest, PreparedRequest, Sampling
+    from uxlocal.engine.http_dialects import OpenAIDialect
+
+    dialect = OpenAIDialect(None, "m", top_logprobs=5, renderer=None,  # type: ignore[arg-type]
+                            api_key_env="X", window=2048)
+    chat = ({"role": "user", "content": "hi"},)
+    no_cap = Sampling(max_tokens=1 << 20, seed=626729)
+    uncapped = PreparedRequest(GenRequest("candidate", chat, no_cap), "p", [], "h", seed=626729)
+    capped = PreparedRequest(GenRequest("candidate", chat, Sampling(max_tokens=64)), "p", [], "h")
+    assert "max_tokens" not in dialect.payload(uncapped) and dialect.payload(uncapped)["seed"] == 626729
+    assert dialect.payload(capped)["max_tokens"] == 64 and "seed" not in dialect.payload(capped)

@@ -1,4 +1,4 @@
-"""Issue 32, the openai-http arm: engine-side batching changes speed, never what is stored.
+"""Issue 32, the openai-http arm: faster, never different.
 
 Token ids computed in the engine a group at a time, and the engine taking the scheduler's window,
 change how fast a run goes, never what it stores.
@@ -122,8 +122,11 @@ def _judge(folder: Path, url: str, tokenizer: Path, monkeypatch: pytest.MonkeyPa
     write_conversations(folder / "chats.jsonl", 30)
     with monkeypatch.context() as patch:
         if lock_step:  # as before issue 32: ids rendered by the scheduler, max_batch chunks
+            original = HttpEngine.generate
             patch.setattr(MessagesRenderer, "ids_in_engine", property(lambda self: False))
-            patch.setattr(HttpEngine, "rolling", False)
+            patch.setattr(HttpEngine, "rolling", False)  # the scheduler then sends max_batch chunks
+            patch.setattr(HttpEngine, "generate",
+                          lambda self, batch, *, sink=None, window=None: original(self, batch, sink=sink))
         options = {"input": str(folder / "chats.jsonl"), "rubric": "ux-liked", "human_col": "thumb"}
         run_suite(RunConfig(suite="judge", suite_config=options,
                             models={"judge": "srv"}, db=str(folder / "judge.duckdb"), progress=False,

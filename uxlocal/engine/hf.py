@@ -89,26 +89,12 @@ class HfEngine(Engine):
         self.max_model_len = model.max_model_len
         self.renderer = renderer
         self.grammar = grammar
-        self.calls = 0
-        self.busy_s = 0.0
-        self._compiled: dict[str, Any] = {}
+        self.calls, self.busy_s = 0, 0.0
+        self.masks = GrammarMasks(self)
 
     @cached_property
     def _hf(self) -> tuple[Any, Any]:
-        try:
-            settings.apply_process_defaults()
-            import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-        except ImportError as exc:  # pragma: no cover
-            raise UxlocalError(f"the hf backend needs torch and transformers: {exc}") from exc
-        dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}.get(
-            self.model.dtype, "auto")
-        tokenizer = AutoTokenizer.from_pretrained(self.model.path)
-        model = AutoModelForCausalLM.from_pretrained(self.model.path, dtype=dtype)
-        if self.model.lora:
-            model = _load_adapters(model, self.model.lora)
-        model.eval()
-        return model, tokenizer
+        return load_model(self.model)
 
     @property
     def eos_id(self) -> int:
@@ -118,7 +104,7 @@ class HfEngine(Engine):
 
     def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None,
                  window: int | None = None) -> list[GenResult]:
-        """Run the batch in groups of equal sampling settings; each group's results go to ``sink`` when it ends.
+        """Run the batch in groups of equal sampling settings; each group goes to ``sink`` as it ends.
 
         ``transformers.generate`` returns a left-padded batch only when its longest row is done,
         so this backend streams per group, not per request (``latency_ms`` is the group's end).
@@ -129,7 +115,8 @@ class HfEngine(Engine):
         groups: dict[str, list[int]] = defaultdict(list)
         for i, prepared in enumerate(batch):
             if len(prepared.prompt_ids) >= self.max_model_len:
-                results[i] = GenResult("", "context_window", prompt_tokens=len(prepared.prompt_ids), valid=False,
+                results[i] = GenResult("", "context_window", prompt_tokens=len(prepared.prompt_ids),
+                                       valid=False,
                                        error="prompt exceeds the model's context window")
                 if sink is not None:
                     sink.done(i, results[i])
@@ -137,65 +124,13 @@ class HfEngine(Engine):
             key = prepared.sampling.key() | {"seed": prepared.seed, "lora": prepared.request.lora}
             groups[json.dumps(key, sort_keys=True)].append(i)
         for indices in groups.values():
-            for i, result in zip(indices, self._run_group([batch[i] for i in indices])):
+            for i, result in zip(indices, self._run_group([batch[i] for i in indices]), strict=True):
                 result.latency_ms = (time.perf_counter() - started) * 1000
                 results[i] = result
                 if sink is not None:
                     sink.done(i, result)
         self.busy_s += time.perf_counter() - started
         return [results[i] for i in range(len(batch))]
-
-    def _matcher(self, constraint: Constraint | None) -> Any:
-        if constraint is None:
-            return None
-        key = json.dumps(constraint.key(), sort_keys=True)
-        if key not in self._compiled:
-            self._compiled[key] = self._compile(constraint)
-        vocab_size = self._hf[0].config.vocab_size
-        if self.grammar == "outlines":
-            return OutlinesMatcher(self._compiled[key], self.eos_id)
-        return XgrammarMatcher(self._compiled[key], vocab_size)
-
-    def _compile(self, constraint: Constraint) -> Any:
-        model, tokenizer = self._hf
-        if self.grammar == "outlines":
-            return self._outlines_index(constraint_regex(constraint))
-        compiler = self._xgr_compiler
-        if isinstance(constraint, JsonSchema):
-            return compiler.compile_json_schema(json.dumps(constraint.schema), any_whitespace=False)
-        pattern = constraint.to_regex() if isinstance(constraint, Choice) else constraint.pattern
-        return compiler.compile_regex(pattern)
-
-    @cached_property
-    def _xgr_compiler(self) -> Any:
-        import xgrammar as xgr
-
-        model, tokenizer = self._hf
-        info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=model.config.vocab_size)
-        return xgr.GrammarCompiler(info, max_threads=2)
-
-    @cached_property
-    def _outlines_vocab(self) -> Any:
-        """outlines_core vocabulary keyed by each token's raw bytes.
-
-        Built from bytes, not from ``convert_token_to_string``: byte-level tokens that hold part of
-        a UTF-8 character (the lead byte of 好 and 差) have no string form, and outlines then
-        rejects regexes with CJK characters.
-        """
-        from outlines_core import Vocabulary
-
-        tokenizer = self._hf[1]
-        special = set(tokenizer.all_special_ids) | {self.eos_id}
-        table: dict[bytes, list[int]] = defaultdict(list)
-        for token_id, raw in enumerate(self.renderer.token_bytes()):
-            if token_id not in special and raw:
-                table[raw].append(token_id)
-        return Vocabulary(self.eos_id, dict(table))
-
-    def _outlines_index(self, regex: str) -> Any:
-        from outlines_core import Index
-
-        return Index(regex, self._outlines_vocab)
 
     def _run_group(self, group: list[PreparedRequest]) -> list[GenResult]:
         """One group (same sampling, same adapter) under its adapter, or with adapters disabled."""
@@ -224,9 +159,9 @@ class HfEngine(Engine):
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
         input_ids = torch.tensor([[pad] * (width - len(p.prompt_ids)) + p.prompt_ids for p in group])
         attention = torch.tensor([[0] * (width - len(p.prompt_ids)) + [1] * len(p.prompt_ids) for p in group])
-        budget = max(self._budget(p) for p in group)
-        processor = _MaskProcessor([self._matcher(p.request.constraint) for p in group], width,
-                                   {i for i, p in enumerate(group) if isinstance(p.request.constraint, Choice)})
+        budget = max(_budget(p, self.max_model_len) for p in group)
+        labels = {i for i, p in enumerate(group) if isinstance(p.request.constraint, Choice)}
+        processor = _MaskProcessor([self.masks.matcher(p.request.constraint) for p in group], width, labels)
         if group[0].seed is not None:
             torch.manual_seed(group[0].seed)
         with torch.no_grad():
@@ -241,17 +176,10 @@ class HfEngine(Engine):
         self._finish_walks(group, results)
         return results
 
-    def _budget(self, prepared: PreparedRequest) -> int:
-        room = self.max_model_len - len(prepared.prompt_ids)
-        budget = min(prepared.sampling.max_tokens, room)
-        constraint = prepared.request.constraint
-        if isinstance(constraint, Choice):
-            budget = min(budget, max_label_tokens(constraint.labels))
-        return max(1, budget)
-
-    def _result(self, prepared: PreparedRequest, ids: list[int], captured: list[dict[int, float]]) -> GenResult:
+    def _result(self, prepared: PreparedRequest, ids: list[int],
+                captured: list[dict[int, float]]) -> GenResult:
         eos = self.renderer.eos_ids | {self.eos_id}
-        budget = self._budget(prepared)
+        budget = _budget(prepared, self.max_model_len)
         ids = ids[:budget]
         stopped = next((k for k, t in enumerate(ids) if t in eos), None)
         finish = "stop" if stopped is not None else "length"
@@ -271,7 +199,7 @@ class HfEngine(Engine):
         """Label probabilities: captured steps on the generated path, one forward pass off it."""
         token_bytes = self.renderer.token_bytes()
         eos = self.renderer.eos_ids | {self.eos_id}
-        for prepared, result in zip(group, results):
+        for prepared, result in zip(group, results, strict=True):
             path, captured = result.__dict__.pop("_walk_input")
             constraint = prepared.request.constraint
             if not isinstance(constraint, Choice) or not captured:
@@ -292,11 +220,103 @@ class HfEngine(Engine):
             logits = model(input_ids=torch.tensor([ids]), logits_to_keep=1).logits[0, -1].float()
         probs = torch.softmax(logits, dim=-1)
         top = torch.topk(probs, CAPTURE_TOP)
-        return {int(i): float(p) for p, i in zip(top.values, top.indices)}
+        return {int(i): float(p) for p, i in zip(top.values, top.indices, strict=True)}
 
     def close(self) -> None:
         """Drop the model."""
         self.__dict__.pop("_hf", None)
+
+
+class GrammarMasks:
+    """One engine's compiled constraints (xgrammar, or outlines with ``grammar="outlines"``).
+
+    Each constraint compiles once per loaded model; every request gets its own matcher over it.
+    """
+
+    def __init__(self, engine: "HfEngine") -> None:
+        self.engine = engine
+        self._compiled: dict[str, Any] = {}
+
+    def matcher(self, constraint: Constraint | None) -> Any:
+        """Return a fresh matcher for one request's ``constraint`` (None: unconstrained)."""
+        if constraint is None:
+            return None
+        key = json.dumps(constraint.key(), sort_keys=True)
+        if key not in self._compiled:
+            self._compiled[key] = self._compile(constraint)
+        vocab_size = self.engine._hf[0].config.vocab_size
+        if self.engine.grammar == "outlines":
+            return OutlinesMatcher(self._compiled[key], self.engine.eos_id)
+        return XgrammarMatcher(self._compiled[key], vocab_size)
+
+    def _compile(self, constraint: Constraint) -> Any:
+        model, tokenizer = self.engine._hf
+        if self.engine.grammar == "outlines":
+            return self._outlines_index(constraint_regex(constraint))
+        compiler = self._xgr_compiler
+        if isinstance(constraint, JsonSchema):
+            return compiler.compile_json_schema(json.dumps(constraint.schema), any_whitespace=False)
+        pattern = constraint.to_regex() if isinstance(constraint, Choice) else constraint.pattern
+        return compiler.compile_regex(pattern)
+
+    @cached_property
+    def _xgr_compiler(self) -> Any:
+        import xgrammar as xgr
+
+        model, tokenizer = self.engine._hf
+        info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=model.config.vocab_size)
+        return xgr.GrammarCompiler(info, max_threads=2)
+
+    @cached_property
+    def _outlines_vocab(self) -> Any:
+        """outlines_core vocabulary keyed by each token's raw bytes.
+
+        Built from bytes, not from ``convert_token_to_string``: byte-level tokens that hold part of
+        a UTF-8 character (the lead byte of 好 and 差) have no string form, and outlines then
+        rejects regexes with CJK characters.
+        """
+        from outlines_core import Vocabulary
+
+        tokenizer = self.engine._hf[1]
+        special = set(tokenizer.all_special_ids) | {self.engine.eos_id}
+        table: dict[bytes, list[int]] = defaultdict(list)
+        for token_id, raw in enumerate(self.engine.renderer.token_bytes()):
+            if token_id not in special and raw:
+                table[raw].append(token_id)
+        return Vocabulary(self.engine.eos_id, dict(table))
+
+    def _outlines_index(self, regex: str) -> Any:
+        from outlines_core import Index
+
+        return Index(regex, self._outlines_vocab)
+
+
+def _budget(prepared: PreparedRequest, max_model_len: int) -> int:
+    """Return the completion tokens one request may use: its own, the window's room, a label's longest."""
+    room = max_model_len - len(prepared.prompt_ids)
+    budget = min(prepared.sampling.max_tokens, room)
+    constraint = prepared.request.constraint
+    if isinstance(constraint, Choice):
+        budget = min(budget, max_label_tokens(constraint.labels))
+    return max(1, budget)
+
+
+def load_model(resolved: ResolvedModel) -> tuple[Any, Any]:
+    """Load the weights (with their LoRA adapters) and the tokenizer, in eval mode."""
+    settings.apply_process_defaults()
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError as exc:  # pragma: no cover
+        raise UxlocalError(f"the hf backend needs torch and transformers: {exc}") from exc
+    dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}.get(
+        resolved.dtype, "auto")
+    tokenizer = AutoTokenizer.from_pretrained(resolved.path)
+    model = AutoModelForCausalLM.from_pretrained(resolved.path, dtype=dtype)
+    if resolved.lora:
+        model = _load_adapters(model, resolved.lora)
+    model.eval()
+    return model, tokenizer
 
 
 def _load_adapters(model: Any, adapters: dict[str, str]) -> Any:
@@ -339,5 +359,6 @@ class _MaskProcessor:
             if row in self.capture_rows:
                 probs = torch.softmax(scores[row].float(), dim=-1)
                 top = torch.topk(probs, min(CAPTURE_TOP, probs.shape[-1]))
-                self.captured[row].append({int(i): float(p) for p, i in zip(top.values, top.indices) if p > 0})
+                self.captured[row].append({int(i): float(p)
+                                           for p, i in zip(top.values, top.indices, strict=True) if p > 0})
         return scores

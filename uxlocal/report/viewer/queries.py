@@ -230,6 +230,7 @@ class StoreReader:
                 key,
             )
         ]
+        # each ->> in parentheses: DuckDB before 2.0 binds it looser than AND (issue 44)
         episode["verdicts"] = [
             self._verdict(v)
             for v in self._rows(
@@ -237,7 +238,7 @@ class StoreReader:
                 "UNION ALL "
                 "SELECT v.* FROM verdicts v "
                 "JOIN episodes g ON g.run_id = v.run_id AND g.episode_id = v.episode_id "
-                "WHERE g.info->>'$.source_run_id' = ? AND g.info->>'$.source_episode_id' = ? "
+                "WHERE (g.info->>'$.source_run_id') = ? AND (g.info->>'$.source_episode_id') = ? "
                 "ORDER BY name",
                 key + key,
             )

@@ -1,6 +1,8 @@
 -- Views of `uxlocal judge` (suite 'judge'). Python reference: uxlocal/stats.py; the tests in
 -- tests/unit/judge/test_judge_views.py check every statistic here against it on the same rows.
 -- Verdict rows are described in uxlocal/suites/judge/episodes.py.
+-- A JSON arrow right after AND/OR/NOT stands in parentheses: DuckDB before 2.0 binds ->> looser than
+-- AND, so `a AND j->>'k' IS NULL` reads as `(a AND j)->>'k'` and fails casting j (issue 44).
 
 -- metric: judge_items | grain: one row per (run_id, item_id) | source: items of judge runs
 -- caveat: human_label is the normalized text (label or A/B/tie); human_score its number (likert)
@@ -24,7 +26,7 @@ SELECT v.run_id, v.item_id, v.value->>'criterion' AS criterion, v.judge_role, v.
        TRY_CAST(v.value->>'flip' AS BOOLEAN) AS flip, v.label_probs, v.rationale,
        i.grp, i.source_id, i.human_label, i.human_score
 FROM verdicts v JOIN judge_items i USING (run_id, item_id)
-WHERE v.name LIKE 'judge:%' AND v.value->>'order' IS NULL;
+WHERE v.name LIKE 'judge:%' AND (v.value->>'order') IS NULL;
 
 -- metric: judge_counts | grain: one row per (run_id, criterion, judge_role, outcome)
 -- source: judge_verdicts | caveat: outcome = the label for valid verdicts, 'invalid: <status>' else

@@ -1,6 +1,8 @@
 -- PALATE metric views. Three axes are reported side by side and never merged into one number.
 -- Spec: ../shared/specs/palate.md (§4 rubrics and agreement, §5 axes); programs that write the
 -- rows: uxlocal/suites/palate/episodes.py (verdict names and episode info keys).
+-- A JSON arrow right after AND/OR/NOT stands in parentheses (DuckDB before 2.0 binds ->> looser
+-- than AND: see uxlocal/suites/judge/views.sql).
 
 -- metric: palate_verdicts | grain: one row per verdict of a finished PALATE episode
 -- source: runs (suite = 'palate') x episodes (info JSON) x verdicts | spec: palate.md §4
@@ -37,7 +39,7 @@ SELECT e.run_id, e.episode_id, e.trial,
        CAST(e.info->>'$.user_turns' AS INTEGER)      AS user_turns
 FROM episodes e
 JOIN runs r ON r.run_id = e.run_id AND r.suite = 'palate'
-WHERE e.status = 'done' AND e.info->>'$.kind' = 'trajectory';
+WHERE e.status = 'done' AND (e.info->>'$.kind') = 'trajectory';
 
 -- metric: palate_turn_quality (axis 1, generic turn quality) | grain: one row per (run_id, candidate, simulator)
 -- source: palate_verdicts, track general_turn | spec: palate.md §5 row 1

@@ -32,7 +32,7 @@ KEY = "one row: the WHERE names the table's key (or the view's grain is one row 
 KEYED = "read into a set or a dict keyed by its own columns: no order survives"
 SORTED = "put in order in Python right after, by a unique key"
 PART = "part of a larger statement that orders (or counts) the rows"
-FILE = "one file read in its own row order (DuckDB keeps insertion order by default); rows are numbered as read"
+FILE = "one file read in its own row order (DuckDB keeps insertion order by default), numbered as read"
 
 REVIEWED: dict[tuple[str, str], str] = {
     ("uxlocal/merge.py", "SELECT name FROM {}._uxlocal_migrations"): KEYED,

@@ -26,7 +26,7 @@ from uxlocal.models import ResolvedModel
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now."""
+    """Return a TCP port nobody listens on right now."""
     with socket.socket() as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
@@ -100,7 +100,7 @@ class LocalServer:
             return False
 
     def log_tail(self, lines: int = 30) -> str:
-        """The last lines of the server's log."""
+        """Return the last lines of the server's log."""
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:

@@ -22,7 +22,7 @@ def resolve(spec: str, *, prepare_missing: bool = True) -> ResolvedModel:
 
 
 def ask_served_name(url: str) -> str:
-    """The one model the server at ``url`` serves (for URL specs without ``#NAME``)."""
+    """Ask the server at ``url`` for the one model it serves (for URL specs without ``#NAME``)."""
     import httpx
 
     try:

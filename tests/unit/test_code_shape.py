@@ -224,7 +224,8 @@ def _engine_probes(tree: ast.AST) -> list[int]:
         name = ast.unparse(node.func)
         if name in ("inspect.signature", "signature"):
             found.append(node.lineno)
-        elif (name in ("getattr", "hasattr") and node.args and isinstance(node.args[0], ast.Name | ast.Attribute)
+        elif (name in ("getattr", "hasattr") and node.args
+              and isinstance(node.args[0], ast.Name | ast.Attribute)
               and any(w in ast.unparse(node.args[0]).lower() for w in ("engine", "renderer", "slot"))):
             found.append(node.lineno)
     return found

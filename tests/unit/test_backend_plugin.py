@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,38 +9,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.plugin_install import install_example
 from uxlocal.cli import cli
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "plugin_backend_example"
 CONVERSATIONS = Path(__file__).resolve().parents[2] / "uxlocal" / "data" / "judge" / "conversations.jsonl"
 
 
-def _install_by_hand(source: Path, target: Path) -> None:
-    """Write the layout pip would (package + dist-info with entry_points.txt): pip cannot build offline."""
-    import tomllib
-
-    project = tomllib.loads((source / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    shutil.copytree(source / "uxlocal_echo", target / "uxlocal_echo")
-    info = target / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\n"
-                                   f"Version: {project['version']}\n", encoding="utf-8")
-    lines = [f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in table.items())
-             for group, table in project["entry-points"].items()]
-    (info / "entry_points.txt").write_text("\n".join(lines), encoding="utf-8")
-
-
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("backend")
-    source, target = work / "src", work / "site"
-    shutil.copytree(EXAMPLE, source)
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                           "--no-build-isolation", "--target", str(target), str(source)],
-                          capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        _install_by_hand(source, target)
-    return target
+    return install_example(EXAMPLE, "uxlocal_echo", tmp_path_factory.mktemp("backend"))
 
 
 @pytest.fixture

@@ -9,8 +9,6 @@ on ``sys.path``, as a third party's would be; the judge is the scripted fake eng
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from tests.plugin_install import install_by_hand, install_example
 from uxlocal.cli import cli
 from uxlocal.engine import pool
 from uxlocal.engine.backends import Backend
@@ -33,34 +32,8 @@ TRUE_SENTENCES = ("Water is wet.", "Two plus two is four.")
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Return the example installed by pip (no network, no dependencies) into a fresh target folder.
-
-    Where pip cannot build it offline (no setuptools in the venv), the same layout is written by
-    hand: the package plus a ``*.dist-info`` whose ``entry_points.txt`` comes from its pyproject.
-    """
-    work = tmp_path_factory.mktemp("plugin")
-    source, target = work / "src", work / "site"
-    shutil.copytree(EXAMPLE, source)
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                           "--no-build-isolation", "--target", str(target), str(source)],
-                          capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        _install_by_hand(source, target)
-    return target
-
-
-def _install_by_hand(source: Path, target: Path) -> None:
-    import tomllib
-
-    project = tomllib.loads((source / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    shutil.copytree(source / "uxlocal_tiny", target / "uxlocal_tiny")
-    info = target / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\n"
-                                   f"Version: {project['version']}\n", encoding="utf-8")
-    lines = [f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in table.items())
-             for group, table in project["entry-points"].items()]
-    (info / "entry_points.txt").write_text("\n".join(lines), encoding="utf-8")
+    """Install the example into a fresh target folder (tests/plugin_install.py)."""
+    return install_example(EXAMPLE, "uxlocal_tiny", tmp_path_factory.mktemp("plugin"))
 
 
 @pytest.fixture
@@ -203,7 +176,7 @@ def test_the_hand_written_install_is_what_pip_writes(installed: Path, tmp_path: 
     from importlib.metadata import distributions
 
     by_hand = tmp_path / "site"
-    _install_by_hand(EXAMPLE, by_hand)
+    install_by_hand(EXAMPLE, by_hand, "uxlocal_tiny")
 
     def suites_of(folder: Path) -> set[tuple[str, str]]:
         return {(ep.name, ep.value) for dist in distributions(path=[str(folder)])

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+from typing import Any
 
 import pytest
 
@@ -39,6 +41,16 @@ async def _serve(seen: list[bytes]) -> asyncio.Server:
     return await asyncio.start_server(answer, "127.0.0.1", 0)
 
 
+
+def _run_alone(coro: Any) -> None:
+    """Run ``coro`` on a new thread's own event loop.
+
+    Earlier tests in the same process (Playwright's sync API in tests/browser) leave a loop marked
+    running on the main thread, where ``asyncio.run`` refuses to start another.
+    """
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, coro).result()
+
 def test_wire_client_reads_length_chunked_close_and_no_content_replies() -> None:
     async def scenario() -> None:
         seen: list[bytes] = []
@@ -59,7 +71,7 @@ def test_wire_client_reads_length_chunked_close_and_no_content_replies() -> None
         assert seen[0].startswith(b"POST /length HTTP/1.1\r\n") and b"authorization: Bearer k" in seen[0]
         assert seen[0].endswith(b'\r\n\r\n{"q": 1}') and b"content-length: 8" in seen[0]
 
-    asyncio.run(scenario())
+    _run_alone(scenario())
 
 
 def test_wire_client_times_out_and_refused_connections_raise_wire_errors() -> None:
@@ -74,4 +86,4 @@ def test_wire_client_times_out_and_refused_connections_raise_wire_errors() -> No
         with pytest.raises(WireError, match="Connect"):
             await client.post(f"http://127.0.0.1:{port}/length", content=b"{}", headers={})
 
-    asyncio.run(scenario())
+    _run_alone(scenario())

@@ -221,6 +221,8 @@ def test_tau2_run_on_a_checkout_sends_upstreams_requests_and_counts_infrastructu
     assert row == (1, 0, 1, True)
     exported = json.loads((tmp_path / "upstream.json").read_text(encoding="utf-8"))
     assert [sim["termination_reason"] for sim in exported["simulations"]] == ["infrastructure_error"]
+    guidelines = (checkout / "data" / "tau2" / "user_simulator" / "simulation_guidelines.md").read_text()
+    assert exported["info"]["user_info"]["global_simulation_guidelines"] == guidelines  # as upstream records
 
 
 def test_tau2_run_on_a_bare_data_folder_plays_ours_and_says_not_comparable(tmp_path: Path) -> None:

@@ -137,6 +137,15 @@ class Tau2Words:
         assert self._agent is not None
         return self._agent.fill(policy)
 
+    def guidelines_file(self, *, has_tools: bool = False) -> str:
+        """Return a guidelines file's text as read (persona slot kept).
+
+        Upstream's ``results.json`` records the file without tools (``get_info`` calls
+        ``get_global_user_sim_guidelines()`` with its default) whatever the user was given.
+        """
+        self._need()
+        return self._guidelines[has_tools]
+
     def user_system_prompt(self, scenario: UserScenario, *, has_tools: bool) -> str:
         """Build the user simulator's system message: guidelines (tools variant with tools), scenario."""
         self._need()

@@ -114,8 +114,7 @@ class Tau2Suite(Suite):
         written = export_run(
             con, run_id, config.export_tau2, settings=settings,
             policies={name: d.policy_text() for name, d in domains.items()},
-            guidelines={name: guidelines(Environment(d).tool_schemas("user"))
-                        for name, d in domains.items()},
+            guidelines={name: _recorded_guidelines(config, root, d) for name, d in domains.items()},
         )
         return [f"tau2 results.json written: {path}" for path in written]
 
@@ -212,3 +211,10 @@ def _bind_upstream(setup: UpstreamSetup) -> Any:
 def _llm_args(sampling: Sampling) -> dict[str, Any]:
     return {"temperature": sampling.temperature, "max_tokens": sampling.max_tokens}
 
+
+def _recorded_guidelines(config: Tau2Config, root: Path, domain: Domain) -> str:
+    """Return the guidelines ``results.json`` records: upstream's file under its protocol, else ours."""
+    words = config.upstream_words(root, domain.name)
+    if words is not None:
+        return words.guidelines_file()
+    return guidelines(Environment(domain).tool_schemas("user"))

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .layout import tau2_root
-from .tasks import StructuredInstructions, UserScenario
+from .tasks import StructuredInstructions, Task, UserScenario
 from .upstream_source import Checkout, CheckoutError, Module, checkout_root, function_in, string_value
 from .upstream_tools import TOOLKITS, checkout_seat_schemas
 
@@ -131,6 +131,15 @@ class Tau2Words:
         self._need()
         return list(self.tools.get(seat, ([], []))[1])
 
+    def user_tools(self, task: Task) -> list[dict[str, Any]] | None:
+        """List the user tools upstream offers ``task``'s simulator (``None`` when it offers none)."""
+        return self.tool_schemas("user", task.user_tools)
+
+    def user_guidelines(self, *, has_tools: bool) -> str:
+        """Return the user's simulator guidelines: the ``_tools`` file with tools; no runtime persona."""
+        self._need()
+        return self._guidelines[has_tools].replace(PERSONA_SLOT, "")
+
     def agent_system_prompt(self, policy: str) -> str:
         """Build the agent's system message for a domain policy."""
         self._need()
@@ -150,7 +159,7 @@ class Tau2Words:
         """Build the user simulator's system message: guidelines (tools variant with tools), scenario."""
         self._need()
         assert self._user is not None
-        guidelines = self._guidelines[has_tools].replace(PERSONA_SLOT, "")
+        guidelines = self.user_guidelines(has_tools=has_tools)
         return self._user.text.format(**{self._user.slot: scenario_text(scenario),
                                          **dict.fromkeys(self._user.fixed, guidelines)})
 

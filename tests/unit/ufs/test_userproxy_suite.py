@@ -319,3 +319,32 @@ def test_telecom_proxies_are_graded_on_tool_criteria_and_probed_for_missed_gold_
     ).fetchall()
     assert probe == [(True, 2)]  # neither scripted proxy touched its phone
     con.close()
+
+
+def test_coverage_of_scenario_fields_is_stored_per_task_and_reported(tmp_path: Path, data_dir: Path) -> None:
+    """Issue 42 part 4: mock task 0 is grounded in 1 of its 2 fields, retail task 0 in 1 of its 4."""
+    spans = (("mock", "create_task_1", "m0-c1", "Create a new task called 'Important Meeting' for user_1."),
+             ("mock", "create_task_1", "m0-c2", SPAN),  # the contract: covers no scenario field
+             ("retail", "0", "r0-c1", "You are Yusuf Rossi in zip code 19122."),
+             ("retail", "0", "r0-c2", "keyboard"))  # too short to ground anything
+    mode = ("premature_disclosure", "volunteers_unasked_info")
+    rows = [{**_row(domain, task_id, cid, *mode), "grounding_span": span}
+            for domain, task_id, cid, span in spans]
+    path = tmp_path / "criteria.jsonl"
+    config = {"tau2_data": str(data_dir), "domains": "mock,retail", "tasks": "mock/create_task_1,retail/0",
+              "proxies": "P1", "criteria_file": str(path)}
+    run = RunConfig(suite="userproxy", suite_config=config, db=str(tmp_path / "s.duckdb"), progress=False)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(InputError, match="shorter than 12 characters"):  # a file is screened strictly
+        run_suite(run, pool=_pool())
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows[:3]))
+    result = run_suite(run, pool=_pool())
+    assert any("criteria coverage: 2/6 scenario fields of 2 task(s)" in note for note in result.notes)
+    con = connect(tmp_path / "s.duckdb")
+    stored = con.execute("SELECT item_id, fields, covered, uncovered FROM ufs_coverage WHERE run_id = ?",
+                         [result.run_id]).fetchall()
+    assert stored == [("mock/create_task_1", 2, 1, "persona"),
+                      ("retail/0", 4, 1, "reason_for_call, unknown_info, task_instructions")]
+    con.close()
+    table = next(t for t in result.tables if t.title == "Criteria coverage of scenario fields")
+    assert [list(r[:4]) for r in table.rows] == [["mock", 1, 2, 1], ["retail", 1, 4, 1]]

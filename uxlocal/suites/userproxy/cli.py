@@ -14,7 +14,11 @@ import click
 from uxlocal.clikit import CONTEXT, open_store, read_store_option, run_suite_from_command, store_option
 from uxlocal.errors import UxlocalError
 
-_TAU2_DATA_HELP = "Folder with domains/<domain>/tasks.json."
+_TAU2_DATA_HELP = "Folder with domains/<domain>/tasks.json, or a tau2-bench checkout."
+_CONTRACT_HELP = ("What the graded proxies read beside their scenario: tau2 (tau2-bench's guidelines and "
+                  "user tool words, from the checkout: run userproxy's upstream protocol), ours (our "
+                  "protocol's), auto (tau2 on a checkout, ours elsewhere, as --protocol auto), or a "
+                  "guidelines file.")
 
 
 def _names_options(fn: Any) -> Any:
@@ -118,8 +122,8 @@ def ufs_precheck(db: str, run_id: str | None) -> None:
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--set", "criteria_set", required=True, help="Name of the criteria set to freeze them into.")
 @_tau2_data_option
-@click.option("--contract", default="ours", show_default=True, envvar="UXLOCAL_UFS_CONTRACT",
-              help="Guidelines the proxy saw: ours, tau2, or a file.")
+@click.option("--contract", default="auto", show_default=True, envvar="UXLOCAL_UFS_CONTRACT",
+              help=_CONTRACT_HELP)
 @click.option("--lenient", is_flag=True, help="Store failing criteria as dropped instead of stopping.")
 @store_option
 def ufs_criteria_import(path: Path, criteria_set: str, tau2_data: Path | None, contract: str, lenient: bool,
@@ -150,8 +154,8 @@ def ufs_criteria_import(path: Path, criteria_set: str, tau2_data: Path | None, c
               help="Name of the criteria set to freeze them into.")
 @click.option("--tasks", default=None, help="Comma-separated task ids (default: all).")
 @click.option("--split", default=None, help="Task split (default: every task in tasks.json).")
-@click.option("--contract", default="ours", show_default=True, envvar="UXLOCAL_UFS_CONTRACT",
-              help="Guidelines the graded proxies see: ours, tau2, or a file.")
+@click.option("--contract", default="auto", show_default=True, envvar="UXLOCAL_UFS_CONTRACT",
+              help=_CONTRACT_HELP)
 @click.option("--limit", type=int, default=None, help="At most N tasks.")
 @click.option("--template", is_flag=True,
               help="No models: freeze the rule-based baseline criteria (ufs/template_writer.py).")
@@ -190,6 +194,7 @@ def _criteria_by_template(domain: str, tau2_data: Path | None, criteria_set: str
     click.echo(f"set {criteria_set!r}: {summary['tasks']} {domain} tasks, {summary['criteria']} template "
                f"criteria; {written} tasks written, {unchanged} already identical"
                + (f"; {len(thin)} task(s) under 4 criteria: {', '.join(thin[:5])}" if thin else ""))
+    click.echo(summary["coverage"])
 
 
 def _criteria_by_models(model: tuple[str, ...], sample_run: str | None, *, limit: int | None, db: str,

@@ -8,11 +8,17 @@ interrupted command resumes; afterwards every task with a usable writer answer i
 set with ``save_criteria`` (a task already in the set with other criteria is refused: sets are
 frozen). Tasks whose writer answer was unusable are not stored; they are listed in the notes.
 
-The blueprints use the contract ``ours`` by default: the guidelines ``uxlocal run tau2`` and
-``uxlocal run userproxy`` give their user seat, which is what ``run userproxy`` checks criteria
-against. With ``--sample-run RUN_ID`` the writer also sees that run's finished trajectory of the
-task (the first one, by episode id), labelled as an example and not an oracle (§A.9 step 3); the
-run id is part of the identity, and a task the run has no trajectory of is written without one.
+The blueprints use the contract ``auto`` by default (``ufs/sets.py``): on a tau2-bench checkout,
+tau2-bench's guidelines file and user tool words, which the proxies read in ``uxlocal run
+userproxy``'s upstream protocol; elsewhere our user seat's guidelines and tool words (``--protocol
+ours``). Either way it is what ``run userproxy --protocol auto`` on the same ``--tau2-data`` checks
+criteria against; ``--contract ours`` or ``tau2`` picks one. The resolved contract is part of the
+run identity, and the notes say which it was and how much of each task's scenario the frozen
+criteria cover (``ufs/coverage.py``).
+
+With ``--sample-run RUN_ID`` the writer also sees that run's finished trajectory of the task (the
+first one, by episode id), labelled as an example and not an oracle (§A.9 step 3); the run id is
+part of the identity, and a task the run has no trajectory of is written without one.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from uxlocal.errors import InputError
 from uxlocal.reportkit.model import ReportTable
 from uxlocal.store.db import json_value
 from uxlocal.suites.base import Suite, SuitePlan
+from uxlocal.suites.userproxy.ufs.coverage import coverage_note, field_coverage
 from uxlocal.suites.userproxy.ufs.programs import (
     VERIFIER_ROLE,
     WRITER_ROLE,
@@ -37,7 +44,7 @@ from uxlocal.suites.userproxy.ufs.programs import (
     task_criteria_from_outcome,
 )
 from uxlocal.suites.userproxy.ufs.prompts import prompt_hashes
-from uxlocal.suites.userproxy.ufs.sets import domain_blueprints
+from uxlocal.suites.userproxy.ufs.sets import AUTO, domain_blueprints, resolve_contract
 from uxlocal.suites.userproxy.ufs.store import save_criteria
 from uxlocal.tau2 import Message, domain_spec
 from uxlocal.tau2.data import data_hashes, resolve_data_dir
@@ -64,8 +71,9 @@ class CriteriaConfig(SuiteConfig):
     """Task split (default: every task in tasks.json)."""
     tasks: str | None = None
     """Comma-separated task ids (default: all)."""
-    contract: str = "ours"
-    """Guidelines the graded proxies see: ours, tau2, or a file path."""
+    contract: str = AUTO
+    """What the graded proxies read: auto (tau2-bench's words on a checkout, else ours), ours, tau2, or a
+    guidelines file."""
     writer_max_tokens: int = Field(default=2048, ge=64)
     """Completion budget of the writer's answer (tokens)."""
     verifier_max_tokens: int = Field(default=1024, ge=64)
@@ -91,7 +99,10 @@ class CriteriaSuite(Suite):
     def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
         """Return the writer/verifier/grader prompts and the domain's data files."""
         assert isinstance(config, CriteriaConfig)
-        return {**prompt_hashes(), **data_hashes(resolve_data_dir(config.tau2_data), [config.domain])}
+        root = resolve_data_dir(config.tau2_data)
+        contract = resolve_contract(config.contract, data_dir=root, domain_name=config.domain)
+        return {**prompt_hashes(), **data_hashes(root, [config.domain]),
+                f"ufs-contract/{config.domain}": contract.identity()}
 
     def plan(self, config: SuiteConfig, run: RunConfig) -> SuitePlan:
         """One episode per task of the domain; ``--limit`` caps the tasks."""
@@ -102,7 +113,8 @@ class CriteriaSuite(Suite):
             raise InputError(str(err.args[0]), "pass --domain mock, retail, airline or telecom") from None
         root = resolve_data_dir(config.tau2_data)
         ids = [t.strip() for t in config.tasks.split(",") if t.strip()] if config.tasks else None
-        blueprints = domain_blueprints(root, config.domain, contract=config.contract, split=config.split,
+        contract = resolve_contract(config.contract, data_dir=root, domain_name=config.domain)
+        blueprints = domain_blueprints(root, config.domain, contract=contract, split=config.split,
                                        task_ids=ids)
         if run.limit is not None:
             blueprints = dict(list(blueprints.items())[: run.limit])
@@ -127,7 +139,8 @@ class CriteriaSuite(Suite):
                                  "load them with load_samples (the CLI does)")
             job = CriteriaJob(bp, writer, verifier, self.samples.get((domain, task_id), ()))
             plan.episodes.append(EpisodeSpec(item_id, _bind(job), item_id=item_id, task=domain))
-        plan.notes.append(f"{config.domain}: {len(blueprints)} tasks, contract {config.contract!r}")
+        plan.notes.append(f"{config.domain}: {len(blueprints)} tasks, criteria grounded in "
+                          f"{contract.describe()}")
         if config.sample_run:
             shown = sum(1 for key in blueprints if key in self.samples)
             plan.notes.append(
@@ -154,6 +167,11 @@ class CriteriaSuite(Suite):
         notes = [
             f"criteria set {config.criteria_set!r}: {written} tasks written, {unchanged} already identical"
         ]
+        if tasks:
+            root = resolve_data_dir(config.tau2_data)
+            blueprints = domain_blueprints(root, config.domain, contract=config.contract, split=None,
+                                           task_ids=[t.task_id for t in tasks])
+            notes.append(coverage_note([field_coverage(blueprints[t.key], t.graded()) for t in tasks]))
         if unusable:
             notes.append(f"{len(unusable)} task(s) got no usable writer output and were not stored: "
                          + ", ".join(unusable[:5]) + (" ..." if len(unusable) > 5 else ""))

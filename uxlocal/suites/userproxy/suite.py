@@ -24,7 +24,12 @@ Criteria come from a frozen set in the store (``--criteria-set NAME``, written b
 criteria`` or ``uxlocal ufs criteria-import``) or from a JSONL file (``--criteria-file F``,
 screened and frozen into the set ``--criteria-set`` or ``file:<stem>`` before any episode runs).
 Every selected task must have criteria in the set, written against the blueprint this run's user
-seat sees (contract ``ours``); otherwise the run stops before it starts, with an ``InputError``.
+seat sees; otherwise the run stops before it starts, with an ``InputError``. The blueprint carries
+what the proxy reads (``ufs/sets.py``'s ``Contract``): in the upstream protocol tau2-bench's
+guidelines file and user tool schemas from the checkout (``--contract tau2``), in ours our user
+seat's guidelines and tool schemas (``--contract ours``). Criteria written for one are refused for
+the other, saying which they were written for. Each task's coverage (which scenario fields a graded
+criterion is grounded in, ``ufs/coverage.py``) goes into its item and the run's notes.
 """
 
 from __future__ import annotations
@@ -41,16 +46,17 @@ from uxlocal.engine.base import Sampling
 from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
 from uxlocal.errors import InputError
 from uxlocal.reportkit.model import ReportTable
-from uxlocal.store.db import connect, query
+from uxlocal.store.db import query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
+from uxlocal.suites.userproxy.run_criteria import check_run_criteria, played_contract, run_criteria
+from uxlocal.suites.userproxy.ufs.coverage import coverage_note, field_coverage
 from uxlocal.suites.userproxy.ufs.criteria import Blueprint
 from uxlocal.suites.userproxy.ufs.episodes import run_store_prechecks
 from uxlocal.suites.userproxy.ufs.programs import GradingJob, graded_criteria, grading_program
 from uxlocal.suites.userproxy.ufs.prompts import prompt_hashes as ufs_prompt_hashes
 from uxlocal.suites.userproxy.ufs.report import ufs_tables
-from uxlocal.suites.userproxy.ufs.sets import import_criteria_file
-from uxlocal.suites.userproxy.ufs.store import TaskCriteria, load_criteria, save_criteria
-from uxlocal.suites.userproxy.ufs.template_writer import template_task_criteria
+from uxlocal.suites.userproxy.ufs.sets import OURS, TAU2
+from uxlocal.suites.userproxy.ufs.store import TaskCriteria
 from uxlocal.tau2 import INFRASTRUCTURE_ERROR, Domain, Task, load_tasks
 from uxlocal.tau2.data import data_hashes, demo_data, resolve_data_dir
 from uxlocal.tau2.episode import (
@@ -70,7 +76,6 @@ from uxlocal.tau2.episode import (
 )
 from uxlocal.tau2.episode.prompts import prompt_hashes as tau2_prompt_hashes
 from uxlocal.tau2.episode.upstream import UpstreamSetup, upstream_trajectory
-from uxlocal.tau2.episode.user_proxy import guidelines
 from uxlocal.tau2.tasks import task_source
 from uxlocal.tau2.upstream_words import Tau2Words
 
@@ -163,6 +168,12 @@ class UserProxyConfig(Tau2Options):
             "pass --criteria-set NAME (written by `uxlocal ufs criteria`) or --criteria-file F.jsonl",
         )
 
+    def contract_source(self) -> str:
+        """Return the ``ufs criteria --contract`` whose blueprints hold what this run's proxies read."""
+        if self.protocol == "ours" or self.agent_first_tool is not None:
+            return OURS
+        return TAU2 if self.protocol == "upstream" else "auto"
+
     def user_sampling(self, proxy: Proxy) -> Sampling:
         """Return one proxy's user-seat decoding settings."""
         temperature = self.user_temperature if proxy.temperature is None else proxy.temperature
@@ -224,16 +235,21 @@ class UserProxySuite(Suite):
             selected.append((config.load_domain(root, name), tasks))
         if not any(tasks for _, tasks in selected):
             raise InputError("no tau2 tasks selected", "check --split, --tasks and --limit")
-        blueprints = {(d.name, t.id): _blueprint(d, t) for d, tasks in selected for t in tasks}
-        stored = _criteria(run, config, set_name, root, blueprints)
-        _check_criteria(set_name, blueprints, stored, config)
+        words = {d.name: config.upstream_words(root, d.name) for d, _ in selected}
+        contracts = {name: played_contract(w) for name, w in words.items()}
+        blueprints = {(d.name, t.id): contracts[d.name].blueprint(d, t)
+                      for d, tasks in selected for t in tasks}
+        stored = run_criteria(run, config, set_name, root, blueprints, contracts)
+        check_run_criteria(set_name, blueprints, stored, config, root, selected, contracts)
         plan = SuitePlan(episodes=[])
         for domain, tasks in selected:
-            words = config.upstream_words(root, domain.name)
-            _add_domain(plan, config, run.seed, domain, tasks, proxies, set_name,
-                        {t.id: (blueprints[(domain.name, t.id)], stored[(domain.name, t.id)]) for t in tasks},
-                        source=task_source(root, domain.name), words=words)
-            plan.notes.append(config.protocol_note(domain.name, words))
+            graded = {t.id: (blueprints[(domain.name, t.id)], stored[(domain.name, t.id)]) for t in tasks}
+            _add_domain(plan, config, run.seed, domain, tasks, proxies, set_name, graded,
+                        source=task_source(root, domain.name), words=words[domain.name])
+            plan.notes.append(config.protocol_note(domain.name, words[domain.name]))
+            plan.notes.append(f"{domain.name}: criteria grounded in {contracts[domain.name].describe()}")
+        plan.notes.append(coverage_note([field_coverage(bp, stored[key].graded())
+                                         for key, bp in blueprints.items()]))
         plan.notes.append(f"proxies: {', '.join(p.name for p in proxies)}; criteria set {set_name!r}")
         return plan
 
@@ -267,6 +283,15 @@ class UserProxySuite(Suite):
             [run_id],
         )
         tables.append(ReportTable("Pre-checks (no model)", cols, rows, "deterministic audits of the judge"))
+        cols, rows = query(
+            con,
+            "SELECT domain, count(*) AS tasks, sum(fields) AS fields, sum(covered) AS covered, "
+            "string_agg(item_id || ': ' || uncovered, '; ' ORDER BY item_id) FILTER (WHERE uncovered <> '') "
+            "AS uncovered FROM ufs_coverage WHERE run_id = ? GROUP BY domain ORDER BY domain",
+            [run_id],
+        )
+        tables.append(ReportTable("Criteria coverage of scenario fields", cols, rows,
+                                  "a field is covered when a graded criterion quotes its span from it"))
         cols, rows = query(con, "SELECT domain, proxy, episodes, infrastructure_errors, failed, comparable "
                                 "FROM ufs_protocol WHERE run_id = ? ORDER BY domain, proxy", [run_id])
         tables.append(ReportTable("Episodes left out and comparability", cols, rows,
@@ -292,56 +317,6 @@ _REPORTS = (
 )
 
 
-# --- criteria -------------------------------------------------------------------------------------
-
-
-def _criteria(run: RunConfig, config: UserProxyConfig, set_name: str, root: Path,
-              blueprints: dict[tuple[str, str], Blueprint]) -> dict[tuple[str, str], TaskCriteria]:
-    """Return the set's criteria once ``--criteria-file`` (or templates for tasks it lacks) is frozen in."""
-    con = connect(run.db_path)
-    try:
-        if config.criteria_file is not None:
-            import_criteria_file(
-                con, config.criteria_file, criteria_set=set_name, data_dir=root, contract="ours"
-            )
-        stored = load_criteria(con, set_name)
-        if config.criteria_template:
-            missing = [bp for key, bp in blueprints.items() if key not in stored]
-            if missing:
-                save_criteria(con, set_name, [template_task_criteria(bp, contract="ours") for bp in missing])
-                stored = load_criteria(con, set_name)
-        return stored
-    finally:
-        con.close()
-
-
-def _blueprint(domain: Domain, task: Task) -> Blueprint:
-    """Return what the grader sees of the task: scenario, our user seat's guidelines, the user tools."""
-    tools = user_tool_schemas(domain, task)
-    return Blueprint.from_task(task, domain=domain.name, contract=guidelines(tools), user_tools=tools)
-
-
-def _check_criteria(set_name: str, blueprints: dict[tuple[str, str], Blueprint],
-                    stored: dict[tuple[str, str], TaskCriteria], config: UserProxyConfig) -> None:
-    """Every selected task has criteria in the set, written against its current blueprint."""
-    missing = [key for key in blueprints if key not in stored]
-    if missing:
-        shown = ", ".join(f"{d}/{t}" for d, t in missing[:5]) + (" ..." if len(missing) > 5 else "")
-        domains = ",".join(dict.fromkeys(d for d, _ in missing))
-        data = f" --tau2-data {config.tau2_data}" if config.tau2_data else ""
-        raise InputError(
-            f"criteria set {set_name!r} has no criteria for {len(missing)} selected task(s): {shown}",
-            f"run `uxlocal ufs criteria --domain {domains}{data} --model writer=... "
-            f"--model verifier=... --set {set_name} --db ...` first, or pass --criteria-file F.jsonl",
-        )
-    stale = [key for key, bp in blueprints.items() if bp.sha256() != stored[key].blueprint_sha256]
-    if stale:
-        shown = ", ".join(f"{d}/{t}" for d, t in stale[:5])
-        raise InputError(f"criteria set {set_name!r} was written for another version of "
-                         f"{len(stale)} task(s) or another user contract: {shown}",
-                         "write criteria for this data into a new set (sets are frozen)")
-
-
 # --- episodes -------------------------------------------------------------------------------------
 
 
@@ -358,9 +333,10 @@ def _add_domain(plan: SuitePlan, config: UserProxyConfig, seed: int, domain: Dom
     grader = Sampling(temperature=0.0, max_tokens=config.grader_max_tokens)
     for task in tasks:
         item_id = f"{domain.name}/{task.id}"
-        data = {"domain": domain.name, "position": len(plan.items), "task": task.model_dump(mode="json")}
-        plan.items.append({"item_id": item_id, "task": domain.name, "data": data, "source_file": str(source)})
         blueprint, criteria = graded[task.id]
+        data = {"domain": domain.name, "position": len(plan.items), "task": task.model_dump(mode="json"),
+                "ufs_coverage": field_coverage(blueprint, criteria.graded()).as_json()}
+        plan.items.append({"item_id": item_id, "task": domain.name, "data": data, "source_file": str(source)})
         job = GradingJob(set_name, blueprint, graded_criteria(criteria.graded()), (), grader)
         for proxy in proxies:
             per_trial = setups(task, proxy)

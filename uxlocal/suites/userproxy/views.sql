@@ -89,6 +89,22 @@ WHERE json_extract_string(e.info, '$.source_run_id') IS NULL
 GROUP BY ALL
 ORDER BY e.run_id, domain, proxy;
 
+-- metric: ufs_coverage | grain: one row per (run_id, item) of a userproxy run (one task)
+-- source: items (data.ufs_coverage, computed at plan time by ufs/coverage.py) x runs (suite 'userproxy')
+-- spec: issue 42 part 4 (criteria still cover the scenario's fields)
+-- caveat: a scenario field (reason_for_call, known_info, unknown_info, task_instructions, persona or
+-- instructions; empty ones and '.' are not fields) is covered when a graded (kept or flagged)
+-- criterion's grounding span is an exact substring of it, whitespace aside.
+CREATE OR REPLACE VIEW ufs_coverage AS
+SELECT i.run_id, json_extract_string(i.data, '$.domain') AS domain, i.item_id,
+       CAST(json_extract(i.data, '$.ufs_coverage.n_fields') AS INTEGER)                     AS fields,
+       CAST(json_extract(i.data, '$.ufs_coverage.n_covered') AS INTEGER)                    AS covered,
+       array_to_string(json_extract_string(i.data, '$.ufs_coverage.uncovered[*]'), ', ')    AS uncovered
+FROM items i
+JOIN runs r ON r.run_id = i.run_id AND r.suite = 'userproxy'
+WHERE json_extract(i.data, '$.ufs_coverage') IS NOT NULL
+ORDER BY i.run_id, i.item_id;
+
 -- metric: ufs_verdicts | grain: one row per (run_id, episode_id, criteria_set, judge_model, criterion_id)
 -- source: verdicts named 'ufs:%' (x episodes of a grading run, x runs) | spec: §A.9 step 5
 -- caveat: run_id/episode_id are the graded trajectory's. If a trajectory was graded twice with the

@@ -124,7 +124,7 @@ class UpstreamSetup:
     @property
     def user_tools(self) -> tuple[dict[str, Any], ...] | None:
         """The user's tools as upstream lists them for this task (``None`` when it has none)."""
-        tools = self.seats.words.tool_schemas("user", self.task.user_tools)
+        tools = self.seats.words.user_tools(self.task)
         return tuple(tools) if tools else None
 
     @property

@@ -262,23 +262,28 @@ def freeze_template_set(
     domain: str,
     *,
     criteria_set: str,
-    contract: str = "ours",
+    contract: str = "auto",
     split: str | None = None,
     task_ids: list[str] | None = None,
     limit: int | None = None,
 ) -> tuple[int, int, dict[str, Any]]:
     """Write the template criteria of a domain's tasks into a frozen set.
 
-    Returns (tasks written, tasks already identical, ``template_summary``). Tasks are those of
-    ``domain_blueprints`` (every task unless ``split``/``task_ids`` narrow it), the first ``limit``.
+    Returns (tasks written, tasks already identical, ``template_summary`` plus its ``coverage`` note).
+    Tasks are those of ``domain_blueprints`` (every task unless ``split``/``task_ids`` narrow it),
+    the first ``limit``.
     """
-    from .sets import domain_blueprints
+    from .coverage import coverage_note, field_coverage
+    from .sets import domain_blueprints, resolve_contract
     from .store import save_criteria
 
-    blueprints = list(domain_blueprints(data_dir, domain, contract=contract, split=split,
+    terms = resolve_contract(contract, data_dir=data_dir, domain_name=domain)
+    blueprints = list(domain_blueprints(data_dir, domain, contract=terms, split=split,
                                         task_ids=task_ids).values())[:limit]
     if not blueprints:
         raise InputError(f"no {domain} tasks selected", "check --split, --tasks and --limit")
-    tasks = [template_task_criteria(bp, contract=contract) for bp in blueprints]
+    tasks = [template_task_criteria(bp, contract=terms.label()) for bp in blueprints]
     written, unchanged = save_criteria(con, criteria_set, tasks)
-    return written, unchanged, template_summary(tasks)
+    pairs = zip(blueprints, tasks, strict=True)
+    coverage = coverage_note([field_coverage(bp, task.graded()) for bp, task in pairs])
+    return written, unchanged, {**template_summary(tasks), "coverage": coverage}

@@ -135,11 +135,6 @@ class Tau2Words:
         """List the user tools upstream offers ``task``'s simulator (``None`` when it offers none)."""
         return self.tool_schemas("user", task.user_tools)
 
-    def user_guidelines(self, *, has_tools: bool) -> str:
-        """Return the user's simulator guidelines: the ``_tools`` file with tools; no runtime persona."""
-        self._need()
-        return self._guidelines[has_tools].replace(PERSONA_SLOT, "")
-
     def agent_system_prompt(self, policy: str) -> str:
         """Build the agent's system message for a domain policy."""
         self._need()
@@ -154,6 +149,10 @@ class Tau2Words:
         """
         self._need()
         return self._guidelines[has_tools]
+
+    def user_guidelines(self, *, has_tools: bool) -> str:
+        """Return the guidelines the user simulator reads: ``guidelines_file``, persona slot emptied."""
+        return self.guidelines_file(has_tools=has_tools).replace(PERSONA_SLOT, "")
 
     def user_system_prompt(self, scenario: UserScenario, *, has_tools: bool) -> str:
         """Build the user simulator's system message: guidelines (tools variant with tools), scenario."""

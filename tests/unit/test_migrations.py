@@ -5,11 +5,14 @@ from pathlib import Path
 import duckdb
 import pytest
 
+import uxlocal
 from uxlocal.errors import UxlocalError
 from uxlocal.store.db import connect, load_views, migrate, migration_files, view_files
 
 CORE_TABLES = {"runs", "models", "run_models", "items", "quarantine", "episodes", "turns", "tool_calls",
                "generations", "run_generations", "verdicts", "_uxlocal_migrations"}
+SUITE_UFS = "uxlocal.suites.userproxy/001_ufs_criteria.sql"
+"""The UFS criteria tables' migration, shipped by the userproxy suite (core 002 made them before)."""
 
 
 def _tables(con: duckdb.DuckDBPyConnection) -> set[str]:
@@ -32,9 +35,29 @@ def test_every_migration_opens_with_why_and_old_rows() -> None:
 def test_blank_store_migrates_to_the_full_schema() -> None:
     con = duckdb.connect(":memory:")
     applied = migrate(con)
-    assert applied == [f.name for f in migration_files()]
-    assert CORE_TABLES <= _tables(con)
+    core = [f.name for f in migration_files()]
+    assert applied[:len(core)] == core  # the core ones first, then the suites' own
+    assert SUITE_UFS in applied[len(core):]
+    assert CORE_TABLES | {"ufs_criteria_tasks", "ufs_criteria"} <= _tables(con)
     assert migrate(con) == []  # idempotent
+
+
+def test_store_whose_core_002_made_the_criteria_tables_takes_the_suites_migration() -> None:
+    """Stores written before issue 45 got the UFS tables from core 002; the suite's copy leaves them be."""
+    fresh = duckdb.connect(":memory:")
+    migrate(fresh)
+    old = duckdb.connect(":memory:")
+    migrate(old, upto=1)
+    suite_sql = Path(uxlocal.__file__).parent / "suites/userproxy/migrations" / SUITE_UFS.split("/")[1]
+    old.execute(suite_sql.read_text().replace(" IF NOT EXISTS", ""))  # what the old 002 ran
+    old.execute("INSERT INTO ufs_criteria_tasks (criteria_set, domain, task_id, blueprint_sha256, source, "
+                "n_written, created_at) VALUES ('s', 'mock', '0', 'x', 'file', 4, now())")
+    old.execute("INSERT INTO _uxlocal_migrations VALUES ('002_ufs_criteria.sql', now())")
+    applied = migrate(old)
+    assert "002_ufs_criteria.sql" not in applied and SUITE_UFS in applied
+    schema = "SELECT table_name, column_name, data_type FROM information_schema.columns ORDER BY ALL"
+    assert old.execute(schema).fetchall() == fresh.execute(schema).fetchall()
+    assert old.execute("SELECT count(*) FROM ufs_criteria_tasks").fetchone() == (1,)  # rows kept
 
 
 @pytest.mark.parametrize("frozen_at", range(1, len(migration_files()) + 1))  # each older schema version

@@ -31,7 +31,7 @@ from ..registry import Tau2Version, expand_domains
 from ..upstream_words import Tau2Words
 from .agent import AGENT_ROLE, AgentSeat
 from .judge import JUDGE_ROLE, JudgeSeat
-from .orchestrator import Limits
+from .state import Limits
 from .upstream import UpstreamSeats
 from .user_proxy import USER_ROLE
 

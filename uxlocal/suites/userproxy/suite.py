@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -51,25 +52,23 @@ from uxlocal.suites.userproxy.ufs.report import ufs_tables
 from uxlocal.suites.userproxy.ufs.sets import import_criteria_file
 from uxlocal.suites.userproxy.ufs.store import TaskCriteria, load_criteria, save_criteria
 from uxlocal.suites.userproxy.ufs.template_writer import template_task_criteria
-from uxlocal.tau2 import INFRASTRUCTURE_ERROR, Domain, Task, load_tasks
+from uxlocal.tau2 import INFRASTRUCTURE_ERROR, Domain, Task
 from uxlocal.tau2.data import data_hashes, demo_data, resolve_data_dir
 from uxlocal.tau2.episode import (
     AGENT_ROLE,
     JUDGE_ROLE,
     NOT_COMPARABLE,
     USER_ROLE,
-    EpisodeSetup,
+    DomainSetups,
+    Setup,
     Tau2Options,
-    UserSeat,
-    domain_seats,
     parse_domains,
+    play_trajectory,
     protocol_hashes,
-    tau2_trajectory,
-    upstream_seats,
+    task_item,
     user_tool_schemas,
 )
 from uxlocal.tau2.episode.prompts import prompt_hashes as tau2_prompt_hashes
-from uxlocal.tau2.episode.upstream import UpstreamSetup, upstream_trajectory
 from uxlocal.tau2.episode.user_proxy import guidelines
 from uxlocal.tau2.tasks import task_source
 from uxlocal.tau2.upstream_words import Tau2Words
@@ -219,8 +218,7 @@ class UserProxySuite(Suite):
         root = resolve_data_dir(config.tau2_data)
         selected = []
         for name in config.domain_names():
-            tasks = load_tasks(root, name, split=config.split, task_ids=config.task_ids(name),
-                               limit=run.limit)
+            tasks = config.selected_tasks(root, name, run.limit)
             selected.append((config.load_domain(root, name), tasks))
         if not any(tasks for _, tasks in selected):
             raise InputError("no tau2 tasks selected", "check --split, --tasks and --limit")
@@ -353,17 +351,17 @@ def _add_domain(plan: SuitePlan, config: UserProxyConfig, seed: int, domain: Dom
     With upstream's ``words`` the episodes run the upstream protocol (every proxy gets upstream's
     user request; the agent's seed is the trial's, the same for every proxy); else ours.
     """
-    setups = (_upstream_setups(config, domain, words) if words is not None
-              else _our_setups(config, seed, domain))
+    setups = DomainSetups(config, domain, words)
     grader = Sampling(temperature=0.0, max_tokens=config.grader_max_tokens)
     for task in tasks:
-        item_id = f"{domain.name}/{task.id}"
-        data = {"domain": domain.name, "position": len(plan.items), "task": task.model_dump(mode="json")}
-        plan.items.append({"item_id": item_id, "task": domain.name, "data": data, "source_file": str(source)})
+        item = task_item(domain, task, len(plan.items), source)
+        plan.items.append(item)
+        item_id = item["item_id"]
         blueprint, criteria = graded[task.id]
         job = GradingJob(set_name, blueprint, graded_criteria(criteria.graded()), (), grader)
         for proxy in proxies:
-            per_trial = setups(task, proxy)
+            per_trial = setups.per_trial(task, config.user_sampling(proxy), proxy.role,
+                                         agent_seed=partial(_seed, seed, item_id))
             for trial in range(config.trials):
                 plan.episodes.append(EpisodeSpec(f"{item_id}/{proxy.name}/trial-{trial}",
                                                  _bind(per_trial(trial), job, proxy.name), item_id=item_id,
@@ -374,49 +372,9 @@ def _add_domain(plan: SuitePlan, config: UserProxyConfig, seed: int, domain: Dom
     )
 
 
-def _our_setups(config: UserProxyConfig, seed: int, domain: Domain) -> Any:
-    """Return (task, proxy) -> trial -> ``EpisodeSetup`` for our JSON-turn protocol.
-
-    A sampled agent (temperature > 0) gets one seed per (task, trial), the same for every proxy,
-    so the agent's randomness never differs between proxies (the scheduler would otherwise derive
-    it from the episode id, which names the proxy).
-    """
-    seats = domain_seats(domain, config)
-    agent, agent_sampling = seats.agent, seats.agent.sampling
-
-    def per_proxy(task: Task, proxy: Proxy) -> Any:
-        user = UserSeat.build(task, tool_schemas=user_tool_schemas(domain, task),
-                              sampling=config.user_sampling(proxy), grammar=config.tool_grammar,
-                              role=proxy.role)
-        item_id = f"{domain.name}/{task.id}"
-
-        def per_trial(trial: int) -> EpisodeSetup:
-            seat = agent
-            if agent_sampling.temperature > 0:
-                seat = replace(agent, sampling=replace(agent_sampling, seed=_seed(seed, item_id, trial)))
-            return EpisodeSetup(domain, task, trial, seat, user, seats.judge, seats.limits)
-        return per_trial
-    return per_proxy
-
-
-def _upstream_setups(config: UserProxyConfig, domain: Domain, words: Tau2Words) -> Any:
-    """Return (task, proxy) -> trial -> ``UpstreamSetup``: upstream's requests, the proxy in the user seat."""
-    shared = upstream_seats(domain, words, config)
-
-    def per_proxy(task: Task, proxy: Proxy) -> Any:
-        temperature = config.user_sampling(proxy).temperature
-        return lambda trial: UpstreamSetup(domain, task, trial, shared, user_role=proxy.role,
-                                           user_temperature=temperature)
-    return per_proxy
-
-
-def userproxy_episode(ctx: EpisodeContext, setup: EpisodeSetup | UpstreamSetup, job: GradingJob,
-                      proxy: str) -> Any:
+def userproxy_episode(ctx: EpisodeContext, setup: Setup, job: GradingJob, proxy: str) -> Any:
     """Run a tau2 episode, then UFS grading of its trajectory; ``info.proxy`` names the proxy."""
-    if isinstance(setup, UpstreamSetup):
-        outcome, messages = yield from upstream_trajectory(ctx, setup)
-    else:
-        outcome, messages = yield from tau2_trajectory(ctx, setup)
+    outcome, messages = yield from play_trajectory(ctx, setup)
     info = {**outcome.info, "proxy": proxy}
     if outcome.termination != INFRASTRUCTURE_ERROR:
         graded = yield from grading_program(ctx, replace(job, trajectory=tuple(messages)))
@@ -424,7 +382,7 @@ def userproxy_episode(ctx: EpisodeContext, setup: EpisodeSetup | UpstreamSetup, 
     return Outcome(outcome.termination, reward=outcome.reward, info=info)
 
 
-def _bind(setup: EpisodeSetup | UpstreamSetup, job: GradingJob, proxy: str) -> Any:
+def _bind(setup: Setup, job: GradingJob, proxy: str) -> Any:
     return lambda ctx: userproxy_episode(ctx, setup, job, proxy)
 
 

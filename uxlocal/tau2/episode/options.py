@@ -25,6 +25,7 @@ from uxlocal.tau2 import (
     Task,
     domain_spec,
     load_domain,
+    load_tasks,
 )
 
 from ..registry import Tau2Version, expand_domains
@@ -117,6 +118,10 @@ class Tau2Options(SuiteConfig):
         why = ("--protocol ours" if self.protocol == "ours" else "--agent-first-tool" if self.agent_first_tool
                else "homenet is ours" if name == "homenet" else "no tau2-bench checkout in --tau2-data")
         return f"{name}: our protocol and words, {NOT_COMPARABLE} ({why})"
+
+    def selected_tasks(self, root: Path, name: str, limit: int | None) -> list[Task]:
+        """Return one domain's tasks as ``--split`` and ``--tasks`` select them, at most ``limit``."""
+        return load_tasks(root, name, split=self.split, task_ids=self.task_ids(name), limit=limit)
 
     def task_ids(self, domain: str) -> list[str] | None:
         """Return the ``--tasks`` ids for one domain (bare ids apply to every domain), or None."""

@@ -19,22 +19,9 @@ from uxlocal.reportkit.model import ReportTable
 from uxlocal.store.db import query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
 from uxlocal.tau2 import Domain, Environment, Task
-from uxlocal.tau2.data import data_hashes as _data_hashes
 from uxlocal.tau2.data import demo_data, resolve_data_dir
-from uxlocal.tau2.episode import (
-    AGENT_ROLE,
-    JUDGE_ROLE,
-    NOT_COMPARABLE,
-    USER_ROLE,
-    DomainSetups,
-    Setup,
-    Tau2Options,
-    parse_domains,
-    play_trajectory,
-    protocol_hashes,
-    task_item,
-)
-from uxlocal.tau2.episode.prompts import prompt_hashes as _prompt_hashes
+from uxlocal.tau2.episode import AGENT_ROLE, JUDGE_ROLE, NOT_COMPARABLE, USER_ROLE, Tau2Options, parse_domains
+from uxlocal.tau2.episode.setups import DomainSetups, Setup, play_trajectory, task_item
 from uxlocal.tau2.episode.user_proxy import guidelines
 from uxlocal.tau2.tasks import task_source
 from uxlocal.tau2.upstream_words import Tau2Words
@@ -75,9 +62,7 @@ class Tau2Suite(Suite):
     def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
         """Our prompt files plus every data file the run reads (policy, tasks, splits, DBs)."""
         assert isinstance(config, Tau2Config)
-        root = resolve_data_dir(config.tau2_data)
-        return {**_prompt_hashes(), **_data_hashes(root, config.domains()),
-                **protocol_hashes(config, root, config.domains())}
+        return config.tau2_hashes(config.domains())
 
     def plan(self, config: SuiteConfig, run: RunConfig) -> SuitePlan:
         """One episode per (domain, task, trial); ``--limit`` caps the tasks per domain."""

@@ -53,22 +53,17 @@ from uxlocal.suites.userproxy.ufs.sets import import_criteria_file
 from uxlocal.suites.userproxy.ufs.store import TaskCriteria, load_criteria, save_criteria
 from uxlocal.suites.userproxy.ufs.template_writer import template_task_criteria
 from uxlocal.tau2 import INFRASTRUCTURE_ERROR, Domain, Task
-from uxlocal.tau2.data import data_hashes, demo_data, resolve_data_dir
+from uxlocal.tau2.data import demo_data, resolve_data_dir
 from uxlocal.tau2.episode import (
     AGENT_ROLE,
     JUDGE_ROLE,
     NOT_COMPARABLE,
     USER_ROLE,
-    DomainSetups,
-    Setup,
     Tau2Options,
     parse_domains,
-    play_trajectory,
-    protocol_hashes,
-    task_item,
     user_tool_schemas,
 )
-from uxlocal.tau2.episode.prompts import prompt_hashes as tau2_prompt_hashes
+from uxlocal.tau2.episode.setups import DomainSetups, Setup, play_trajectory, task_item
 from uxlocal.tau2.episode.user_proxy import guidelines
 from uxlocal.tau2.tasks import task_source
 from uxlocal.tau2.upstream_words import Tau2Words
@@ -203,9 +198,7 @@ class UserProxySuite(Suite):
     def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
         """tau2 and UFS prompts, every tau2 data file read, and the criteria file (if any)."""
         assert isinstance(config, UserProxyConfig)
-        root = resolve_data_dir(config.tau2_data)
-        hashes = {**tau2_prompt_hashes(), **ufs_prompt_hashes(), **data_hashes(root, config.domain_names()),
-                  **protocol_hashes(config, root, config.domain_names())}
+        hashes = {**config.tau2_hashes(config.domain_names()), **ufs_prompt_hashes()}
         if config.criteria_file is not None:
             hashes["criteria-file"] = _file_sha256(config.criteria_file)
         return hashes

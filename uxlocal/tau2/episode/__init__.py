@@ -19,7 +19,6 @@ from .options import (
     user_tool_schemas,
 )
 from .orchestrator import EpisodeSetup, tau2_episode, tau2_trajectory
-from .setups import DomainSetups, Setup, play_trajectory, task_item
 from .state import Limits
 from .user_proxy import USER_ROLE, UserSeat
 
@@ -31,11 +30,9 @@ __all__ = [
     "USER_ROLE",
     "AgentSeat",
     "DomainSeats",
-    "DomainSetups",
     "EpisodeSetup",
     "JudgeSeat",
     "Limits",
-    "Setup",
     "Tau2Options",
     "TurnAction",
     "TurnFormatError",
@@ -43,11 +40,9 @@ __all__ = [
     "domain_seats",
     "parse_domains",
     "parse_turn",
-    "play_trajectory",
     "protocol_hashes",
     "tau2_episode",
     "tau2_trajectory",
-    "task_item",
     "turn_constraint",
     "turn_schema",
     "upstream_seats",

@@ -42,7 +42,7 @@ from uxlocal.tau2.conformance.episode_check import (
 )
 from uxlocal.tau2.conformance.episodes import read_episodes
 from uxlocal.tau2.episode import NOT_COMPARABLE
-from uxlocal.tau2.episode.orchestrator import Limits
+from uxlocal.tau2.episode.state import Limits
 from uxlocal.tau2.episode.upstream import UpstreamSeats, UpstreamSetup, trial_seed, upstream_episode
 from uxlocal.tau2.upstream_words import Tau2Words
 

@@ -34,6 +34,12 @@ def _run(pool: ModelPool, db: Path, options: dict[str, Any]) -> Any:
     return result
 
 
+def _conversations(rubric: str, human_col: str, **extra: Any) -> dict[str, Any]:
+    """Options for a judge run over the bundled conversations with an example rubric, grouped by topic."""
+    return {"input": str(DATA / "conversations.jsonl"), "rubric": str(DATA / "examples" / rubric),
+            "human_col": human_col, "group_col": "topic", **extra}
+
+
 def _check_views(con: Any, run_id: str, kind: str, view: str, names: tuple[str, ...]) -> None:
     for (criterion,) in con.execute(
         f"SELECT DISTINCT criterion FROM {view} WHERE run_id = ?", [run_id]
@@ -53,20 +59,8 @@ def _check_views(con: Any, run_id: str, kind: str, view: str, names: tuple[str, 
 
 def test_judge_bundled_conversations_label_likert_and_pairs(vllm_pool: ModelPool, tmp_path: Path) -> None:
     db = tmp_path / "judge.duckdb"
-    conversations = str(DATA / "conversations.jsonl")
-    label = _run(
-        vllm_pool,
-        db,
-        {
-            "input": conversations,
-            "rubric": str(DATA / "examples" / "liked-two-criteria.toml"),
-            "human_col": "thumb",
-            "group_col": "topic",
-        },
-    )
-    likert = _run(vllm_pool, db, {"input": conversations,
-                                  "rubric": str(DATA / "examples" / "helpfulness-two-criteria.toml"),
-                                  "human_col": "helpfulness", "group_col": "topic"})
+    label = _run(vllm_pool, db, _conversations("liked-two-criteria.toml", "thumb"))
+    likert = _run(vllm_pool, db, _conversations("helpfulness-two-criteria.toml", "helpfulness"))
     pairs = _run(vllm_pool, db, {"input": str(DATA / "pairs.jsonl"), "rubric": "preference",
                                  "human_col": "preference"})
     con = connect(db, read_only=True)
@@ -98,15 +92,5 @@ def test_judge_bundled_conversations_label_likert_and_pairs(vllm_pool: ModelPool
     assert "Judge agreement with humans (label)" in titles
     con.close()
     calls = vllm_pool.engine_calls()
-    rerun = _run(
-        vllm_pool,
-        db,
-        {
-            "input": conversations,
-            "rubric": str(DATA / "examples" / "liked-two-criteria.toml"),
-            "human_col": "thumb",
-            "group_col": "topic",
-            "bootstrap": 201,
-        },
-    )
+    rerun = _run(vllm_pool, db, _conversations("liked-two-criteria.toml", "thumb", bootstrap=201))
     assert vllm_pool.engine_calls() == calls and rerun.stats.cache_hits == 80

@@ -22,33 +22,35 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from .messages import Message, ToolCall
 
 
 def agent_messages(system: str, trajectory: Sequence[Message]) -> list[dict[str, Any]]:
     """Build the agent's request messages: its system prompt, then its view of the trajectory."""
-    out: list[dict[str, Any]] = [{"role": "system", "content": system}]
-    for message in trajectory:
-        if message.role == "assistant":
-            out.append(_assistant(message))
-        elif message.role == "user" and not message.tool_calls:
-            out.append({"role": "user", "content": message.content})
-        elif message.role == "tool" and message.requestor != "user":
-            out.append(_tool(message))
-    return out
+    return _view(system, trajectory, "assistant")
 
 
 def user_messages(system: str, trajectory: Sequence[Message]) -> list[dict[str, Any]]:
     """Build the user simulator's request messages: its system prompt, then the flipped view."""
+    return _view(system, trajectory, "user")
+
+
+def _view(system: str, trajectory: Sequence[Message],
+          seat: Literal["assistant", "user"]) -> list[dict[str, Any]]:
+    """Build ``seat``'s view: its messages as ``assistant``, the other's plain texts, its own results.
+
+    A tool result without a ``requestor`` belongs to the agent, as upstream routes it.
+    """
+    other = "user" if seat == "assistant" else "assistant"
     out: list[dict[str, Any]] = [{"role": "system", "content": system}]
     for message in trajectory:
-        if message.role == "user":
+        if message.role == seat:
             out.append(_assistant(message))
-        elif message.role == "assistant" and not message.tool_calls:
+        elif message.role == other and not message.tool_calls:
             out.append({"role": "user", "content": message.content})
-        elif message.role == "tool" and message.requestor == "user":
+        elif message.role == "tool" and (message.requestor == "user") == (seat == "user"):
             out.append(_tool(message))
     return out
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from tests.unit.tau2.tool_cases import RETAIL_TOOLS
 from uxlocal.tau2 import Domain, Environment, InitialStateError, Message, ToolCall, load_tasks
 from uxlocal.tau2.tasks import EnvFunctionCall, InitialState
 
@@ -13,28 +14,7 @@ from uxlocal.tau2.tasks import EnvFunctionCall, InitialState
 @pytest.mark.parametrize(
     ("domain", "requestor", "names"),
     [
-        (
-            "retail",
-            "assistant",
-            [  # spec §B.4.4: 16 tools
-                "calculate",
-                "cancel_pending_order",
-                "exchange_delivered_order_items",
-                "find_user_id_by_email",
-                "find_user_id_by_name_zip",
-                "get_item_details",
-                "get_order_details",
-                "get_product_details",
-                "get_user_details",
-                "list_all_product_types",
-                "modify_pending_order_address",
-                "modify_pending_order_items",
-                "modify_pending_order_payment",
-                "modify_user_address",
-                "return_delivered_order_items",
-                "transfer_to_human_agents",
-            ],
-        ),
+        ("retail", "assistant", list(RETAIL_TOOLS)),  # spec §B.4.4: 16 tools
         (
             "airline",
             "assistant",

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.unit.tau2.tool_cases import refusal_cases, refused
 from uxlocal.tau2 import Domain, Environment
 from uxlocal.tau2.domains.airline.tools import _next_day_unpadded
 
@@ -40,14 +41,6 @@ def _booking(**changes: Any) -> dict[str, Any]:
         "insurance": "no",
     }
     return {**arguments, **changes}
-
-
-def _refused(env: Environment, name: str, arguments: dict[str, Any], fragment: str) -> None:
-    before = env.db_hash()
-    result = env.call(name, arguments)
-    assert not result.ok and not result.internal, result
-    assert fragment in (result.error or ""), result.error
-    assert env.db_hash() == before  # a refused write leaves the DB as it was
 
 
 REFUSALS: list[tuple[str, dict[str, Any], str]] = [
@@ -148,13 +141,10 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("name", "arguments", "fragment"), REFUSALS, ids=[f"{r[0]}-{i}" for i, r in enumerate(REFUSALS)]
-)
-def test_airline_tool_refuses_bad_request(
-    env: Environment, name: str, arguments: dict[str, Any], fragment: str
-) -> None:
-    _refused(env, name, arguments, fragment)
+@refusal_cases(REFUSALS)
+def test_airline_tool_refuses_bad_request(env: Environment, name: str, arguments: dict[str, Any],
+                                          fragment: str) -> None:
+    refused(env, name, arguments, fragment)
 
 
 def test_every_airline_tool_has_a_refusal_case(env: Environment) -> None:
@@ -331,16 +321,21 @@ def test_update_reservation_baggages_charges_only_added_nonfree_bags(
     assert len(again["payment_history"]) == 2  # fewer bags: no charge, no refund
 
 
-def test_update_reservation_flights_reprices_new_cabin(content: Content, env: Environment) -> None:
+def _same_legs_in(content: Content, env: Environment, cabin: str) -> Any:
+    """Move reservation EHGLP3 to ``cabin`` on its own two legs (HAT156, HAT021 on 2024-05-17)."""
     legs = [
         {"flight_number": "HAT156", "date": "2024-05-17"},
         {"flight_number": "HAT021", "date": "2024-05-17"},
     ]
-    reservation = content(
+    return content(
         env,
         "update_reservation_flights",
-        {"reservation_id": "EHGLP3", "cabin": "economy", "flights": legs, "payment_id": EMMA_CARD},
+        {"reservation_id": "EHGLP3", "cabin": cabin, "flights": legs, "payment_id": EMMA_CARD},
     )
+
+
+def test_update_reservation_flights_reprices_new_cabin(content: Content, env: Environment) -> None:
+    reservation = _same_legs_in(content, env, "economy")
     assert [f["price"] for f in reservation["flights"]] == [171, 143]
     assert reservation["cabin"] == "economy"
     assert reservation["payment_history"][-1] == {
@@ -350,15 +345,7 @@ def test_update_reservation_flights_reprices_new_cabin(content: Content, env: En
 
 
 def test_update_reservation_flights_keeps_fare_of_unchanged_legs(content: Content, env: Environment) -> None:
-    legs = [
-        {"flight_number": "HAT156", "date": "2024-05-17"},
-        {"flight_number": "HAT021", "date": "2024-05-17"},
-    ]
-    reservation = content(
-        env,
-        "update_reservation_flights",
-        {"reservation_id": "EHGLP3", "cabin": "basic_economy", "flights": legs, "payment_id": EMMA_CARD},
-    )
+    reservation = _same_legs_in(content, env, "basic_economy")
     assert [f["price"] for f in reservation["flights"]] == [50, 54]  # today's fares are 63 and 87
     assert len(reservation["payment_history"]) == 1
 
@@ -373,7 +360,7 @@ def test_changes_cannot_be_paid_by_certificate(env: Environment) -> None:
         if v["source"] == "certificate"
     )
     reservation = dump["users"][user]["reservations"][0]
-    _refused(
+    refused(
         env,
         "update_reservation_baggages",
         {

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.unit.tau2.tool_cases import RETAIL_TOOLS, refusal_cases, refused
 from uxlocal.tau2 import Domain, Environment
 
 YUSUF = "yusuf_rossi_9620"  # one credit card; pending #W6247578, delivered #W2378156
@@ -25,32 +26,7 @@ def _gift_balance(content: Callable[..., Any], env: Environment, user_id: str, c
     return float(content(env, "get_user_details", {"user_id": user_id})["payment_methods"][card]["balance"])
 
 
-def _refused(env: Environment, name: str, arguments: dict[str, Any], fragment: str) -> None:
-    before = env.db_hash()
-    result = env.call(name, arguments)
-    assert not result.ok and not result.internal, result
-    assert fragment in (result.error or ""), result.error
-    assert env.db_hash() == before  # a refused write leaves the DB as it was
-
-
-HAPPY = {
-    "calculate",
-    "cancel_pending_order",
-    "exchange_delivered_order_items",
-    "find_user_id_by_email",
-    "find_user_id_by_name_zip",
-    "get_item_details",
-    "get_order_details",
-    "get_product_details",
-    "get_user_details",
-    "list_all_product_types",
-    "modify_pending_order_address",
-    "modify_pending_order_items",
-    "modify_pending_order_payment",
-    "modify_user_address",
-    "return_delivered_order_items",
-    "transfer_to_human_agents",
-}
+HAPPY = set(RETAIL_TOOLS)
 
 REFUSALS: list[tuple[str, dict[str, Any], str]] = [
     ("calculate", {"expression": "9 ** 9 ** 9"}, "too large"),  # a huge power would stall a run
@@ -208,13 +184,10 @@ REFUSALS: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("name", "arguments", "fragment"), REFUSALS, ids=[f"{r[0]}-{i}" for i, r in enumerate(REFUSALS)]
-)
-def test_retail_tool_refuses_bad_request(
-    env: Environment, name: str, arguments: dict[str, Any], fragment: str
-) -> None:
-    _refused(env, name, arguments, fragment)
+@refusal_cases(REFUSALS)
+def test_retail_tool_refuses_bad_request(env: Environment, name: str, arguments: dict[str, Any],
+                                         fragment: str) -> None:
+    refused(env, name, arguments, fragment)
 
 
 def test_every_retail_tool_has_a_happy_and_a_refusal_case(env: Environment) -> None:
@@ -288,7 +261,7 @@ def test_exchange_records_request_without_moving_money(content: Callable[..., An
 def test_exchange_refuses_gift_card_that_cannot_cover_difference(retail: Domain) -> None:
     # retail task 105's gold call: a $21.10 difference against a $17.00 gift card
     env = Environment(retail)
-    _refused(
+    refused(
         env,
         "exchange_delivered_order_items",
         {
@@ -337,7 +310,7 @@ def test_modify_pending_order_items_charges_difference_and_locks_order(
         "amount": 53.48 - 53.27,  # unrounded, as tau2 records it (0.20999999999999375)
         "payment_method_id": YUSUF_CARD,
     }
-    _refused(
+    refused(
         env,
         "modify_pending_order_items",
         {
@@ -348,7 +321,7 @@ def test_modify_pending_order_items_charges_difference_and_locks_order(
         },
         "Non-pending order cannot be modified",
     )
-    _refused(
+    refused(
         env,
         "cancel_pending_order",
         {"order_id": "#W6247578", "reason": "ordered by mistake"},
@@ -388,7 +361,7 @@ def test_modify_pending_order_items_refuses_gift_card_short_of_difference(
     variants = content(env, "get_product_details", {"product_id": laptop["product_id"]})["variants"]
     dearer = max((v for v in variants.values() if v["available"]), key=lambda v: v["price"])
     assert dearer["price"] - laptop["price"] > 51.0
-    _refused(
+    refused(
         env,
         "modify_pending_order_items",
         {
@@ -412,7 +385,7 @@ def test_modify_pending_order_payment_moves_both_gift_card_balances(
         {"transaction_type": "refund", "amount": 3005.33, "payment_method_id": ANYA_GIFT},
     ]
     assert _gift_balance(content, env, ANYA, ANYA_GIFT) == 3056.33
-    _refused(
+    refused(
         env,
         "modify_pending_order_payment",
         {"order_id": "#W6436609", "payment_method_id": ANYA_GIFT},
@@ -458,7 +431,7 @@ def test_return_refund_must_go_to_original_method_or_gift_card(retail: Domain) -
             break
     else:
         pytest.fail("no delivered order whose user has a second non-gift-card method")
-    _refused(
+    refused(
         env,
         "return_delivered_order_items",
         {

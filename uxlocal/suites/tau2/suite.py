@@ -1,8 +1,9 @@
 """``uxlocal run tau2``: tau2-bench tasks offline, with local agent, user-proxy and judge models.
 
 Plan: one episode per (domain, task, trial), id ``<domain>/<task id>/trial-<k>``, and one
-``items`` row per task holding the whole task. Every episode is a ``tau2_episode`` program; the
-scheduler batches all of them per model. Metrics are the views in ``suites/tau2/views.sql``.
+``items`` row per task holding the whole task. Every episode is a tau2 episode program in the
+protocol of its domain (``play_trajectory``); the scheduler batches all of them per model. Metrics
+are the views in ``suites/tau2/views.sql``.
 """
 
 from __future__ import annotations
@@ -17,26 +18,10 @@ from uxlocal.errors import InputError
 from uxlocal.reportkit.model import ReportTable
 from uxlocal.store.db import query
 from uxlocal.suites.base import DemoSpec, Suite, SuitePlan
-from uxlocal.tau2 import Domain, Environment, Task, load_tasks
-from uxlocal.tau2.data import data_hashes as _data_hashes
+from uxlocal.tau2 import Domain, Environment, Task
 from uxlocal.tau2.data import demo_data, resolve_data_dir
-from uxlocal.tau2.episode import (
-    AGENT_ROLE,
-    JUDGE_ROLE,
-    NOT_COMPARABLE,
-    USER_ROLE,
-    EpisodeSetup,
-    Tau2Options,
-    UserSeat,
-    domain_seats,
-    parse_domains,
-    protocol_hashes,
-    tau2_episode,
-    upstream_seats,
-    user_tool_schemas,
-)
-from uxlocal.tau2.episode.prompts import prompt_hashes as _prompt_hashes
-from uxlocal.tau2.episode.upstream import UpstreamSetup, upstream_episode
+from uxlocal.tau2.episode import AGENT_ROLE, JUDGE_ROLE, NOT_COMPARABLE, USER_ROLE, Tau2Options, parse_domains
+from uxlocal.tau2.episode.setups import DomainSetups, Setup, play_trajectory, task_item
 from uxlocal.tau2.episode.user_proxy import guidelines
 from uxlocal.tau2.tasks import task_source
 from uxlocal.tau2.upstream_words import Tau2Words
@@ -77,9 +62,7 @@ class Tau2Suite(Suite):
     def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
         """Our prompt files plus every data file the run reads (policy, tasks, splits, DBs)."""
         assert isinstance(config, Tau2Config)
-        root = resolve_data_dir(config.tau2_data)
-        return {**_prompt_hashes(), **_data_hashes(root, config.domains()),
-                **protocol_hashes(config, root, config.domains())}
+        return config.tau2_hashes(config.domains())
 
     def plan(self, config: SuiteConfig, run: RunConfig) -> SuitePlan:
         """One episode per (domain, task, trial); ``--limit`` caps the tasks per domain."""
@@ -88,8 +71,7 @@ class Tau2Suite(Suite):
         plan = SuitePlan(episodes=[])
         for name in config.domains():
             domain = config.load_domain(root, name)
-            tasks = load_tasks(root, name, split=config.split, task_ids=config.task_ids(name),
-                               limit=run.limit)
+            tasks = config.selected_tasks(root, name, run.limit)
             _add_domain(plan, config, domain, tasks, source=task_source(root, name),
                         words=config.upstream_words(root, name))
         if not plan.episodes:
@@ -164,48 +146,27 @@ def _add_domain(plan: SuitePlan, config: Tau2Config, domain: Domain, tasks: list
 
     With upstream's ``words`` every episode runs the upstream protocol; without, ours.
     """
-    bind = _upstream_binder(config, domain, words) if words is not None else _our_binder(config, domain)
+    setups = DomainSetups(config, domain, words, judge_always=config.judge_nl == "always")
     for task in tasks:
-        item_id = f"{domain.name}/{task.id}"
-        data = {"domain": domain.name, "position": len(plan.items), "task": task.model_dump(mode="json")}
-        plan.items.append({"item_id": item_id, "task": domain.name, "data": data, "source_file": str(source)})
-        programs = bind(task)
+        item = task_item(domain, task, len(plan.items), source)
+        plan.items.append(item)
+        per_trial = setups.per_trial(task, config.sampling(USER_ROLE))
         for trial in range(config.trials):
-            plan.episodes.append(EpisodeSpec(f"{item_id}/trial-{trial}", programs(trial), item_id=item_id,
-                                             task=domain.name, trial=trial))
+            plan.episodes.append(EpisodeSpec(f"{item['item_id']}/trial-{trial}", _bind(per_trial(trial)),
+                                             item_id=item["item_id"], task=domain.name, trial=trial))
     plan.notes.append(f"{domain.name}: {len(tasks)} tasks x {config.trials} trial(s), "
                       f"split {config.split!r}, max_steps {config.max_steps}, max_errors {config.max_errors}")
     plan.notes.append(config.protocol_note(domain.name, words))
 
 
-def _our_binder(config: Tau2Config, domain: Domain) -> Any:
-    """Return task -> trial -> program for our JSON-turn protocol (seats shared across the domain)."""
-    seats = domain_seats(domain, config)
-
-    def per_task(task: Task) -> Any:
-        user = UserSeat.build(task, tool_schemas=user_tool_schemas(domain, task),
-                              sampling=config.sampling(USER_ROLE), grammar=config.tool_grammar)
-        return lambda trial: _bind(EpisodeSetup(domain, task, trial, seats.agent, user, seats.judge,
-                                                seats.limits, judge_always=config.judge_nl == "always"))
-    return per_task
+def _bind(setup: Setup) -> Any:
+    return lambda ctx: _episode(ctx, setup)
 
 
-def _upstream_binder(config: Tau2Config, domain: Domain, words: Tau2Words) -> Any:
-    """Return task -> trial -> program for the upstream protocol."""
-    shared = upstream_seats(domain, words, config)
-
-    def per_task(task: Task) -> Any:
-        return lambda trial: _bind_upstream(UpstreamSetup(domain, task, trial, shared,
-                                                          user_temperature=config.user_temperature))
-    return per_task
-
-
-def _bind(setup: EpisodeSetup) -> Any:
-    return lambda ctx: tau2_episode(ctx, setup)
-
-
-def _bind_upstream(setup: UpstreamSetup) -> Any:
-    return lambda ctx: upstream_episode(ctx, setup)
+def _episode(ctx: Any, setup: Setup) -> Any:
+    """Run a tau2 episode in its setup's protocol; returns its ``Outcome``."""
+    outcome, _ = yield from play_trajectory(ctx, setup)
+    return outcome
 
 
 def _llm_args(sampling: Sampling) -> dict[str, Any]:

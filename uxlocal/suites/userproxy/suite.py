@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -57,25 +58,17 @@ from uxlocal.suites.userproxy.ufs.prompts import prompt_hashes as ufs_prompt_has
 from uxlocal.suites.userproxy.ufs.report import ufs_tables
 from uxlocal.suites.userproxy.ufs.sets import OURS, TAU2
 from uxlocal.suites.userproxy.ufs.store import TaskCriteria
-from uxlocal.tau2 import INFRASTRUCTURE_ERROR, Domain, Task, load_tasks
-from uxlocal.tau2.data import data_hashes, demo_data, resolve_data_dir
+from uxlocal.tau2 import INFRASTRUCTURE_ERROR, Domain, Task
+from uxlocal.tau2.data import demo_data, resolve_data_dir
 from uxlocal.tau2.episode import (
     AGENT_ROLE,
     JUDGE_ROLE,
     NOT_COMPARABLE,
     USER_ROLE,
-    EpisodeSetup,
     Tau2Options,
-    UserSeat,
-    domain_seats,
     parse_domains,
-    protocol_hashes,
-    tau2_trajectory,
-    upstream_seats,
-    user_tool_schemas,
 )
-from uxlocal.tau2.episode.prompts import prompt_hashes as tau2_prompt_hashes
-from uxlocal.tau2.episode.upstream import UpstreamSetup, upstream_trajectory
+from uxlocal.tau2.episode.setups import DomainSetups, Setup, play_trajectory, task_item
 from uxlocal.tau2.tasks import task_source
 from uxlocal.tau2.upstream_words import Tau2Words
 
@@ -215,9 +208,7 @@ class UserProxySuite(Suite):
     def prompt_hashes(self, config: SuiteConfig) -> dict[str, str]:
         """tau2 and UFS prompts, every tau2 data file read, and the criteria file (if any)."""
         assert isinstance(config, UserProxyConfig)
-        root = resolve_data_dir(config.tau2_data)
-        hashes = {**tau2_prompt_hashes(), **ufs_prompt_hashes(), **data_hashes(root, config.domain_names()),
-                  **protocol_hashes(config, root, config.domain_names())}
+        hashes = {**config.tau2_hashes(config.domain_names()), **ufs_prompt_hashes()}
         if config.criteria_file is not None:
             hashes["criteria-file"] = _file_sha256(config.criteria_file)
         return hashes
@@ -230,8 +221,7 @@ class UserProxySuite(Suite):
         root = resolve_data_dir(config.tau2_data)
         selected = []
         for name in config.domain_names():
-            tasks = load_tasks(root, name, split=config.split, task_ids=config.task_ids(name),
-                               limit=run.limit)
+            tasks = config.selected_tasks(root, name, run.limit)
             selected.append((config.load_domain(root, name), tasks))
         if not any(tasks for _, tasks in selected):
             raise InputError("no tau2 tasks selected", "check --split, --tasks and --limit")
@@ -328,18 +318,18 @@ def _add_domain(plan: SuitePlan, config: UserProxyConfig, seed: int, domain: Dom
     With upstream's ``words`` the episodes run the upstream protocol (every proxy gets upstream's
     user request; the agent's seed is the trial's, the same for every proxy); else ours.
     """
-    setups = (_upstream_setups(config, domain, words) if words is not None
-              else _our_setups(config, seed, domain))
+    setups = DomainSetups(config, domain, words)
     grader = Sampling(temperature=0.0, max_tokens=config.grader_max_tokens)
     for task in tasks:
-        item_id = f"{domain.name}/{task.id}"
+        item = task_item(domain, task, len(plan.items), source)
         blueprint, criteria = graded[task.id]
-        data = {"domain": domain.name, "position": len(plan.items), "task": task.model_dump(mode="json"),
-                "ufs_coverage": field_coverage(blueprint, criteria.graded()).as_json()}
-        plan.items.append({"item_id": item_id, "task": domain.name, "data": data, "source_file": str(source)})
+        item["data"]["ufs_coverage"] = field_coverage(blueprint, criteria.graded()).as_json()
+        plan.items.append(item)
+        item_id = item["item_id"]
         job = GradingJob(set_name, blueprint, graded_criteria(criteria.graded()), (), grader)
         for proxy in proxies:
-            per_trial = setups(task, proxy)
+            per_trial = setups.per_trial(task, config.user_sampling(proxy), proxy.role,
+                                         agent_seed=partial(_seed, seed, item_id))
             for trial in range(config.trials):
                 plan.episodes.append(EpisodeSpec(f"{item_id}/{proxy.name}/trial-{trial}",
                                                  _bind(per_trial(trial), job, proxy.name), item_id=item_id,
@@ -350,49 +340,9 @@ def _add_domain(plan: SuitePlan, config: UserProxyConfig, seed: int, domain: Dom
     )
 
 
-def _our_setups(config: UserProxyConfig, seed: int, domain: Domain) -> Any:
-    """Return (task, proxy) -> trial -> ``EpisodeSetup`` for our JSON-turn protocol.
-
-    A sampled agent (temperature > 0) gets one seed per (task, trial), the same for every proxy,
-    so the agent's randomness never differs between proxies (the scheduler would otherwise derive
-    it from the episode id, which names the proxy).
-    """
-    seats = domain_seats(domain, config)
-    agent, agent_sampling = seats.agent, seats.agent.sampling
-
-    def per_proxy(task: Task, proxy: Proxy) -> Any:
-        user = UserSeat.build(task, tool_schemas=user_tool_schemas(domain, task),
-                              sampling=config.user_sampling(proxy), grammar=config.tool_grammar,
-                              role=proxy.role)
-        item_id = f"{domain.name}/{task.id}"
-
-        def per_trial(trial: int) -> EpisodeSetup:
-            seat = agent
-            if agent_sampling.temperature > 0:
-                seat = replace(agent, sampling=replace(agent_sampling, seed=_seed(seed, item_id, trial)))
-            return EpisodeSetup(domain, task, trial, seat, user, seats.judge, seats.limits)
-        return per_trial
-    return per_proxy
-
-
-def _upstream_setups(config: UserProxyConfig, domain: Domain, words: Tau2Words) -> Any:
-    """Return (task, proxy) -> trial -> ``UpstreamSetup``: upstream's requests, the proxy in the user seat."""
-    shared = upstream_seats(domain, words, config)
-
-    def per_proxy(task: Task, proxy: Proxy) -> Any:
-        temperature = config.user_sampling(proxy).temperature
-        return lambda trial: UpstreamSetup(domain, task, trial, shared, user_role=proxy.role,
-                                           user_temperature=temperature)
-    return per_proxy
-
-
-def userproxy_episode(ctx: EpisodeContext, setup: EpisodeSetup | UpstreamSetup, job: GradingJob,
-                      proxy: str) -> Any:
+def userproxy_episode(ctx: EpisodeContext, setup: Setup, job: GradingJob, proxy: str) -> Any:
     """Run a tau2 episode, then UFS grading of its trajectory; ``info.proxy`` names the proxy."""
-    if isinstance(setup, UpstreamSetup):
-        outcome, messages = yield from upstream_trajectory(ctx, setup)
-    else:
-        outcome, messages = yield from tau2_trajectory(ctx, setup)
+    outcome, messages = yield from play_trajectory(ctx, setup)
     info = {**outcome.info, "proxy": proxy}
     if outcome.termination != INFRASTRUCTURE_ERROR:
         graded = yield from grading_program(ctx, replace(job, trajectory=tuple(messages)))
@@ -400,7 +350,7 @@ def userproxy_episode(ctx: EpisodeContext, setup: EpisodeSetup | UpstreamSetup, 
     return Outcome(outcome.termination, reward=outcome.reward, info=info)
 
 
-def _bind(setup: EpisodeSetup | UpstreamSetup, job: GradingJob, proxy: str) -> Any:
+def _bind(setup: Setup, job: GradingJob, proxy: str) -> Any:
     return lambda ctx: userproxy_episode(ctx, setup, job, proxy)
 
 

@@ -28,7 +28,7 @@ from uxlocal.engine.base import Engine, GenRequest, PreparedRequest
 from uxlocal.engine.fake import FakeEngine
 from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
 from uxlocal.tau2 import INFRASTRUCTURE_ERROR, load_domain, load_tasks
-from uxlocal.tau2.episode.orchestrator import Limits
+from uxlocal.tau2.episode.state import Limits
 from uxlocal.tau2.episode.upstream import UpstreamSeats, UpstreamSetup, upstream_episode
 from uxlocal.tau2.layout import tau2_root
 from uxlocal.tau2.reward_info import RewardInfo

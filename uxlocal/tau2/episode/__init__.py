@@ -18,7 +18,8 @@ from .options import (
     upstream_seats,
     user_tool_schemas,
 )
-from .orchestrator import EpisodeSetup, Limits, tau2_episode, tau2_trajectory
+from .orchestrator import EpisodeSetup, tau2_episode, tau2_trajectory
+from .state import Limits
 from .user_proxy import USER_ROLE, UserSeat
 
 __all__ = [

@@ -25,13 +25,16 @@ from uxlocal.tau2 import (
     Task,
     domain_spec,
     load_domain,
+    load_tasks,
 )
 
+from ..data import data_hashes, resolve_data_dir
 from ..registry import Tau2Version, expand_domains
 from ..upstream_words import Tau2Words
 from .agent import AGENT_ROLE, AgentSeat
 from .judge import JUDGE_ROLE, JudgeSeat
-from .orchestrator import Limits
+from .prompts import prompt_hashes
+from .state import Limits
 from .upstream import UpstreamSeats
 from .user_proxy import USER_ROLE
 
@@ -117,6 +120,15 @@ class Tau2Options(SuiteConfig):
         why = ("--protocol ours" if self.protocol == "ours" else "--agent-first-tool" if self.agent_first_tool
                else "homenet is ours" if name == "homenet" else "no tau2-bench checkout in --tau2-data")
         return f"{name}: our protocol and words, {NOT_COMPARABLE} ({why})"
+
+    def tau2_hashes(self, names: list[str]) -> dict[str, str]:
+        """Return the tau2 part of a run's identity: our prompt files, every data file read, each protocol."""
+        root = resolve_data_dir(self.tau2_data)
+        return {**prompt_hashes(), **data_hashes(root, names), **protocol_hashes(self, root, names)}
+
+    def selected_tasks(self, root: Path, name: str, limit: int | None) -> list[Task]:
+        """Return one domain's tasks as ``--split`` and ``--tasks`` select them, at most ``limit``."""
+        return load_tasks(root, name, split=self.split, task_ids=self.task_ids(name), limit=limit)
 
     def task_ids(self, domain: str) -> list[str] | None:
         """Return the ``--tasks`` ids for one domain (bare ids apply to every domain), or None."""

@@ -38,23 +38,16 @@ a ``verdicts`` row and the whole ``reward_info`` goes into ``Outcome.info``.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 from uxlocal.engine.base import GenResult
-from uxlocal.episode import Ask, EpisodeContext, Outcome
+from uxlocal.episode import EpisodeContext, Outcome
 from uxlocal.tau2 import (
     CONTEXT_WINDOW_EXCEEDED,
-    DEFAULT_MAX_ERRORS,
-    DEFAULT_MAX_STEPS,
     INFRASTRUCTURE_ERROR,
-    MAX_STEPS,
-    TOO_MANY_ERRORS,
     USER_STOP,
     Domain,
-    Environment,
     Message,
     NLVerdict,
     RewardInfo,
@@ -62,26 +55,17 @@ from uxlocal.tau2 import (
     ToolCall,
     score_episode,
     user_stop_token,
-    utc_now,
 )
 
 from .actions import TurnAction, TurnFormatError, action_json
 from .agent import AGENT_ROLE, GREETING, AgentSeat
 from .judge import JUDGE_ROLE, JudgeSeat
+from .state import Ended, EpisodeState, Gen, Limits, check_finish
 from .user_proxy import USER_ROLE, UserSeat
 from .views import Seat
 
-Gen = Generator[Ask, Any, Any]
 MODEL_ROLE: dict[str, str] = {"assistant": AGENT_ROLE, "user": USER_ROLE}
 """Trajectory role of a seat -> the model role that plays it."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """When an episode is cut off (tau2's defaults)."""
-
-    max_steps: int = DEFAULT_MAX_STEPS
-    max_errors: int = DEFAULT_MAX_ERRORS
 
 
 @dataclass(frozen=True)
@@ -100,15 +84,6 @@ class EpisodeSetup:
     runs do); otherwise only where ``NL_ASSERTION`` is in the reward basis."""
 
 
-class _Ended(Exception):
-    """Internal: the conversation is over, for ``reason``."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.detail = detail
-
-
 def tau2_episode(ctx: EpisodeContext, setup: EpisodeSetup) -> Gen:
     """Run one episode: converse until a termination, then score; returns an ``Outcome``."""
     outcome, _ = yield from tau2_trajectory(ctx, setup)
@@ -121,60 +96,46 @@ def tau2_trajectory(ctx: EpisodeContext, setup: EpisodeSetup) -> Gen:
     For programs that work on the finished conversation in the same episode (UFS grading in
     ``uxlocal run userproxy``) without reading the store back.
     """
-    episode = _Episode(ctx, setup)
-    termination = yield from episode.converse()
-    outcome: Outcome = yield from episode.score(termination)
-    return outcome, list(episode.messages)
+    return (yield from _Episode(ctx, setup).run())
 
 
-class _Episode:
-    """The mutable state of one episode: the trajectory, the environment and the counters."""
+class _Episode(EpisodeState):
+    """One episode in our protocol: every message is a step, unusable output is asked again."""
 
     def __init__(self, ctx: EpisodeContext, setup: EpisodeSetup) -> None:
-        self.ctx = ctx
+        roles = {"user": setup.user.role, "assistant": AGENT_ROLE}
+        super().__init__(ctx, setup.domain, setup.task, setup.trial, setup.limits, roles, _turn_text)
         self.setup = setup
-        self.env = Environment.for_task(setup.domain, setup.task)
-        self.messages: list[Message] = []
-        self.steps = 0
-        self.errors = 0
         self.format_errors: list[dict[str, Any]] = []
-        self.detail = ""
-        self.start_time = utc_now()
-        self._clock = time.perf_counter()
 
     # --- conversation ---------------------------------------------------------------------
 
-    def converse(self) -> Gen:
-        """Alternate the seats until a termination reason; returns it."""
+    def conversation(self) -> Gen:
+        """Alternate the seats until a termination (raised as ``Ended``)."""
         seat = self._open()
-        try:
-            while True:
-                seat = yield from self._turn(seat)
-        except _Ended as end:
-            self.detail = end.detail
-            return end.reason
+        while True:
+            seat = yield from self._turn(seat)
 
     def _open(self) -> Seat:
         """Start from the task's history, or from the greeting; return who speaks next."""
-        state = self.setup.task.initial_state
-        history = list(state.message_history or []) if state is not None else []
+        history = self.task_history()
         if not history:
-            self._append(Message.text("assistant", GREETING), step=False)
+            self.record(Message.text("assistant", GREETING), step=False)
             return "user"
         for message in history:
-            self._append(message.model_copy(deep=True), step=False)
+            self.record(message.model_copy(deep=True), step=False)
         return _next_seat(history)
 
     def _turn(self, seat: Seat) -> Gen:
         action, result = yield from self._ask(seat)
         if action.kind == "message":
-            self._append(Message.text(seat, action.text), result=result)
+            self.record(Message.text(seat, action.text), result=result)
             if seat == "user" and user_stop_token(action.text):
-                raise _Ended(USER_STOP)
-            self._check_limits()
+                raise Ended(USER_STOP)
+            self.check_limits()
             return "user" if seat == "assistant" else "assistant"
         self._call_tool(seat, action, result)
-        self._check_limits()
+        self.check_limits()
         return seat
 
     def _ask(self, seat: Seat) -> Gen:
@@ -183,51 +144,30 @@ class _Episode:
         retries: list[tuple[str, str]] = []
         while True:
             result: GenResult = yield chooser.request(self.messages, retries)
-            _check_finish(seat, result)
+            check_finish(result, MODEL_ROLE[seat], window_reason=CONTEXT_WINDOW_EXCEEDED,
+                         error_reason=INFRASTRUCTURE_ERROR)
             try:
                 return chooser.parse(result), result
             except TurnFormatError as err:
                 self.errors += 1
                 self.format_errors.append({"seat": MODEL_ROLE[seat], "turn_idx": len(self.messages),
                                            "error": str(err), "request_hash": result.request_hash})
-                self._check_limits()
+                self.check_limits()
                 retries.append((result.text, str(err)))
 
     def _call_tool(self, seat: Seat, action: TurnAction, result: GenResult) -> None:
         """Record the call, run it on the caller's side of the environment, record the result."""
         call = ToolCall(id=f"tc_{len(self.messages)}", name=action.tool, arguments=action.arguments,
                         requestor=seat)
-        call_idx = self._append(Message.calls(seat, [call]), result=result)
-        answer = self.env.call(call.name, call.arguments, seat)
-        self._append(Message.tool_result(call, answer.content, error=not answer.ok))
-        error = answer.error if not answer.internal else f"internal: {answer.error}"
-        self.ctx.tool_call(turn_idx=call_idx, call_idx=0, requestor=seat, name=call.name,
-                           arguments=call.arguments, ok=answer.ok, result=answer.content, error=error)
-        if not answer.ok and (answer.internal or self.setup.domain.spec.tool_errors_count):
+        call_idx = self.record(Message.calls(seat, [call]), result=result)
+        answer = self.run_call(call, call_idx, 0)
+        if not answer.ok and (answer.internal or self.domain.spec.tool_errors_count):
             self.errors += 1
 
-    def _append(self, message: Message, *, result: GenResult | None = None, step: bool = True) -> int:
-        """Add a message to the trajectory and the store's turns; ``turn_idx`` is its position."""
-        idx = len(self.messages)
-        update: dict[str, Any] = {"turn_idx": idx}
-        if result is not None:
-            update["usage"] = {"prompt_tokens": result.prompt_tokens,
-                               "completion_tokens": result.completion_tokens}
-        message = message.model_copy(update=update)
-        self.messages.append(message)
+    def record(self, message: Message, *, result: GenResult | None = None, step: bool = True) -> int:
+        """``EpisodeState.record`` that also counts a step, unless ``step`` is false (the opening)."""
         self.steps += int(step)
-        seat_role = self.setup.user.role if message.role == "user" else MODEL_ROLE.get(message.role)
-        model_role = seat_role if result is not None else None
-        self.ctx.turn(message.role, _turn_text(message), model_role=model_role, result=result,
-                      meta={"message": message.model_dump(mode="json")})
-        return idx
-
-    def _check_limits(self) -> None:
-        limits = self.setup.limits
-        if self.errors >= limits.max_errors:
-            raise _Ended(TOO_MANY_ERRORS, f"{self.errors} errors (limit {limits.max_errors})")
-        if self.steps >= limits.max_steps:
-            raise _Ended(MAX_STEPS, f"{self.steps} steps (limit {limits.max_steps})")
+        return super().record(message, result=result)
 
     # --- reward -----------------------------------------------------------------------------
 
@@ -252,25 +192,7 @@ class _Episode:
         return verdict
 
     def _info(self, reward_info: RewardInfo) -> dict[str, Any]:
-        task = self.setup.task
-        return {
-            "domain": self.setup.domain.name, "task_id": task.id, "trial": self.setup.trial,
-            "tau2_version": self.setup.domain.tau2_version, "protocol": "ours",
-            "gold_requestors": task.gold_requestors(),
-            **self.setup.domain.spec.episode_info,
-            "steps": self.steps, "errors": self.errors, "format_errors": self.format_errors,
-            "termination_detail": self.detail, "start_time": self.start_time, "end_time": utc_now(),
-            "duration": round(time.perf_counter() - self._clock, 3),
-            "reward_info": reward_info.model_dump(mode="json"),
-        }
-
-
-def _check_finish(seat: Seat, result: GenResult) -> None:
-    """End the episode when the engine could not answer at all."""
-    if result.finish_reason == "context_window":
-        raise _Ended(CONTEXT_WINDOW_EXCEEDED, f"the {MODEL_ROLE[seat]} prompt exceeds its model's window")
-    if result.finish_reason == "error":
-        raise _Ended(INFRASTRUCTURE_ERROR, f"{MODEL_ROLE[seat]} generation failed: {result.error}")
+        return self.info("ours", reward_info, format_errors=self.format_errors)
 
 
 def _next_seat(history: list[Message]) -> Seat:

@@ -37,20 +37,15 @@ from __future__ import annotations
 
 import json
 import random
-import time
-from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 from uxlocal.engine.base import GenRequest, GenResult, Sampling
-from uxlocal.episode import Ask, EpisodeContext, Outcome
+from uxlocal.episode import EpisodeContext, Outcome
 from uxlocal.tau2 import (
     INFRASTRUCTURE_ERROR,
-    MAX_STEPS,
-    TOO_MANY_ERRORS,
     USER_STOP,
     Domain,
-    Environment,
     Message,
     Task,
     ToolCall,
@@ -64,11 +59,10 @@ from uxlocal.tau2.upstream_words import Tau2Words
 
 from .agent import AGENT_ROLE, GREETING
 from .judge import JUDGE_ROLE
-from .orchestrator import Limits
+from .state import Ended, EpisodeState, Gen, Limits, check_finish
 from .user_proxy import USER_ROLE
 from .views import Seat
 
-Gen = Generator[Ask, Any, Any]
 PROTOCOL = "upstream"
 """The name this protocol goes by in a run's identity and info (the other one is ``ours``)."""
 NO_CAP = 1 << 20
@@ -134,15 +128,6 @@ class UpstreamSetup:
                                                    has_tools=self.user_tools is not None)
 
 
-class _Ended(Exception):
-    """Internal: the episode is over, for ``reason``."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.detail = detail
-
-
 def upstream_episode(ctx: EpisodeContext, setup: UpstreamSetup) -> Gen:
     """Run one episode as upstream does, then score it; returns an ``Outcome``."""
     outcome, _ = yield from upstream_trajectory(ctx, setup)
@@ -151,59 +136,45 @@ def upstream_episode(ctx: EpisodeContext, setup: UpstreamSetup) -> Gen:
 
 def upstream_trajectory(ctx: EpisodeContext, setup: UpstreamSetup) -> Gen:
     """``upstream_episode`` that also returns the trajectory: (``Outcome``, messages)."""
-    episode = _Episode(ctx, setup)
-    termination = yield from episode.converse()
-    outcome: Outcome = yield from episode.score(termination)
-    return outcome, list(episode.messages)
+    return (yield from _Episode(ctx, setup).run())
 
 
-class _Episode:
-    """The mutable state of one episode: trajectory, environment, counters, who is addressed."""
+class _Episode(EpisodeState):
+    """One episode as upstream runs it: besides the shared state, who is addressed and the seed."""
 
     def __init__(self, ctx: EpisodeContext, setup: UpstreamSetup) -> None:
-        self.ctx = ctx
+        roles = {"user": setup.user_role, "assistant": setup.seats.agent_role}
+        super().__init__(ctx, setup.domain, setup.task, setup.trial, setup.seats.limits, roles, _turn_text)
         self.setup = setup
-        self.env = Environment.for_task(setup.domain, setup.task)
         self.seed = trial_seed(setup.trial) if setup.seed is None else setup.seed
         self.user_tools = setup.user_tools
         self.user_system = setup.user_system
-        self.messages: list[Message] = []
-        self.steps = 0
-        self.errors = 0
-        self.detail = ""
-        self.start_time = utc_now()
-        self._clock = time.perf_counter()
 
     # --- conversation ---------------------------------------------------------------------
 
-    def converse(self) -> Gen:
-        """Step until a termination reason; returns it (``infrastructure_error`` included)."""
-        try:
-            sender, addressee = self._open()
-            while True:
-                sender, addressee = yield from self._step(sender, addressee)
-                if addressee != "env":
-                    self._check_limits()
-        except _Ended as end:
-            self.detail = end.detail
-            return end.reason
+    def conversation(self) -> Gen:
+        """Step until a termination (``infrastructure_error`` included), raised as ``Ended``."""
+        sender, addressee = self._open()
+        while True:
+            sender, addressee = yield from self._step(sender, addressee)
+            if addressee != "env":
+                self.check_limits()
 
     def _open(self) -> tuple[str, str]:
         """Start from the task's history, or from the greeting; return (sender, addressee)."""
-        state = self.setup.task.initial_state
-        history = list(state.message_history or []) if state is not None else []
+        history = self.task_history()
         if not history:
-            self._append(Message.text("assistant", GREETING))
+            self.record(Message.text("assistant", GREETING))
             return "assistant", "user"
         for message in history:
-            self._append(message.model_copy(deep=True))
+            self.record(message.model_copy(deep=True))
         last = history[-1]
         if last.role == "tool":
             return "env", last.requestor or "assistant"
         if last.is_tool_call():
             return last.role, "env"
         if last.role == "user" and user_stop_token(last.content):
-            raise _Ended(USER_STOP, "the task's history ends with a user stop")
+            raise Ended(USER_STOP, "the task's history ends with a user stop")
         return last.role, "assistant" if last.role == "user" else "user"
 
     def _step(self, sender: str, addressee: str) -> Gen:
@@ -214,13 +185,13 @@ class _Episode:
             return "env", sender
         seat: Seat = "user" if addressee == "user" else "assistant"
         message, result = yield from self._generate(seat)
-        self._append(message, result=result)
+        self.record(message, result=result)
         self.steps += 1
         if message.is_tool_call():
             return seat, "env"
         if seat == "user" and user_stop_token(message.content):
-            self._check_limits()  # upstream's limit checks run after the stop and win over it
-            raise _Ended(USER_STOP)
+            self.check_limits()  # upstream's limit checks run after the stop and win over it
+            raise Ended(USER_STOP)
         return seat, "user" if seat == "assistant" else "assistant"
 
     def _awaiting_env(self) -> Message:
@@ -247,15 +218,12 @@ class _Episode:
         """Ask ``seat`` once and read its reply as upstream's ``generate`` does."""
         result: GenResult = yield self.request(seat)
         role = self.setup.seats.agent_role if seat == "assistant" else self.setup.user_role
-        if result.finish_reason == "context_window":
-            raise _Ended(INFRASTRUCTURE_ERROR, f"the {role} prompt exceeds its model's window")
-        if result.finish_reason == "error":
-            raise _Ended(INFRASTRUCTURE_ERROR, f"{role} generation failed: {result.error}")
+        check_finish(result, role, window_reason=INFRASTRUCTURE_ERROR, error_reason=INFRASTRUCTURE_ERROR)
         calls = [_tool_call(raw, seat, f"call_{len(self.messages)}_{k}", role)
                  for k, raw in enumerate(result.tool_calls or [])]
         content = result.text if result.text.strip() else None  # a call alone: content null, as servers send
         if not calls and content is None:
-            raise _Ended(INFRASTRUCTURE_ERROR, f"the {role} message has neither content nor tool calls")
+            raise Ended(INFRASTRUCTURE_ERROR, f"the {role} message has neither content nor tool calls")
         message = Message(role=seat, content=content, tool_calls=calls or None, timestamp=utc_now())
         return message, result
 
@@ -263,34 +231,8 @@ class _Episode:
         """Run a message's tool calls in order on the caller's side; each result is a ``tool`` message."""
         call_idx = self.messages.index(message)
         for k, call in enumerate(message.tool_calls or []):
-            answer = self.env.call(call.name, call.arguments, call.requestor)
-            self._append(Message.tool_result(call, answer.content, error=not answer.ok))
+            answer = self.run_call(call, call_idx, k)
             self.errors += int(not answer.ok)
-            error = answer.error if not answer.internal else f"internal: {answer.error}"
-            self.ctx.tool_call(turn_idx=call_idx, call_idx=k, requestor=call.requestor, name=call.name,
-                               arguments=call.arguments, ok=answer.ok, result=answer.content, error=error)
-
-    def _append(self, message: Message, *, result: GenResult | None = None) -> int:
-        """Add a message to the trajectory and the store's turns; ``turn_idx`` is its position."""
-        idx = len(self.messages)
-        update: dict[str, Any] = {"turn_idx": idx}
-        if result is not None:
-            update["usage"] = {"prompt_tokens": result.prompt_tokens,
-                               "completion_tokens": result.completion_tokens}
-        message = message.model_copy(update=update)
-        self.messages.append(message)
-        roles = {"user": self.setup.user_role, "assistant": self.setup.seats.agent_role}
-        model_role = roles.get(message.role) if result is not None else None
-        self.ctx.turn(message.role, _turn_text(message), model_role=model_role, result=result,
-                      meta={"message": message.model_dump(mode="json")})
-        return idx
-
-    def _check_limits(self) -> None:
-        limits = self.setup.seats.limits
-        if self.errors >= limits.max_errors:
-            raise _Ended(TOO_MANY_ERRORS, f"{self.errors} errors (limit {limits.max_errors})")
-        if self.steps >= limits.max_steps:
-            raise _Ended(MAX_STEPS, f"{self.steps} steps (limit {limits.max_steps})")
 
     # --- reward -----------------------------------------------------------------------------
 
@@ -322,18 +264,9 @@ class _Episode:
         return Outcome(termination, reward=info.reward, info=self._info(info))
 
     def _info(self, reward_info: RewardInfo | None) -> dict[str, Any]:
-        task, domain = self.setup.task, self.setup.domain
         source = self.setup.seats.words.source
-        return {
-            "domain": domain.name, "task_id": task.id, "trial": self.setup.trial,
-            "tau2_version": domain.tau2_version, "protocol": PROTOCOL, "seed": self.seed,
-            "words_sha256": source.sha256 if source else None,
-            "gold_requestors": task.gold_requestors(), **domain.spec.episode_info,
-            "steps": self.steps, "errors": self.errors, "format_errors": [],
-            "termination_detail": self.detail, "start_time": self.start_time, "end_time": utc_now(),
-            "duration": round(time.perf_counter() - self._clock, 3),
-            "reward_info": reward_info.model_dump(mode="json") if reward_info else None,
-        }
+        return self.info(PROTOCOL, reward_info, format_errors=[], seed=self.seed,
+                         words_sha256=source.sha256 if source else None)
 
 
 def read_judge_reply(result: GenResult) -> list[NLAssertionCheck]:
@@ -360,11 +293,11 @@ def _tool_call(raw: dict[str, Any], seat: Seat, fallback_id: str, role: str) -> 
     try:
         arguments = json.loads(text) if isinstance(text, str) else text
     except json.JSONDecodeError as err:
-        raise _Ended(INFRASTRUCTURE_ERROR, f"the {role}'s call of {function.get('name')!r} has arguments "
-                                           f"that are not JSON ({err})") from None
+        raise Ended(INFRASTRUCTURE_ERROR, f"the {role}'s call of {function.get('name')!r} has arguments "
+                                          f"that are not JSON ({err})") from None
     if not isinstance(arguments, dict):
-        raise _Ended(INFRASTRUCTURE_ERROR, f"the {role}'s call of {function.get('name')!r} has arguments "
-                                           "that are not a JSON object")
+        raise Ended(INFRASTRUCTURE_ERROR, f"the {role}'s call of {function.get('name')!r} has arguments "
+                                          "that are not a JSON object")
     return ToolCall(id=str(raw.get("id") or fallback_id), name=str(function.get("name", "")),
                     arguments=arguments, requestor=seat)
 

@@ -152,7 +152,8 @@ class VllmEngine(Engine):
         """One engine run, isolating failures.
 
         On failure the requests that were in the engine run again one by one, so a bad one fails
-        alone, and those that never entered run again as a batch (with the same window).
+        alone, and those that never entered run again as a batch (with the same window). When
+        none entered (a request failed on its way in), every request runs again alone.
         """
         groups = lora_groups(batch)
         if groups and self.split_mixed_lora:  # base and adapter requests apart (see lora_groups)
@@ -175,13 +176,13 @@ class VllmEngine(Engine):
             abort_unfinished(self.llm)
             if isinstance(exc, SinkFailed):
                 raise
-            entered = run.entered
-            left = [k for k in range(entered) if k not in emitted]
             if len(batch) == 1:
-                if left:
+                if 0 not in emitted:
                     emit(0, GenResult("", "error", prompt_tokens=len(batch[0].prompt_ids), valid=False,
                                       error=f"{type(exc).__name__}: {exc}"))
                 return
+            entered = run.entered or len(batch)  # none entered: no telling which one failed
+            left = [k for k in range(entered) if k not in emitted]
             log.warning("batch of %d failed (%s: %s); retrying %d unfinished requests one by one", len(batch),
                         type(exc).__name__, exc, len(left))
             for k in left:

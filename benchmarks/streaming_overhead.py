@@ -89,7 +89,7 @@ def streamed(engine: Any, scheduler: Scheduler, prepared: list[PreparedRequest],
 
 def plain(engine: Any, prepared: list[PreparedRequest]) -> float:
     """Seconds for arm B: one ``LLM.generate`` of the same inputs."""
-    inputs = [engine._vllm_inputs(p) for p in prepared]
+    inputs = [engine.requests.inputs(p) for p in prepared]
     started = time.perf_counter()
     outputs = engine.llm.generate([i[0] for i in inputs], [i[1] for i in inputs], use_tqdm=False)
     assert len(outputs) == len(prepared)

@@ -42,7 +42,7 @@ def lora_kernels_row(load: bool = True) -> tuple[str, str, str]:
 def prefix_caching_row() -> tuple[str, str, str]:
     """(check, status, detail) for vLLM's prefix cache, which judge throughput relies on.
 
-    uxlocal builds every vLLM engine with ``enable_prefix_caching=True`` (engine/vllm.py), on the
+    uxlocal builds every vLLM engine with ``enable_prefix_caching=True`` (engine/vllm_load.py), on the
     CPU and the GPU build alike; vLLM itself turns it off only on RISC-V CPUs and for MLA models
     on CPU. ``benchmarks/judge_throughput.py`` measures the hit rate.
     """

@@ -76,7 +76,7 @@ class JsonSchema:
         return cls(schema=model.model_json_schema(), model=model)
 
     def key(self) -> dict[str, Any]:
-        """Canonical form for request hashing (``layout``: JSON is generated compact, see engine/vllm.py)."""
+        """Canonical form for request hashing (``layout``: JSON generated compact, engine/vllm_load.py)."""
         return {"kind": self.kind, "schema": self.schema, "layout": "compact"}
 
     def parse(self, text: str) -> ParseResult:

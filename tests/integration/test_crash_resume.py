@@ -157,7 +157,7 @@ def test_vllm_sink_gets_each_result_once_and_texts_match_a_plain_generate_call(v
         assert abs(sum(result.label_probs.values()) - 1) < 0.01
     assert results[5].valid and 1 <= results[5].parsed["score"] <= 5
     # the same requests through vLLM's own LLM.generate: same texts (constraints and seeds kept)
-    inputs = [engine._vllm_inputs(p) for p in batch[:-1]]
+    inputs = [engine.requests.inputs(p) for p in batch[:-1]]
     plain = engine.llm.generate([i[0] for i in inputs], [i[1] for i in inputs], use_tqdm=False)
     assert [o.outputs[0].text for o in plain] == [r.text for r in results[:-1]]
 

@@ -4,7 +4,7 @@
 --judge-adapter --heldout-of`` in a fresh store prints the held-out numbers ``judge train`` printed:
 the same prompts through the same engine path (vLLM with LoRA; our CPU kernels or the split of mixed
 batches on a CPU build), so the same numbers to the bit (issue 44: vLLM's step batches no longer
-depend on grammar-compile timing, ``engine.vllm.compile_grammars_inline``).
+depend on grammar-compile timing, ``engine.vllm_load.compile_grammars_inline``).
 
 Short training on a 72-row slice of the sample on purpose (a few minutes on 2 cores): the figures of
 the full training are the benchmark's (benchmarks/judge_train.py), not this test's.

@@ -134,14 +134,15 @@ def test_vllm_backend_walk_expands_on_path_steps_and_asks_for_the_rest() -> None
     from types import SimpleNamespace
 
     from uxlocal.engine.base import GenResult
-    from uxlocal.engine.vllm import _Walk
+    from uxlocal.engine.vllm_requests import PendingWalk
 
     def logprobs(dist: dict[int, float]) -> dict[int, SimpleNamespace]:  # vLLM's {token_id: Logprob}
         return {tid: SimpleNamespace(logprob=math.log(p)) for tid, p in dist.items()}
 
     walk, root = start_walk(("好", "差"))
     expand(walk, root, {7: 0.5, 12: 0.5}, VOCAB, EOS, masked=True)
-    state = _Walk(GenResult("差", "stop"), walk, [12, 13], [logprobs({7: 0.5, 12: 0.5}), logprobs({13: 1.0})])
+    steps = [logprobs({7: 0.5, 12: 0.5}), logprobs({13: 1.0})]
+    state = PendingWalk(GenResult("差", "stop"), walk, [12, 13], steps)
     off = state.round(VOCAB, EOS)
     assert [node.prefix_ids for node in off] == [(7,)] and state.rounds == 1  # one engine read to enqueue
     expand_off_path(walk, off, [{8: 0.3, 9: 0.1, 14: 0.6}], VOCAB, EOS)

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from uxlocal.engine.vllm import compile_grammars_inline
+from uxlocal.engine.vllm_load import compile_grammars_inline
 
 
 def _llm(manager: object) -> SimpleNamespace:
@@ -26,7 +26,7 @@ def test_compile_grammars_inline_turns_off_async_compiles_of_an_in_process_engin
 def test_compile_grammars_inline_warns_when_the_engine_core_runs_elsewhere(
         caplog: pytest.LogCaptureFixture) -> None:
     multiprocess = SimpleNamespace(llm_engine=SimpleNamespace(engine_core=SimpleNamespace()))  # a client only
-    with caplog.at_level(logging.WARNING, logger="uxlocal.engine.vllm"):
+    with caplog.at_level(logging.WARNING, logger="uxlocal.engine.vllm_load"):
         assert compile_grammars_inline(multiprocess) is False
     assert "asynchronously" in caplog.text
 

@@ -1,6 +1,6 @@
 """Start a vLLM OpenAI-compatible server for a resolved model on this machine (tests, benchmarks).
 
-The flags mirror the in-process engine (``engine/vllm.py``) so both give the same greedy outputs:
+The flags mirror the in-process engine (``engine/vllm_load.py``) so both give the same greedy outputs:
 same dtype, window and seed; ``--generation-config vllm`` (the in-process engine also ignores the
 checkpoint's sampling defaults, which ``vllm serve`` would otherwise apply to every request); on
 CPU eager mode and whole-prompt prefill. We launch ``python -m vllm.entrypoints.openai.api_server``
@@ -34,7 +34,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def server_args(model: ResolvedModel, *, host: str, port: int, max_logprobs: int = 64) -> list[str]:
     """``api_server`` arguments that reproduce the in-process engine's settings for ``model``."""
-    from uxlocal.engine.vllm import is_cpu_build
+    from uxlocal.engine.vllm_load import is_cpu_build
 
     args = ["--model", model.path, "--dtype", model.dtype, "--max-model-len", str(model.max_model_len),
             "--host", host, "--port", str(port), "--seed", "0", "--generation-config", "vllm",

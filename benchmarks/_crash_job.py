@@ -60,6 +60,12 @@ class Tap:
     def busy(self) -> None:
         self.sink.busy()
 
+    def more(self) -> list[PreparedRequest]:
+        """Pass the scheduler's follow-ups on; their results come back under the next indices."""
+        added = self.sink.more()
+        self.batch = [*self.batch, *added]
+        return added
+
 
 def watch(engine: Any) -> dict[str, int]:
     """Wrap ``engine.generate`` to report engine calls ("chunk") and results; returns live counters.

@@ -64,13 +64,13 @@ def streamed(engine: Any, scheduler: Scheduler, prepared: list[PreparedRequest],
     Results go through the scheduler's own sink (cache + store + timed commit). Arm A: one call,
     no window; C: ``window``-sized chunks, one call each; D: one call with ``window``.
     """
-    from uxlocal.rollout.batcher import SaveAsFinished
+    from uxlocal.rollout.batcher import EngineCall
 
     scheduler.cache._saved.clear()
     slot = scheduler.pool.slot("judge")
     ends: list[float] = []
 
-    class Clock(SaveAsFinished):
+    class Clock(EngineCall):
         def done(self, index: int, result: GenResult) -> None:
             """Note the time, then save as the scheduler does."""
             ends.append(time.perf_counter())
@@ -81,7 +81,7 @@ def streamed(engine: Any, scheduler: Scheduler, prepared: list[PreparedRequest],
     for first in range(0, len(prepared), step):
         chunk = prepared[first:first + step]
         extra = {"window": window} if window and not chunked else {}
-        engine.generate(chunk, sink=Clock(scheduler.batcher, slot, chunk), **extra)
+        engine.generate(chunk, sink=Clock(scheduler.batcher, slot, chunk, {}, lambda *_: None, None), **extra)
     wall = time.perf_counter() - started
     assert len(ends) == len(prepared)
     return wall, sum(1 for t in ends if t - started <= wall / 2) / len(ends)

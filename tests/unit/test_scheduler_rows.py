@@ -39,8 +39,8 @@ def _answer(prepared: Any) -> Any:
     return f"reply {digest}"
 
 
-def _mixed_run(db: Path, *, max_live: int, max_batch: int) -> dict[str, list[str]]:
-    engine = FakeEngine(_answer, identity="fake-mixed")
+def _mixed_run(db: Path, *, max_live: int, max_batch: int, follow_ups: bool = False) -> dict[str, list[str]]:
+    engine = FakeEngine(_answer, identity="fake-mixed", follow_ups=follow_ups)
     pool = ModelPool.from_engines({"candidate": engine, "user": engine, "judge": engine})
     run_suite(RunConfig(suite="selftest", db=str(db), progress=False, max_live=max_live, max_batch=max_batch),
               pool=pool)
@@ -70,3 +70,5 @@ def test_a_mixed_run_stores_the_same_rows_however_its_requests_are_batched(tmp_p
         "episodes": 52, "generations": 100, "items": 52, "models": 1, "run_generations": 100, "run_models": 4,
         "runs": 2, "turns": 48, "verdicts": 64}
     assert wide == narrow
+    following = _mixed_run(tmp_path / "following.duckdb", max_live=4, max_batch=64, follow_ups=True)
+    assert following == wide  # episodes going on inside a running call change nothing stored

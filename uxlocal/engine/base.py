@@ -181,11 +181,17 @@ class Renderer(ABC):
         """Return the byte string of every token id (for label-path probabilities)."""
 
 
+def window_exceeded(prepared: PreparedRequest) -> GenResult:
+    """Return the result of a request whose prompt leaves no room in the model's context window."""
+    return GenResult("", "context_window", prompt_tokens=len(prepared.prompt_ids), valid=False,
+                     error="prompt exceeds the model's context window")
+
+
 @runtime_checkable
 class ResultSink(Protocol):
     """Receives an engine's results while its ``generate`` call is still running.
 
-    Both methods are called on the thread that called ``generate`` (so the receiver needs no
+    Its methods are called on the thread that called ``generate`` (so the receiver needs no
     locks), and must be cheap: they run between the engine's steps.
     """
 
@@ -197,6 +203,15 @@ class ResultSink(Protocol):
         """Signal that the engine is still working.
 
         Called at least about once a second while nothing finishes.
+        """
+        ...
+
+    def more(self) -> list[PreparedRequest]:
+        """Return requests to add to the running call (engines declaring ``follow_ups`` only).
+
+        An engine that follows up calls this between its steps and runs what it gets as part of
+        the same call; their results go to ``done`` with indices counting on from the batch's end,
+        in the order they were handed out (``generate`` returns the first batch's only).
         """
         ...
 
@@ -226,6 +241,10 @@ class Engine(ABC):
     """Most ``Sampling.logprobs`` alternatives per position the engine returns (0: none)."""
     tool_calls: ClassVar[bool] = False
     """The engine parses native tool calls from its output (requests with ``tools``)."""
+    follow_ups: bool = False
+    """A rolling engine that also takes requests into a running call (``ResultSink.more``): an
+    episode whose request ended asks its next one while its batch mates still generate, so one long
+    generation no longer holds every other episode until the call ends."""
 
     @abstractmethod
     def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None,

@@ -33,9 +33,13 @@ class FakeEngine(Engine):
     tool_calls = True
 
     def __init__(self, script: Script | None = None, *, identity: str = "fake-engine",
-                 record: bool = True) -> None:
+                 record: bool = True, follow_ups: bool = False) -> None:
         self.identity = identity
         self.record = record
+        self.follow_ups = follow_ups
+        """Take the sink's follow-ups into the running call (``rolling`` too, as the contract asks)."""
+        if follow_ups:
+            self.rolling = True  # type: ignore[misc]
         """Keep every batch (tests read ``requests``); off for long benchmarks, so memory stays flat."""
         self.calls = 0
         self.batches: list[list[PreparedRequest]] = []
@@ -63,16 +67,23 @@ class FakeEngine(Engine):
 
     def generate(self, batch: list[PreparedRequest], *, sink: ResultSink | None = None,
                  window: int | None = None) -> list[GenResult]:
-        """Answer each request from the script, handing each result to ``sink`` as it is made."""
+        """Answer each request from the script, handing each result to ``sink`` as it is made.
+
+        Following up, each follow-up the sink hands over after a result joins the same call (and the
+        same recorded batch); only the first batch's results are returned.
+        """
         self.calls += 1
+        work = list(batch)
         if self.record:
-            self.batches.append(list(batch))
+            self.batches.append(work)
         results = []
-        for i, prepared in enumerate(batch):
+        for i, prepared in enumerate(work):  # grows while following up
             results.append(self._one(prepared))
             if sink is not None:
                 sink.done(i, results[-1])
-        return results
+                if self.follow_ups:
+                    work.extend(sink.more())
+        return results[:len(batch)]
 
     def _one(self, prepared: PreparedRequest) -> GenResult:
         item = self._next(prepared)

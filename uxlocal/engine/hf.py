@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from uxlocal import settings
-from uxlocal.engine.base import Engine, GenResult, PreparedRequest, ResultSink
+from uxlocal.engine.base import Engine, GenResult, PreparedRequest, ResultSink, window_exceeded
 from uxlocal.engine.labelprobs import expand_off_path, expand_on_path, max_label_tokens, start_walk
 from uxlocal.errors import UxlocalError
 from uxlocal.grammar import Choice, Constraint, JsonSchema, constraint_regex, parse_output
@@ -115,9 +115,7 @@ class HfEngine(Engine):
         groups: dict[str, list[int]] = defaultdict(list)
         for i, prepared in enumerate(batch):
             if len(prepared.prompt_ids) >= self.max_model_len:
-                results[i] = GenResult("", "context_window", prompt_tokens=len(prepared.prompt_ids),
-                                       valid=False,
-                                       error="prompt exceeds the model's context window")
+                results[i] = window_exceeded(prepared)
                 if sink is not None:
                     sink.done(i, results[i])
                 continue

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
-from uxlocal.engine.base import Engine, GenResult, PreparedRequest, ResultSink
+from uxlocal.engine.base import Engine, GenResult, PreparedRequest, ResultSink, window_exceeded
 from uxlocal.engine.render import HfChatRenderer
 from uxlocal.engine.stack_room import call_with_stack_room
 from uxlocal.engine.vllm_load import (
@@ -38,6 +39,7 @@ from uxlocal.engine.vllm_stream import (
     SinkFailed,
     abort_unfinished,
     admission_cost,
+    follow_ups,
     lora_groups,
     tell,
 )
@@ -54,6 +56,7 @@ class VllmEngine(Engine):
     """A loaded vLLM model; built lazily on the first batch that misses the cache."""
 
     rolling = True
+    follow_ups = True
     max_top_logprobs = 20
     """OpenAI's limit; the engine is built with ``max_logprobs`` 64 (label walks read more)."""
 
@@ -109,38 +112,37 @@ class VllmEngine(Engine):
                  window: int | None = None) -> list[GenResult]:
         """Generate a whole batch in one vLLM engine run, handing each result to ``sink`` as it finishes.
 
-        We step the engine ourselves (as ``LLM.generate`` does), so every finished request (label
-        walk included) leaves at once. With ``window`` at most that many requests are in the
-        engine at a time and the next one enters as soon as one ends (continuous batching: the
-        batch the engine runs stays full, with no tail waiting for a chunk's slowest request, and
-        results come out at an even pace); without it the whole batch goes in together. A window
-        admits the cheapest requests first (``admission_cost``): the same work in all, but results
-        reach the store sooner, so a crash mid-call leaves more of them saved.
-        ``latency_ms`` is the time from the start of the call to the request's end.
+        Every finished request (label walk included) leaves at once; with ``window`` at most that
+        many are in the engine and the next enters as one ends (continuous batching), cheapest
+        first (``admission_cost``: results reach the store sooner). The sink's follow-ups
+        (``ResultSink.more``) join the same run. ``latency_ms``: from the call's start to the end.
         """
         results: list[GenResult | None] = [None] * len(batch)
         runnable: list[int] = []
         for i, prepared in enumerate(batch):
             if len(prepared.prompt_ids) >= self.max_model_len:
-                results[i] = GenResult("", "context_window", prompt_tokens=len(prepared.prompt_ids),
-                                       valid=False, error="prompt exceeds the model's context window")
+                results[i] = window_exceeded(prepared)
                 if sink is not None:
                     sink.done(i, results[i])
             else:
                 runnable.append(i)
         if window and window < len(runnable):
             runnable.sort(key=lambda i: admission_cost(batch[i]))
+        # follow-ups join this call (none with adapters: mixed LoRA batches may have to run apart)
+        more = follow_ups(sink, len(batch), runnable, self.max_model_len) \
+            if sink is not None and self.follow_ups and not self.loras else None
         if runnable:
             self.calls += 1
             started = time.perf_counter()
 
             def finished(k: int, result: GenResult) -> None:
                 result.latency_ms = (time.perf_counter() - started) * 1000
-                results[runnable[k]] = result
+                if runnable[k] < len(results):
+                    results[runnable[k]] = result
                 tell(sink, runnable[k], result)
 
             try:  # stack room: the compiled CPU step otherwise may mmap/munmap a frame chunk per call
-                call_with_stack_room(self._run, [batch[i] for i in runnable], finished, sink, window)
+                call_with_stack_room(self._run, [batch[i] for i in runnable], finished, sink, window, more)
             except SinkFailed as failed:  # the store, not the model: nothing to retry here
                 raise failed.__cause__ from None  # type: ignore[misc]
             finally:
@@ -148,7 +150,7 @@ class VllmEngine(Engine):
         return [r for r in results if r is not None]
 
     def _run(self, batch: list[PreparedRequest], emit: Emit, sink: ResultSink | None,
-             window: int | None = None) -> None:
+             window: int | None = None, more: Callable[[], list[PreparedRequest]] | None = None) -> None:
         """One engine run, isolating failures.
 
         On failure the requests that were in the engine run again one by one, so a bad one fails
@@ -166,7 +168,7 @@ class VllmEngine(Engine):
             emitted.add(k)
             emit(k, result)
 
-        run = EngineRun(self.requests, batch, keep, window)
+        run = EngineRun(self.requests, batch, keep, window, more)
         try:
             run.stream(lambda: self.llm, sink)
         except KeyboardInterrupt:  # leave no request behind to run in the next call

@@ -8,10 +8,11 @@ leaves the moment it ends, at most ``window`` of them in the engine at a time.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable
 from typing import Any
 
-from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
+from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink, window_exceeded
 from uxlocal.engine.labelprobs import TrieNode, expand_off_path
 from uxlocal.engine.vllm_requests import PendingWalk, VllmRequests, probs
 
@@ -31,6 +32,33 @@ def tell(sink: ResultSink | None, index: int, result: GenResult) -> None:
             sink.done(index, result)
         except Exception as exc:
             raise SinkFailed() from exc
+
+
+def follow_ups(sink: ResultSink, first: int, runnable: list[int], max_model_len: int,
+               ) -> Callable[[], list[PreparedRequest]]:
+    """Return ``EngineRun``'s source of follow-ups: the sink's new requests that fit the window.
+
+    Each gets the sink index after the last (``first`` on); one whose prompt fills the window is
+    answered at once, the others are appended to ``runnable`` (run position -> sink index).
+    """
+    following = [first]
+
+    def more() -> list[PreparedRequest]:
+        try:
+            added = sink.more()
+        except Exception as exc:
+            raise SinkFailed() from exc
+        fitting = []
+        for prepared in added:
+            index, following[0] = following[0], following[0] + 1
+            if len(prepared.prompt_ids) >= max_model_len:
+                tell(sink, index, window_exceeded(prepared))
+            else:
+                runnable.append(index)
+                fitting.append(prepared)
+        return fitting
+
+    return more
 
 
 def _beat(sink: ResultSink) -> None:
@@ -98,11 +126,13 @@ class EngineRun:
     """
 
     def __init__(self, requests: VllmRequests, batch: list[PreparedRequest], emit: Emit,
-                 window: int | None = None) -> None:
+                 window: int | None = None, more: Callable[[], list[PreparedRequest]] | None = None) -> None:
         self.requests = requests
         self.batch = batch
+        """The run's requests: the batch given, then each follow-up ``more`` hands over (appended)."""
         self.emit = emit
-        self.limit = window if window and window > 0 else len(batch)
+        self.more = more
+        self.limit = window if window and window > 0 else sys.maxsize
         self.entered = 0
         self.done = 0
         self.owners: dict[str, tuple[int, TrieNode | None]] = {}
@@ -130,7 +160,11 @@ class EngineRun:
         self.emit(k, result)
 
     def _top_up(self) -> None:
-        """Enqueue the next requests of the batch while the window has room."""
+        """Take the follow-ups, then enqueue the next requests of the batch while the window has room."""
+        added = self.more() if self.more is not None else []
+        if added:
+            self.batch.extend(added)
+            self._inputs.extend(self.requests.inputs(p) for p in added)
         first, stop = self.entered, min(len(self.batch), self.done + self.limit)
         if stop <= first:
             return

@@ -7,8 +7,9 @@ Every result is kept in the cache (and its generation row handed to the writer) 
 engine reports it final, through the ``ResultSink`` this module gives each call.
 
 Batch composition is a function of the tick's requests in the order the driver lists them (its
-episodes in admission order, each episode's requests in the order it asked): nothing here
-depends on timing, memory or thread counts. vLLM's outputs are not batch-invariant (a request's
+episodes in admission order, each episode's requests in the order it asked) and, for follow-ups,
+of the engine step in which each request ended: nothing here depends on timing, memory or thread
+counts. vLLM's outputs are not batch-invariant (a request's
 numbers can move in the last bits with its batch mates), so equal batches are what make two runs
 of the same command agree.
 """
@@ -39,7 +40,9 @@ class Pending:
 
 
 Answer = Callable[[Pending, GenResult, bool], None]
-"""The driver's receiver: ``(pending, result, cached)`` for each pending request, in the tick's order."""
+"""The driver's receiver: ``(pending, result, cached)`` for each pending request as it is answered."""
+Follow = Callable[[], list[Pending]]
+"""The driver's: what its episodes asked since the last call (a following engine's next requests)."""
 
 
 def decode_generation(values: dict[str, Any]) -> GenResult:
@@ -80,10 +83,23 @@ class Batcher:
         self.stats = stats
         self.max_batch = max_batch
 
-    def serve(self, pending: list[Pending], answer: Answer) -> None:
-        """Answer every pending request through ``answer``: cached ones first, then each model's batch."""
-        hits = self.cache.lookup([p.prepared.request_hash for p in pending])
+    def serve(self, pending: list[Pending], answer: Answer, follow: Follow | None = None) -> None:
+        """Answer every pending request through ``answer``: cached ones first, then each model's batch.
+
+        ``follow`` (the driver's) lists the requests episodes asked since it was last called: an
+        engine that follows up (``Engine.follow_ups``) takes those for its model into its running
+        call; the others wait for the next tick.
+        """
         by_slot: dict[str, list[Pending]] = {}
+        for entry in self.answer_hits(pending, answer):
+            by_slot.setdefault(self.pool.roles[entry.prepared.request.role], []).append(entry)
+        for ident, entries in by_slot.items():
+            self.call(self.pool.slots[ident], entries, answer, follow)
+
+    def answer_hits(self, pending: list[Pending], answer: Answer) -> list[Pending]:
+        """Answer what the cache holds (counting every request); return the misses in order."""
+        hits = self.cache.lookup([p.prepared.request_hash for p in pending])
+        misses = []
         for entry in pending:
             self.stats.requests += 1
             hit = hits.get(entry.prepared.request_hash)
@@ -91,33 +107,28 @@ class Batcher:
                 self.stats.cache_hits += 1
                 answer(entry, hit, True)
             else:
-                by_slot.setdefault(self.pool.roles[entry.prepared.request.role], []).append(entry)
-        for ident, entries in by_slot.items():
-            results = self.generate(self.pool.slots[ident], [e.prepared for e in entries])
-            for entry in entries:
-                answer(entry, results[entry.prepared.request_hash], False)
+                misses.append(entry)
+        return misses
 
-    def generate(self, slot: ModelSlot, prepared: list[PreparedRequest]) -> dict[str, GenResult]:
-        """Generate each distinct request once on ``slot``'s engine; results by cache key."""
-        unique: dict[str, PreparedRequest] = {}
-        for request in prepared:
-            unique.setdefault(request.request_hash, request)
-        batch = list(unique.values())
+    def call(self, slot: ModelSlot, entries: list[Pending], answer: Answer, follow: Follow | None) -> None:
+        """Generate each distinct request once on ``slot``'s engine, answering its entries as it ends."""
+        waiters: dict[str, list[Pending]] = {}
+        for entry in entries:
+            waiters.setdefault(entry.prepared.request_hash, []).append(entry)
+        batch = [group[0].prepared for group in waiters.values()]
         engine = slot.engine
         self.check_abilities(slot, batch)
         step = max(1, len(batch)) if engine.rolling else self.max_batch
         window = self.max_batch if engine.rolling else None
-        results: dict[str, GenResult] = {}
         for start in range(0, len(batch), step):
             chunk = batch[start:start + step]
+            sink = EngineCall(self, slot, chunk, waiters, answer, follow if engine.follow_ups else None)
             begun = time.perf_counter()
-            outputs = engine.generate(chunk, sink=SaveAsFinished(self, slot, chunk), window=window)
+            outputs = engine.generate(chunk, sink=sink, window=window)
             self.stats.engine_busy_s += time.perf_counter() - begun
             self.stats.engine_calls += 1
-            for request, result in zip(chunk, outputs, strict=True):
-                self.keep(slot, request, result)  # a no-op for what the sink kept already
-                results[request.request_hash] = result
-        return results
+            for index, result in enumerate(outputs):
+                sink.done(index, result)  # a no-op for what the engine handed over already
 
     @staticmethod
     def check_abilities(slot: ModelSlot, batch: list[PreparedRequest]) -> None:
@@ -140,19 +151,56 @@ class Batcher:
             self.stats.completion_tokens += result.completion_tokens
 
 
-class SaveAsFinished:
-    """The ``ResultSink`` of one engine call: keep each result as it finishes, commit when due."""
+class EngineCall:
+    """The ``ResultSink`` of one engine call: keep and answer each result as it ends, feed follow-ups.
 
-    def __init__(self, batcher: Batcher, slot: ModelSlot, chunk: list[PreparedRequest]) -> None:
+    A following engine gets the requests its episodes asked meanwhile (``more``). Every request goes
+    into the cache (and its generation row to the writer) the moment the engine reports it final;
+    the commit follows the store's policy (``flush_if_due``).
+    """
+
+    def __init__(self, batcher: Batcher, slot: ModelSlot, chunk: list[PreparedRequest],
+                 waiters: dict[str, list[Pending]], answer: Answer, follow: Follow | None) -> None:
         self.batcher = batcher
         self.slot = slot
-        self.chunk = chunk
+        self.requests = list(chunk)
+        """The call's requests by the index the engine reports: the chunk, then each follow-up."""
+        self.waiters = waiters
+        self.answer = answer
+        self.follow = follow
+        self._answered: set[int] = set()
 
     def done(self, index: int, result: GenResult) -> None:
-        """Cache and store the generation now; commit if ``flush_every_s`` has passed."""
-        self.batcher.keep(self.slot, self.chunk[index], result)
+        """Cache and store the generation, answer its waiters once; commit if ``flush_every_s`` has passed."""
+        prepared = self.requests[index]
+        self.batcher.keep(self.slot, prepared, result)
+        if index not in self._answered:
+            self._answered.add(index)
+            for entry in self.waiters.pop(prepared.request_hash, []):
+                self.answer(entry, result, False)
         self.batcher.cache.flush_if_due()
 
     def busy(self) -> None:
         """Commit what finished earlier if it has waited ``flush_every_s`` (no result since)."""
         self.batcher.cache.flush_if_due()
+
+    def more(self) -> list[PreparedRequest]:
+        """Return the new requests for this model.
+
+        Cached ones are answered here, one already in flight gets one more waiter, another model's
+        wait for the next tick.
+        """
+        taken: list[PreparedRequest] = []
+        while self.follow is not None and (fresh := self.follow()):
+            mine = [entry for entry in fresh if self.batcher.pool.roles[entry.prepared.request.role]
+                    == self.slot.model.identity]
+            for entry in self.batcher.answer_hits(mine, self.answer):  # answers may ask again: loop
+                request = entry.prepared
+                if request.request_hash in self.waiters:
+                    self.waiters[request.request_hash].append(entry)
+                    continue
+                self.batcher.check_abilities(self.slot, [request])
+                self.waiters[request.request_hash] = [entry]
+                self.requests.append(request)
+                taken.append(request)
+        return taken

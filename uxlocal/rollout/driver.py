@@ -1,8 +1,10 @@
 """The driver: runs episode programs (``episode.py``) to their end, one tick at a time.
 
-Each tick it advances every live episode until each waits on generations, lets the batcher
-answer them (cache first, then one engine call per model), and admits new episodes up to
-``max_live``. It owns the episode lifecycle only: requests are prepared in ``prepare.py``,
+Each tick it lets the batcher answer every waiting request (cache first, then one engine call
+per model); an episode goes on the moment its answers are in, and a new one is admitted (up to
+``max_live``) the moment one ends. With an engine that follows up (``Engine.follow_ups``, vLLM)
+what they ask next joins the call still running, so a tick lasts as long as there is work for
+that model and one long generation holds up only its own episode. It owns the episode lifecycle only: requests are prepared in ``prepare.py``,
 batched in ``batcher.py``, and cached and committed by the store's ``GenerationCache``.
 
 Resume: an episode row is written when the episode ends, in the same transaction as its last
@@ -23,7 +25,7 @@ from __future__ import annotations
 import sys
 import time
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -49,6 +51,30 @@ class _Live:
     answers: dict[int, GenResult] = field(default_factory=dict)
     single: bool = True
 
+    def row(self, run_id: str, status: str, termination: str | None, reward: float | None, info: Any,
+            n_turns: int) -> dict[str, Any]:
+        """Return the episode's ``episodes`` row (written when it ends)."""
+        spec = self.spec
+        return {"run_id": run_id, "episode_id": spec.episode_id, "item_id": spec.item_id,
+                "task": spec.task, "trial": spec.trial, "status": status, "termination": termination,
+                "reward": reward, "info": info, "n_turns": n_turns, "started_at": self.ctx.started_at,
+                "ended_at": utcnow()}
+
+    def drain(self, add: Callable[[str, dict[str, Any]], None]) -> None:
+        """Hand the rows the episode made since the last drain to ``add`` (table, row)."""
+        rows, self.ctx.rows = self.ctx.rows, []
+        for table, row in rows:
+            add(table, row)
+
+    def take(self, index: int, result: GenResult) -> Any:
+        """Keep one answer; once all are in, return what the program gets (one result or the list)."""
+        self.answers[index] = result
+        if len(self.answers) < len(self.waiting):
+            return None
+        results = [self.answers[i] for i in range(len(self.waiting))]
+        self.waiting = []
+        return results[0] if self.single else results
+
 
 class Scheduler:
     """Advances episodes; their requests go through the batcher, their rows to the store."""
@@ -69,38 +95,54 @@ class Scheduler:
         self.cache: GenerationCache[GenResult] = GenerationCache(writer, decode_generation,
                                                                  flush_every_s=flush_every_s)
         self.batcher = Batcher(pool, self.cache, self.stats, max_batch=max_batch)
+        self._queue: Iterator[EpisodeSpec] = iter(())
+        self._live: dict[str, _Live] = {}
+        self._asked: list[Pending] = []  # what episodes asked since the batcher last looked (_follow)
+        self._filling = False
+        self._shown: Any = None
 
     def run(self, episodes: Iterable[EpisodeSpec], *, total: int | None = None) -> RunStats:
         """Run every episode to completion; returns this attempt's counters."""
         started = time.perf_counter()
-        queue: Iterator[EpisodeSpec] = iter(episodes)
-        live: dict[str, _Live] = {}
+        self._queue, self._live = iter(episodes), {}
+        live = self._live
         self.stats.episodes_total = total or 0
         with Progress(self.progress, total, self.description) as bar:
-            self._fill(queue, live)
+            self._shown = lambda: bar.update(self.stats.episodes_done + self.stats.episodes_failed,
+                                             self.stats.requests, self.stats.completion_tokens,
+                                             time.perf_counter() - started)
+            self._fill()
             self.cache.start()
             while live:
                 self._tick(live)
-                self._fill(queue, live)
-                bar.update(self.stats.episodes_done + self.stats.episodes_failed, self.stats.requests,
-                           self.stats.completion_tokens, time.perf_counter() - started)
+                self._fill()
+                self._shown()
                 self.cache.flush_if_due()
                 self.cache.forget_committed()
+            self._shown = None
         self.cache.flush()
         self.stats.wall_s = time.perf_counter() - started
         return self.stats
 
     # ---- episode lifecycle ----------------------------------------------------------------
-    def _fill(self, queue: Iterator[EpisodeSpec], live: dict[str, _Live]) -> None:
-        while len(live) < self.max_live:
-            spec = next(queue, None)
-            if spec is None:
-                return
-            ctx = EpisodeContext(self.run_id, spec)
-            ctx.models = {role: self.pool.slots[ident].model.name for role, ident in self.pool.roles.items()}
-            episode = _Live(spec, ctx, spec.program(ctx))
-            live[spec.episode_id] = episode
-            self._advance(episode, None, live)
+    def _fill(self) -> None:
+        """Admit queued episodes up to ``max_live`` (also while an engine call runs, as episodes end)."""
+        if self._filling:  # an admitted episode that ends at once: the loop below goes on
+            return
+        self._filling = True
+        try:
+            while len(self._live) < self.max_live:
+                spec = next(self._queue, None)
+                if spec is None:
+                    return
+                ctx = EpisodeContext(self.run_id, spec)
+                ctx.models = {role: self.pool.slots[ident].model.name
+                              for role, ident in self.pool.roles.items()}
+                episode = _Live(spec, ctx, spec.program(ctx))
+                self._live[spec.episode_id] = episode
+                self._advance(episode, None, self._live)
+        finally:
+            self._filling = False
 
     def _advance(self, episode: _Live, value: Any, live: dict[str, _Live]) -> None:
         """Send ``value`` into the program and queue what it asks for next (or finish it)."""
@@ -118,24 +160,23 @@ class Scheduler:
             self._fail(episode, TypeError(f"episode yielded {ask!r}; expected GenRequest(s)"), live)
             return
         try:
-            episode.waiting = [self._prepare(episode, r) for r in requests]
+            first, episode.seq = episode.seq, episode.seq + len(requests)
+            episode.waiting = [prepare(self.pool, r, run_seed=self.seed, episode_id=episode.spec.episode_id,
+                                       seq=first + k) for k, r in enumerate(requests)]
         except Exception as exc:
             self._fail(episode, exc, live)
             return
         episode.answers = {}
-
-    def _prepare(self, episode: _Live, request: GenRequest) -> PreparedRequest:
-        seq = episode.seq
-        episode.seq += 1
-        return prepare(self.pool, request, run_seed=self.seed, episode_id=episode.spec.episode_id, seq=seq)
+        self._asked += [Pending(episode, i, p) for i, p in enumerate(episode.waiting)]
 
     def _finish(self, episode: _Live, outcome: Outcome, live: dict[str, _Live]) -> None:
         ctx = episode.ctx
-        self._drain(ctx)
-        self.cache.add("episodes", self._episode_row(episode, "done", outcome.termination, outcome.reward,
-                                                     outcome.info, ctx.n_turns))
+        episode.drain(self.cache.add)
+        self.cache.add("episodes", episode.row(self.run_id, "done", outcome.termination, outcome.reward,
+                                               outcome.info, ctx.n_turns))
         self.stats.episodes_done += 1
         live.pop(ctx.episode_id, None)
+        self._ended()
 
     def _fail(self, episode: _Live, exc: Exception, live: dict[str, _Live]) -> None:
         text = "".join(traceback.format_exception(exc))
@@ -143,42 +184,46 @@ class Scheduler:
             print(f"episode {episode.spec.episode_id} failed:\n{text}", file=sys.stderr)
         self.stats.failures.append(f"{episode.spec.episode_id}: {type(exc).__name__}: {exc}")
         episode.ctx.rows.clear()  # partial rows of a failed episode are not results
-        row = self._episode_row(episode, "failed", "error", None, {"error": text[-4000:]}, 0)
-        self.cache.add("episodes", row)
+        failed = episode.row(self.run_id, "failed", "error", None, {"error": text[-4000:]}, 0)
+        self.cache.add("episodes", failed)
         self.stats.episodes_failed += 1
         live.pop(episode.ctx.episode_id, None)
+        self._ended()
 
-    def _episode_row(self, episode: _Live, status: str, termination: str | None, reward: float | None,
-                     info: Any, n_turns: int) -> dict[str, Any]:
-        spec = episode.spec
-        return {"run_id": self.run_id, "episode_id": spec.episode_id, "item_id": spec.item_id,
-                "task": spec.task, "trial": spec.trial, "status": status, "termination": termination,
-                "reward": reward, "info": info, "n_turns": n_turns, "started_at": episode.ctx.started_at,
-                "ended_at": utcnow()}
+    def _ended(self) -> None:
+        """Admit the next episode now that one ended (a following engine takes its requests); show it."""
+        self._fill()
+        if self._shown is not None:
+            self._shown()
 
     # ---- one tick -------------------------------------------------------------------------
     def _tick(self, live: dict[str, _Live]) -> None:
-        """Let the batcher answer every waiting request, then advance each episode whose answers are in."""
+        """Let the batcher answer every waiting request; each episode goes on as its answers come in.
+
+        An episode whose answers are all in asks its next request at once; an engine that follows
+        up (``Engine.follow_ups``) takes it into the call still running (``_follow``), any other
+        request waits for the next tick.
+        """
         pending = [Pending(ep, i, p) for ep in list(live.values()) for i, p in enumerate(ep.waiting)
                    if i not in ep.answers]
-        self.batcher.serve(pending, self._answer)
-        for ep in list(live.values()):
-            if ep.waiting and len(ep.answers) == len(ep.waiting):
-                results = [ep.answers[i] for i in range(len(ep.waiting))]
-                ep.waiting = []
-                self._drain(ep.ctx)
-                self._advance(ep, results[0] if ep.single else results, live)
+        self._asked = []
+        self.batcher.serve(pending, self._answer, self._follow)
+        self._asked = []
+
+    def _follow(self) -> list[Pending]:
+        """Hand the batcher what episodes asked since it last looked."""
+        asked, self._asked = self._asked, []
+        return asked
 
     def _answer(self, entry: Pending, result: GenResult, cached: bool) -> None:
         episode: _Live = entry.episode
-        episode.answers[entry.index] = replace(result, cached=True) if cached else result
+        value = episode.take(entry.index, replace(result, cached=True) if cached else result)
         request = entry.prepared.request
         self.cache.add("run_generations", {
             "run_id": self.run_id, "episode_id": episode.spec.episode_id, "seq": entry.prepared.extra["seq"],
             "role": request.role, "tag": request.tag, "request_hash": entry.prepared.request_hash,
             "cached": cached})
+        if value is not None and episode.spec.episode_id in self._live:
+            episode.drain(self.cache.add)
+            self._advance(episode, value, self._live)
 
-    def _drain(self, ctx: EpisodeContext) -> None:
-        rows, ctx.rows = ctx.rows, []
-        for table, row in rows:
-            self.cache.add(table, row)

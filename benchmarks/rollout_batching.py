@@ -1,25 +1,38 @@
 """Batched scheduler vs one-episode-at-a-time on the same engine instance.
 
     .venv/bin/python -m benchmarks.rollout_batching [--episodes 32] [--exchanges 3]
+    .venv/bin/python -m benchmarks.rollout_batching --workload tau2 [--episodes 8] [--domain mock]
+        [--upstream ../shared/upstream/tau2-bench-8ebb749] [--tau2-data ../shared/data/tau2]
 
-32 synthetic dialogues of 3 exchanges (simulated user <-> candidate, both the embedded model).
-Arm A runs all episodes through the scheduler (one batched engine call per tick); arm B runs the
-same episodes one after another through the same scheduler code with ``max_live=1``. Both use
-the same in-process vLLM engine and no store (so neither arm sees the other's cache).
-Goal: ratio >= 6x on a 2-core CPU, engine-busy fraction >= 0.9.
+``dialogue`` (default): 32 synthetic dialogues of 3 exchanges (simulated user <-> candidate, both
+the embedded model). Arm A runs all episodes through the scheduler (one batched engine call per
+tick); arm B runs the same episodes one after another through the same scheduler code with
+``max_live=1``. Both use the same in-process vLLM engine and no store (so neither arm sees the
+other's cache). Goal: ratio >= 6x on a 2-core CPU, engine-busy fraction >= 0.9.
+
+``tau2``: real tau2 episodes as tau2-bench runs them (issue 42): a checkout assembled from
+upstream's source and the tau2 data, so every seat gets upstream's words, native tool calls
+(the preset's tool parser, our tools template for SmolLM2) and no length cap. The same tasks run
+as one ``uxlocal run tau2`` with ``max_live`` 512 and again with ``max_live`` 1, each into its own
+store (no generation cache shared), with vLLM's prefix cache emptied before each arm so that
+neither reuses the other's prompts (within an arm, episodes share prefixes as they would).
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
+from pathlib import Path
 from typing import Any
 
-from benchmarks._common import cli_parser, report, timed, wait_quiet
+from benchmarks._common import REPO, cli_parser, report, timed, wait_quiet
+from uxlocal.config import RunConfig
 from uxlocal.engine.base import GenRequest, Sampling
 from uxlocal.engine.pool import ModelPool
 from uxlocal.engine.resolve import resolve
 from uxlocal.episode import EpisodeContext, EpisodeSpec
-from uxlocal.rollout import Scheduler
+from uxlocal.rollout import RunStats, Scheduler
+from uxlocal.runner import run_suite
 
 TOPICS = ["a broken bike chain", "planning a picnic", "learning Spanish", "a noisy neighbour", "saving money",
           "a job interview", "baking bread", "a slow laptop"]
@@ -53,10 +66,21 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--episodes", type=int, default=32)
     p.add_argument("--exchanges", type=int, default=3)
     p.add_argument("--max-tokens", type=int, default=48)
+    p.add_argument("--workload", choices=("dialogue", "tau2"), default="dialogue")
+    shared = REPO.parent / "shared"
+    p.add_argument("--domain", default="mock", help="tau2 workload: the domain whose first tasks run")
+    p.add_argument("--max-steps", type=int, default=8, help="tau2 workload: routed messages per episode")
+    p.add_argument("--upstream", type=Path, default=shared / "upstream" / "tau2-bench-8ebb749",
+                   help="tau2 workload: upstream tau2-bench source (a checkout's root)")
+    p.add_argument("--tau2-data", type=Path, default=shared / "data" / "tau2",
+                   help="tau2 workload: the tau2 data folder (domains/...)")
 
 
 def main(args: argparse.Namespace) -> None:
     """Run the benchmark and print its block (``--json``: also the raw numbers)."""
+    if args.workload == "tau2":
+        tau2_main(args)
+        return
     model = resolve(args.model)
     pool = ModelPool.from_models({"candidate": model, "user": model})
     engine = pool.slot("candidate").engine
@@ -70,14 +94,54 @@ def main(args: argparse.Namespace) -> None:
            {"model": model.name, "episodes": args.episodes, "exchanges": args.exchanges,
             "max_tokens per turn": args.max_tokens, "load before timing": f"{load:.2f}",
             "engine": type(engine).__name__},
-           [("batched wall (s)", t_batched), ("sequential wall (s)", t_seq),
-            ("batched engine calls", s_batched.engine_calls), ("sequential engine calls", s_seq.engine_calls),
-            ("batched completion tokens", s_batched.completion_tokens),
-            ("sequential completion tokens", s_seq.completion_tokens),
-            ("batched tok/s", s_batched.completion_tokens / t_batched),
-            ("sequential tok/s", s_seq.completion_tokens / t_seq),
-            ("batched engine-busy fraction", s_batched.engine_busy_s / t_batched),
-            ("speedup: sequential/batched wall (x)", t_seq / t_batched)], args.json_out)
+           arm_rows((t_batched, s_batched), (t_seq, s_seq)), args.json_out)
+    pool.close()
+
+
+def arm_rows(batched: tuple[float, RunStats], sequential: tuple[float, RunStats]) -> list[tuple[str, Any]]:
+    """Return the report rows of the two arms, each (wall seconds, stats), and their ratios."""
+    rows: list[tuple[str, Any]] = []
+    for name, (seconds, stats) in (("batched", batched), ("sequential", sequential)):
+        rows += [(f"{name} wall (s)", seconds), (f"{name} engine calls", stats.engine_calls),
+                 (f"{name} requests", stats.requests), (f"{name} completion tokens", stats.completion_tokens),
+                 (f"{name} tok/s", stats.completion_tokens / seconds)]
+    (t_batched, s_batched), (t_seq, s_seq) = batched, sequential
+    return rows + [("batched engine-busy fraction", s_batched.engine_busy_s / t_batched),
+                   ("speedup: sequential/batched wall (x)", t_seq / t_batched),
+                   ("speedup: batched/sequential tok/s (x)",
+                    (s_batched.completion_tokens / t_batched) / (s_seq.completion_tokens / t_seq))]
+
+
+def tau2_main(args: argparse.Namespace) -> None:
+    """Time the same tau2 episodes (upstream's protocol, native tools) batched and one at a time."""
+    from uxlocal.tau2.conformance.episode_check import assemble_checkout
+
+    for needed in (args.upstream / "src" / "tau2", args.tau2_data / "domains" / args.domain):
+        if not needed.exists():
+            raise SystemExit(f"{needed} is absent: pass --upstream and --tau2-data")
+    model = resolve(args.model)
+    pool = ModelPool.from_models(dict.fromkeys(("agent", "user", "judge"), model))
+    engine = pool.slot("agent").engine
+    with tempfile.TemporaryDirectory(prefix="rollout-tau2-") as tmp:
+        data = assemble_checkout(args.upstream, args.tau2_data, Path(tmp)) / "data" / "tau2"
+
+        def arm(name: str, limit: int, max_live: int) -> tuple[float, RunStats]:
+            engine.llm.reset_prefix_cache()  # neither arm reuses the other's prompts
+            config = {"tau2_data": str(data), "domain": args.domain, "max_steps": args.max_steps}
+            run = RunConfig(suite="tau2", suite_config=config, db=str(Path(tmp) / f"{name}.duckdb"),
+                            limit=limit, max_live=max_live, progress=False)
+            seconds, result = timed(lambda: run_suite(run, pool=pool))
+            return seconds, result.stats
+
+        arm("warm", 1, 1)  # load + first compiles
+        load = wait_quiet()
+        t_batched, s_batched = arm("batched", args.episodes, 512)
+        t_seq, s_seq = arm("sequential", args.episodes, 1)
+    report("rollout batching on tau2 episodes (upstream protocol, native tools)",
+           {"model": model.name, "domain": args.domain, "episodes": args.episodes,
+            "max_steps": args.max_steps, "tool parser": model.tool_call_parser,
+            "load before timing": f"{load:.2f}", "engine": type(engine).__name__},
+           arm_rows((t_batched, s_batched), (t_seq, s_seq)), args.json_out)
     pool.close()
 
 

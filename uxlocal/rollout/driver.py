@@ -4,8 +4,9 @@ Each tick it lets the batcher answer every waiting request (cache first, then on
 per model); an episode goes on the moment its answers are in, and a new one is admitted (up to
 ``max_live``) the moment one ends. With an engine that follows up (``Engine.follow_ups``, vLLM)
 what they ask next joins the call still running, so a tick lasts as long as there is work for
-that model and one long generation holds up only its own episode. It owns the episode lifecycle only: requests are prepared in ``prepare.py``,
-batched in ``batcher.py``, and cached and committed by the store's ``GenerationCache``.
+that model and one long generation holds up only its own episode. It owns the episode lifecycle
+only: requests are prepared in ``prepare.py``, batched in ``batcher.py``, and cached and
+committed by the store's ``GenerationCache``.
 
 Resume: an episode row is written when the episode ends, in the same transaction as its last
 rows. On restart, rows of episodes without a ``done`` row are deleted and those episodes run

@@ -2,7 +2,8 @@
 
     .venv/bin/python -m benchmarks.rollout_batching [--episodes 32] [--exchanges 3]
     .venv/bin/python -m benchmarks.rollout_batching --workload tau2 [--episodes 8] [--domain mock]
-        [--upstream ../shared/upstream/tau2-bench-8ebb749] [--tau2-data ../shared/data/tau2]
+        [--trials 1] [--agent-temperature 0] [--upstream ../shared/upstream/tau2-bench-8ebb749]
+        [--tau2-data ../shared/data/tau2]
 
 ``dialogue`` (default): 32 synthetic dialogues of 3 exchanges (simulated user <-> candidate, both
 the embedded model). Arm A runs all episodes through the scheduler (one batched engine call per
@@ -70,6 +71,9 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     shared = REPO.parent / "shared"
     p.add_argument("--domain", default="mock", help="tau2 workload: the domain whose first tasks run")
     p.add_argument("--max-steps", type=int, default=8, help="tau2 workload: routed messages per episode")
+    p.add_argument("--trials", type=int, default=1, help="tau2 workload: episodes per task (trial seeds)")
+    p.add_argument("--agent-temperature", type=float, default=0.0,
+                   help="tau2 workload: above 0 each trial samples its own agent turns (distinct episodes)")
     p.add_argument("--upstream", type=Path, default=shared / "upstream" / "tau2-bench-8ebb749",
                    help="tau2 workload: upstream tau2-bench source (a checkout's root)")
     p.add_argument("--tau2-data", type=Path, default=shared / "data" / "tau2",
@@ -127,7 +131,8 @@ def tau2_main(args: argparse.Namespace) -> None:
 
         def arm(name: str, limit: int, max_live: int) -> tuple[float, RunStats]:
             engine.llm.reset_prefix_cache()  # neither arm reuses the other's prompts
-            config = {"tau2_data": str(data), "domain": args.domain, "max_steps": args.max_steps}
+            config = {"tau2_data": str(data), "domain": args.domain, "max_steps": args.max_steps,
+                      "trials": args.trials, "agent_temperature": args.agent_temperature}
             run = RunConfig(suite="tau2", suite_config=config, db=str(Path(tmp) / f"{name}.duckdb"),
                             limit=limit, max_live=max_live, progress=False)
             seconds, result = timed(lambda: run_suite(run, pool=pool))
@@ -138,7 +143,8 @@ def tau2_main(args: argparse.Namespace) -> None:
         t_batched, s_batched = arm("batched", args.episodes, 512)
         t_seq, s_seq = arm("sequential", args.episodes, 1)
     report("rollout batching on tau2 episodes (upstream protocol, native tools)",
-           {"model": model.name, "domain": args.domain, "episodes": args.episodes,
+           {"model": model.name, "domain": args.domain, "tasks": args.episodes, "trials": args.trials,
+            "agent temperature": args.agent_temperature,
             "max_steps": args.max_steps, "tool parser": model.tool_call_parser,
             "load before timing": f"{load:.2f}", "engine": type(engine).__name__},
            arm_rows((t_batched, s_batched), (t_seq, s_seq)), args.json_out)

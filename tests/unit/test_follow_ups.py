@@ -95,3 +95,13 @@ def test_a_follow_up_found_in_the_store_never_reaches_the_engine(tmp_path: Any) 
         episodes(3, ["candidate"] * 2, seen))
     assert [p.request.messages[-1]["content"] for b in again.batches for p in b] == ["ep2-0", "ep2-1"]
     assert stats.cache_hits == 4 and stats.requests == 6 and seen["ep0"] == ["echo:ep0-0", "echo:ep0-1"]
+
+
+def test_a_call_takes_at_most_its_budget_then_the_next_tick_goes_on(monkeypatch: Any) -> None:
+    from uxlocal.rollout import batcher
+
+    monkeypatch.setattr(batcher, "FOLLOW_UPS_PER_CALL", 8)
+    engine, seen = FakeEngine(echo, follow_ups=True), {}
+    stats = Scheduler(ModelPool.from_engines({"candidate": engine})).run(episodes(6, ["candidate"] * 3, seen))
+    assert [len(b) for b in engine.batches] == [8, 8, 2] and stats.engine_calls == 3
+    assert seen == {f"ep{i}": [f"echo:ep{i}-{k}" for k in range(3)] for i in range(6)}

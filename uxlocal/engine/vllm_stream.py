@@ -157,6 +157,7 @@ class EngineRun:
 
     def _out(self, k: int, result: GenResult) -> None:
         self.done += 1
+        self.batch[k], self._inputs[k] = None, None  # type: ignore[call-overload]  # a long run stays flat
         self.emit(k, result)
 
     def _top_up(self) -> None:

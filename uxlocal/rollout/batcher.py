@@ -41,6 +41,10 @@ class Pending:
 
 Answer = Callable[[Pending, GenResult, bool], None]
 """The driver's receiver: ``(pending, result, cached)`` for each pending request as it is answered."""
+FOLLOW_UPS_PER_CALL = 4096
+"""Most requests one engine call takes in all (follow-ups included); then it drains and the tick ends,
+so the cache's memory is trimmed between ticks (``GenerationCache.forget_committed``) however long a
+run one engine call could otherwise be."""
 Follow = Callable[[], list[Pending]]
 """The driver's: what its episodes asked since the last call (a following engine's next requests)."""
 
@@ -163,21 +167,21 @@ class EngineCall:
                  waiters: dict[str, list[Pending]], answer: Answer, follow: Follow | None) -> None:
         self.batcher = batcher
         self.slot = slot
-        self.requests = list(chunk)
-        """The call's requests by the index the engine reports: the chunk, then each follow-up."""
+        self.requests: list[PreparedRequest | None] = list(chunk)
+        """The call's requests by the index the engine reports (chunk, then follow-ups); None once done."""
         self.waiters = waiters
         self.answer = answer
         self.follow = follow
-        self._answered: set[int] = set()
 
     def done(self, index: int, result: GenResult) -> None:
         """Cache and store the generation, answer its waiters once; commit if ``flush_every_s`` has passed."""
         prepared = self.requests[index]
+        if prepared is None:  # kept and answered already (the batcher hands back what generate returns)
+            return
+        self.requests[index] = None  # its episode has it now: a long call's memory stays flat
         self.batcher.keep(self.slot, prepared, result)
-        if index not in self._answered:
-            self._answered.add(index)
-            for entry in self.waiters.pop(prepared.request_hash, []):
-                self.answer(entry, result, False)
+        for entry in self.waiters.pop(prepared.request_hash, []):
+            self.answer(entry, result, False)
         self.batcher.cache.flush_if_due()
 
     def busy(self) -> None:
@@ -191,6 +195,8 @@ class EngineCall:
         wait for the next tick.
         """
         taken: list[PreparedRequest] = []
+        if len(self.requests) >= FOLLOW_UPS_PER_CALL:  # the call drains; the next tick starts fresh
+            self.follow = None
         while self.follow is not None and (fresh := self.follow()):
             mine = [entry for entry in fresh if self.batcher.pool.roles[entry.prepared.request.role]
                     == self.slot.model.identity]

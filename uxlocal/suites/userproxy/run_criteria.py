@@ -12,7 +12,7 @@ criteria`` as ``UserProxyConfig.contract_source`` names it).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from uxlocal.config import RunConfig
 from uxlocal.errors import InputError
@@ -24,8 +24,17 @@ from uxlocal.suites.userproxy.ufs.template_writer import template_task_criteria
 from uxlocal.tau2 import Domain, Task
 from uxlocal.tau2.upstream_words import Tau2Words
 
-if TYPE_CHECKING:
-    from uxlocal.suites.userproxy.suite import UserProxyConfig
+
+class CriteriaOptions(Protocol):
+    """What this module reads of the run's options (``UserProxyConfig`` has it; no import back up)."""
+
+    criteria_file: Path | None
+    criteria_template: bool
+    tau2_data: Path | None
+
+    def contract_source(self) -> str:
+        """Name the contract ``--criteria-file`` and ``--criteria-template`` freeze criteria against."""
+        ...
 
 
 def played_contract(words: Tau2Words | None) -> Contract:
@@ -33,7 +42,7 @@ def played_contract(words: Tau2Words | None) -> Contract:
     return Contract(TAU2, words=words) if words is not None else Contract(OURS)
 
 
-def run_criteria(run: RunConfig, config: UserProxyConfig, set_name: str, root: Path,
+def run_criteria(run: RunConfig, config: CriteriaOptions, set_name: str, root: Path,
                  blueprints: dict[tuple[str, str], Blueprint],
                  contracts: dict[str, Contract]) -> dict[tuple[str, str], TaskCriteria]:
     """Return the set's criteria once ``--criteria-file`` (or templates for tasks it lacks) is frozen in.
@@ -58,7 +67,7 @@ def run_criteria(run: RunConfig, config: UserProxyConfig, set_name: str, root: P
 
 
 def check_run_criteria(set_name: str, blueprints: dict[tuple[str, str], Blueprint],
-                       stored: dict[tuple[str, str], TaskCriteria], config: UserProxyConfig, root: Path,
+                       stored: dict[tuple[str, str], TaskCriteria], config: CriteriaOptions, root: Path,
                        selected: list[tuple[Domain, list[Task]]], contracts: dict[str, Contract]) -> None:
     """Every selected task has criteria in the set, written against its current blueprint.
 
@@ -113,7 +122,7 @@ def _keys(keys: list[tuple[str, str]]) -> str:
     return ", ".join(f"{d}/{t}" for d, t in keys[:5]) + (" ..." if len(keys) > 5 else "")
 
 
-def _command(keys: list[tuple[str, str]], config: UserProxyConfig, contract: str,
+def _command(keys: list[tuple[str, str]], config: CriteriaOptions, contract: str,
              set_name: str = "NEW") -> str:
     """Return the ``uxlocal ufs criteria`` command line that writes these tasks' criteria for this run."""
     names = list(dict.fromkeys(d for d, _ in keys))

@@ -192,8 +192,7 @@ class Scheduler:
         self._ended()
 
     def _ended(self) -> None:
-        """Admit the next episode now that one ended (a following engine takes its requests); show it."""
-        self._fill()
+        """Show that an episode ended (its slot is refilled after the tick, or when an engine follows up)."""
         if self._shown is not None:
             self._shown()
 
@@ -212,7 +211,8 @@ class Scheduler:
         self._asked = []
 
     def _follow(self) -> list[Pending]:
-        """Hand the batcher what episodes asked since it last looked."""
+        """Refill the slots of ended episodes, then hand the batcher what episodes asked since it looked."""
+        self._fill()
         asked, self._asked = self._asked, []
         return asked
 

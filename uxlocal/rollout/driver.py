@@ -1,12 +1,12 @@
 """The driver: runs episode programs (``episode.py``) to their end, one tick at a time.
 
 Each tick it lets the batcher answer every waiting request (cache first, then one engine call
-per model); an episode goes on the moment its answers are in, and a new one is admitted (up to
-``max_live``) the moment one ends. With an engine that follows up (``Engine.follow_ups``, vLLM)
-what they ask next joins the call still running, so a tick lasts as long as there is work for
-that model and one long generation holds up only its own episode. It owns the episode lifecycle
-only: requests are prepared in ``prepare.py``, batched in ``batcher.py``, and cached and
-committed by the store's ``GenerationCache``.
+per model); an episode goes on the moment its answers are in, and new ones are admitted (up to
+``max_live``) after the tick. With an engine that follows up (``Engine.follow_ups``, vLLM) what
+episodes ask next, and the first requests of episodes admitted in the slots of those that ended,
+join the call still running, so one long generation holds up only its own episode. It owns the
+episode lifecycle only: requests are prepared in ``prepare.py``, batched in ``batcher.py``, and
+cached and committed by the store's ``GenerationCache``.
 
 Resume: an episode row is written when the episode ends, in the same transaction as its last
 rows. On restart, rows of episodes without a ``done`` row are deleted and those episodes run
@@ -99,14 +99,12 @@ class Scheduler:
         self._queue: Iterator[EpisodeSpec] = iter(())
         self._live: dict[str, _Live] = {}
         self._asked: list[Pending] = []  # what episodes asked since the batcher last looked (_follow)
-        self._filling = False
         self._shown: Any = None
 
     def run(self, episodes: Iterable[EpisodeSpec], *, total: int | None = None) -> RunStats:
         """Run every episode to completion; returns this attempt's counters."""
         started = time.perf_counter()
         self._queue, self._live = iter(episodes), {}
-        live = self._live
         self.stats.episodes_total = total or 0
         with Progress(self.progress, total, self.description) as bar:
             self._shown = lambda: bar.update(self.stats.episodes_done + self.stats.episodes_failed,
@@ -114,8 +112,8 @@ class Scheduler:
                                              time.perf_counter() - started)
             self._fill()
             self.cache.start()
-            while live:
-                self._tick(live)
+            while self._live:
+                self._tick()
                 self._fill()
                 self._shown()
                 self.cache.flush_if_due()
@@ -127,59 +125,52 @@ class Scheduler:
 
     # ---- episode lifecycle ----------------------------------------------------------------
     def _fill(self) -> None:
-        """Admit queued episodes up to ``max_live`` (also while an engine call runs, as episodes end)."""
-        if self._filling:  # an admitted episode that ends at once: the loop below goes on
-            return
-        self._filling = True
-        try:
-            while len(self._live) < self.max_live:
-                spec = next(self._queue, None)
-                if spec is None:
-                    return
-                ctx = EpisodeContext(self.run_id, spec)
-                ctx.models = {role: self.pool.slots[ident].model.name
-                              for role, ident in self.pool.roles.items()}
-                episode = _Live(spec, ctx, spec.program(ctx))
-                self._live[spec.episode_id] = episode
-                self._advance(episode, None, self._live)
-        finally:
-            self._filling = False
+        """Admit queued episodes up to ``max_live`` (between ticks, or when a following engine asks)."""
+        while len(self._live) < self.max_live:
+            spec = next(self._queue, None)
+            if spec is None:
+                return
+            ctx = EpisodeContext(self.run_id, spec)
+            ctx.models = {role: self.pool.slots[ident].model.name for role, ident in self.pool.roles.items()}
+            episode = _Live(spec, ctx, spec.program(ctx))
+            self._live[spec.episode_id] = episode
+            self._advance(episode, None)
 
-    def _advance(self, episode: _Live, value: Any, live: dict[str, _Live]) -> None:
+    def _advance(self, episode: _Live, value: Any) -> None:
         """Send ``value`` into the program and queue what it asks for next (or finish it)."""
         try:
             ask = episode.gen.send(value)
         except StopIteration as stop:
-            self._finish(episode, stop.value if isinstance(stop.value, Outcome) else Outcome(), live)
+            self._finish(episode, stop.value if isinstance(stop.value, Outcome) else Outcome())
             return
         except Exception as exc:  # an episode bug must not sink the other episodes
-            self._fail(episode, exc, live)
+            self._fail(episode, exc)
             return
         episode.single = not isinstance(ask, list)
         requests = [ask] if episode.single else list(ask)
         if not requests or not all(isinstance(r, GenRequest) for r in requests):
-            self._fail(episode, TypeError(f"episode yielded {ask!r}; expected GenRequest(s)"), live)
+            self._fail(episode, TypeError(f"episode yielded {ask!r}; expected GenRequest(s)"))
             return
         try:
             first, episode.seq = episode.seq, episode.seq + len(requests)
             episode.waiting = [prepare(self.pool, r, run_seed=self.seed, episode_id=episode.spec.episode_id,
                                        seq=first + k) for k, r in enumerate(requests)]
         except Exception as exc:
-            self._fail(episode, exc, live)
+            self._fail(episode, exc)
             return
         episode.answers = {}
         self._asked += [Pending(episode, i, p) for i, p in enumerate(episode.waiting)]
 
-    def _finish(self, episode: _Live, outcome: Outcome, live: dict[str, _Live]) -> None:
+    def _finish(self, episode: _Live, outcome: Outcome) -> None:
         ctx = episode.ctx
         episode.drain(self.cache.add)
         self.cache.add("episodes", episode.row(self.run_id, "done", outcome.termination, outcome.reward,
                                                outcome.info, ctx.n_turns))
         self.stats.episodes_done += 1
-        live.pop(ctx.episode_id, None)
+        self._live.pop(ctx.episode_id, None)
         self._ended()
 
-    def _fail(self, episode: _Live, exc: Exception, live: dict[str, _Live]) -> None:
+    def _fail(self, episode: _Live, exc: Exception) -> None:
         text = "".join(traceback.format_exception(exc))
         if not self.stats.failures:
             print(f"episode {episode.spec.episode_id} failed:\n{text}", file=sys.stderr)
@@ -188,7 +179,7 @@ class Scheduler:
         failed = episode.row(self.run_id, "failed", "error", None, {"error": text[-4000:]}, 0)
         self.cache.add("episodes", failed)
         self.stats.episodes_failed += 1
-        live.pop(episode.ctx.episode_id, None)
+        self._live.pop(episode.ctx.episode_id, None)
         self._ended()
 
     def _ended(self) -> None:
@@ -197,14 +188,14 @@ class Scheduler:
             self._shown()
 
     # ---- one tick -------------------------------------------------------------------------
-    def _tick(self, live: dict[str, _Live]) -> None:
+    def _tick(self) -> None:
         """Let the batcher answer every waiting request; each episode goes on as its answers come in.
 
         An episode whose answers are all in asks its next request at once; an engine that follows
         up (``Engine.follow_ups``) takes it into the call still running (``_follow``), any other
         request waits for the next tick.
         """
-        pending = [Pending(ep, i, p) for ep in list(live.values()) for i, p in enumerate(ep.waiting)
+        pending = [Pending(ep, i, p) for ep in list(self._live.values()) for i, p in enumerate(ep.waiting)
                    if i not in ep.answers]
         self._asked = []
         self.batcher.serve(pending, self._answer, self._follow)
@@ -226,5 +217,5 @@ class Scheduler:
             "cached": cached})
         if value is not None and episode.spec.episode_id in self._live:
             episode.drain(self.cache.add)
-            self._advance(episode, value, self._live)
+            self._advance(episode, value)
 

@@ -17,11 +17,18 @@ upstream's source and the tau2 data, so every seat gets upstream's words, native
 as one ``uxlocal run tau2`` with ``max_live`` 512 and again with ``max_live`` 1, each into its own
 store (no generation cache shared), with vLLM's prefix cache emptied before each arm so that
 neither reuses the other's prompts (within an arm, episodes share prefixes as they would).
+
+Both workloads end with the engine's own ceiling at the workload's context, measured on the same
+engine after the arms (``decode_ceiling``): decode tokens/s of ``--ceiling-batch`` sequences
+against one, each with the batched arm's mean prompt length. No scheduler can take the
+batched arm further ahead of the sequential one than the engine's decode speed-up at that
+context (prefill aside), so the report also gives the wall ratio as a fraction of it.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -68,6 +75,8 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exchanges", type=int, default=3)
     p.add_argument("--max-tokens", type=int, default=48)
     p.add_argument("--workload", choices=("dialogue", "tau2"), default="dialogue")
+    p.add_argument("--ceiling-batch", type=int, default=32,
+                   help="sequences of the engine-ceiling measurement (fewer if the KV cache holds fewer)")
     shared = REPO.parent / "shared"
     p.add_argument("--domain", default="mock", help="tau2 workload: the domain whose first tasks run")
     p.add_argument("--max-steps", type=int, default=8, help="tau2 workload: routed messages per episode")
@@ -94,12 +103,59 @@ def main(args: argparse.Namespace) -> None:
         episodes(args.episodes, args.exchanges, args.max_tokens, "b")))
     t_seq, s_seq = timed(lambda: Scheduler(pool, max_live=1).run(
         episodes(args.episodes, args.exchanges, args.max_tokens, "s")))
+    ceiling = decode_ceiling(engine.llm, mean_prompt(s_batched), args.ceiling_batch, args.max_tokens)
     report("rollout batching: batched scheduler vs one episode at a time",
            {"model": model.name, "episodes": args.episodes, "exchanges": args.exchanges,
             "max_tokens per turn": args.max_tokens, "load before timing": f"{load:.2f}",
             "engine": type(engine).__name__},
-           arm_rows((t_batched, s_batched), (t_seq, s_seq)), args.json_out)
+           arm_rows((t_batched, s_batched), (t_seq, s_seq)) + ceiling_rows(ceiling, t_seq / t_batched),
+           args.json_out)
     pool.close()
+
+
+def mean_prompt(stats: RunStats) -> int:
+    """Mean prompt tokens of an arm's fresh generations (the context its decode steps attend over)."""
+    return max(1, stats.prompt_tokens // max(1, stats.generations))
+
+
+def decode_ceiling(llm: Any, context: int, batch: int, tokens: int) -> dict[str, float]:
+    """Decode tokens/s of ``batch`` sequences and of one, each after ``context`` prompt tokens.
+
+    Random-token prompts, prefilled once into the prefix cache, then timed as one-token and
+    ``1 + tokens``-token generations (ignoring EOS): the difference is ``tokens`` decode steps. The
+    batch shrinks to what the KV cache holds beside the prompts' blocks, so nothing is evicted.
+    """
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    cache = llm.llm_engine.vllm_config.cache_config
+    capacity = (cache.num_gpu_blocks or 0) * cache.block_size
+    tokens = max(8, tokens)
+    batch = max(1, min(batch, int(0.9 * capacity) // (context + tokens + cache.block_size)))
+    rng = random.Random(context)
+    speeds = {}
+    for size in (1, batch):
+        prompts = [TokensPrompt(prompt_token_ids=[rng.randrange(1000, 30000) for _ in range(context)])
+                   for _ in range(size)]
+
+        def seconds(n: int, prompts: list[Any] = prompts) -> float:
+            return timed(lambda: llm.generate(prompts, SamplingParams(max_tokens=n, ignore_eos=True,
+                                                                      temperature=0), use_tqdm=False))[0]
+
+        seconds(1)  # the prefill, into the prefix cache
+        speeds[size] = size * tokens / (seconds(1 + tokens) - seconds(1))
+    llm.reset_prefix_cache()
+    return {"context": context, "batch": batch, "one": speeds[1], "many": speeds[batch]}
+
+
+def ceiling_rows(ceiling: dict[str, float], wall_ratio: float) -> list[tuple[str, Any]]:
+    """Report rows of the engine's decode ceiling and how much of it the wall ratio reaches."""
+    speedup = ceiling["many"] / ceiling["one"]
+    return [("ceiling: context (mean prompt tokens)", int(ceiling["context"])),
+            ("ceiling: decode tok/s at batch 1", ceiling["one"]),
+            (f"ceiling: decode tok/s at batch {int(ceiling['batch'])}", ceiling["many"]),
+            ("ceiling: engine decode speed-up (x)", speedup),
+            ("wall ratio / engine decode speed-up", wall_ratio / speedup)]
 
 
 def arm_rows(batched: tuple[float, RunStats], sequential: tuple[float, RunStats]) -> list[tuple[str, Any]]:
@@ -142,12 +198,14 @@ def tau2_main(args: argparse.Namespace) -> None:
         load = wait_quiet()
         t_batched, s_batched = arm("batched", args.episodes, 512)
         t_seq, s_seq = arm("sequential", args.episodes, 1)
+    ceiling = decode_ceiling(engine.llm, mean_prompt(s_batched), args.ceiling_batch, 64)
     report("rollout batching on tau2 episodes (upstream protocol, native tools)",
            {"model": model.name, "domain": args.domain, "tasks": args.episodes, "trials": args.trials,
             "agent temperature": args.agent_temperature,
             "max_steps": args.max_steps, "tool parser": model.tool_call_parser,
             "load before timing": f"{load:.2f}", "engine": type(engine).__name__},
-           arm_rows((t_batched, s_batched), (t_seq, s_seq)), args.json_out)
+           arm_rows((t_batched, s_batched), (t_seq, s_seq)) + ceiling_rows(ceiling, t_seq / t_batched),
+           args.json_out)
     pool.close()
 
 

@@ -71,6 +71,9 @@ def test_the_same_request_in_flight_is_generated_once_and_answers_both() -> None
         [EpisodeSpec(f"t{i}", lambda ctx: twin(ctx, seen)) for i in range(3)])
     texts = [p.request.messages[-1]["content"] for p in engine.batches[0]]
     assert texts.count("shared") == 1 and len(texts) == 4 and stats.requests == 6
+    # prompt tokens and generations count what the engine ran: the shared request once
+    assert stats.generations == 4
+    assert stats.prompt_tokens == sum(len(p.prompt_ids) for p in engine.batches[0]) > 0
     assert seen == {f"t{i}": [f"echo:own-t{i}", "echo:shared"] for i in range(3)}
 
 

@@ -153,6 +153,8 @@ class Batcher:
         if self.cache.keep(prepared.request_hash, result,
                            lambda: generation_row(slot.model.identity, prepared, result)):
             self.stats.completion_tokens += result.completion_tokens
+            self.stats.prompt_tokens += result.prompt_tokens
+            self.stats.generations += 1
 
 
 class EngineCall:

@@ -17,6 +17,10 @@ class RunStats:
     requests: int = 0
     cache_hits: int = 0
     completion_tokens: int = 0
+    prompt_tokens: int = 0
+    """Prompt tokens of the fresh generations (each distinct request once, cache hits not counted)."""
+    generations: int = 0
+    """Fresh generations: distinct requests the engines ran in this attempt."""
     wall_s: float = 0.0
     engine_busy_s: float = 0.0
     failures: list[str] = field(default_factory=list)

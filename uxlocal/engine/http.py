@@ -5,7 +5,8 @@ that all serve the same weights; ``generate`` fans a scheduler batch out as conc
 each to the least-loaded endpoint (fewest in flight for its capacity), and returns results in
 order. The server does the batching; our concurrency limit per endpoint is its batch from us.
 
-Modules: ``http.py`` (this: options, the messages renderer, ``HttpEngine``), ``http_transport.py``
+Modules: ``http.py`` (this: options, the messages renderer, ``HttpEngine``), ``http_call.py`` (one
+rolling call and its follow-ups), ``http_transport.py``
 (endpoints, dispatch, retries, the loop thread, the API key), ``http_dialects.py`` (request
 bodies and answers any OpenAI-compatible server understands), ``http_vllm.py`` (vLLM's extras),
 ``retry.py`` (the retry policy every retrying backend shares).
@@ -49,6 +50,11 @@ Decisions (and why):
   tokenizing or on the network at once, each that ends letting the next in), so a tick is one
   call, not ``max_batch`` chunks that each wait for their slowest request. Bodies go through
   msgspec: a 64-prompt list of token ids took json ~6 ms on the event loop.
+- **Follow-ups** (``Engine.follow_ups``, ``http_call.py``): a call with a ``ResultSink`` stays open
+  after its batch; after each handover the calling thread asks the sink for what its episodes
+  asked meanwhile and sends it in the same window, and the call ends once everything it sent is
+  answered and nothing more is asked. An episode's next turn goes to the server the moment its
+  reply is back, so a tau2 episode no longer waits for the slowest reply of its tick.
 - **Failures** (``retry.RetryPolicy``): connection errors, timeouts and 5xx are retried with
   exponential backoff (an unreachable endpoint is benched for the backoff so its requests move to
   the other endpoints). A 4xx is never retried unless the preset opts in with ``retry_statuses``
@@ -83,6 +89,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from uxlocal.engine.base import Engine, GenResult, Message, PreparedRequest, Renderer, ResultSink, ToolSchema
+from uxlocal.engine.http_call import Followed, HttpCall, Send
 from uxlocal.engine.http_dialects import OnDone, OpenAIDialect
 from uxlocal.engine.http_transport import (
     CONFIG_STATUSES,
@@ -289,6 +296,8 @@ class HttpEngine(Engine):
     # rolling; top_logprobs up to OpenAI's limit; tool calls parsed by the server (vllm serve
     # --enable-auto-tool-choice --tool-call-parser ...)
     rolling, max_top_logprobs, tool_calls = True, 20, True
+    # a call takes the requests its episodes ask while it runs (http_call.Followed)
+    follow_ups = True
 
     def __init__(self, model: ResolvedModel, renderer: MessagesRenderer,
                  options: HttpOptions | None = None) -> None:
@@ -320,7 +329,9 @@ class HttpEngine(Engine):
 
         With ``window`` at most that many requests (a label group counts ``batch_prompts``) are
         being tokenized or on the network at once, each that ends letting the next in (a rolling
-        engine). Raises ``EndpointError`` when retries run out (after the finished reached ``sink``).
+        engine). With a ``sink`` the call also takes what the sink's episodes ask while it runs
+        (``ResultSink.more``, ``http_call``) and ends when all of it is answered. Raises
+        ``EndpointError`` when retries run out (after the finished reached ``sink``).
         """
         if not batch:
             return []
@@ -329,11 +340,15 @@ class HttpEngine(Engine):
         if self._loop is None:
             self._loop = LoopThread()
             weakref.finalize(self, self._loop.close)
+        loop = self._loop
         try:
             if sink is None:
-                return self._loop.run(self._batch(batch, window=window))
+                return loop.run(self._run(self._call(batch, None, window, open_=False)))
             finished: queue.SimpleQueue[Finished | None] = queue.SimpleQueue()
-            return self._loop.run_streaming(self._batch(batch, finished.put, window=window), finished, sink)
+            call = self._call(batch, finished.put, window, open_=self.follow_ups)
+            followed = Followed(call, sink, loop.loop.call_soon_threadsafe) if self.follow_ups else None
+            return loop.run_streaming(self._run(call), finished, sink,
+                                      handed=followed.handed if followed is not None else None)
         finally:
             self.busy_s += time.perf_counter() - started
 
@@ -350,36 +365,29 @@ class HttpEngine(Engine):
         return [{"url": e.url, "sent": e.sent, "failed": e.failed, "in_flight": e.in_flight}
                 for e in self.endpoints]
 
-    async def _batch(self, batch: list[PreparedRequest], on_done: OnDone = None, *,
-                     window: int | None = None) -> list[GenResult]:
+    def _call(self, batch: list[PreparedRequest], on_done: OnDone, window: int | None, *,
+              open_: bool) -> HttpCall:
+        # label prompts go in groups of batch_prompts (on a vLLM server): the dialect decides,
+        # read when the call runs (the first probe may change it)
+        places = self.options.batch_prompts
+        return HttpCall(batch, self._sender(on_done), lambda requests: self.speaks.groups(requests, places),
+                        places=places, window=window, open_=open_)
+
+    async def _run(self, call: HttpCall) -> list[GenResult]:
         await self._start()
-        groups = self.speaks.groups(batch, self.options.batch_prompts)
-        # when label prompts go in groups, every task (a group, or a request sent alone) takes
-        # batch_prompts places of the window; otherwise each request takes one
-        per_task = self.options.batch_prompts if len(groups) < len(batch) else 1
-        room = asyncio.Semaphore(max(1, window // per_task) if window else len(groups))
+        return await call.run()
 
-        async def in_window(g: list[int]) -> list[tuple[int, GenResult]]:
-            async with room:
-                if len(g) > 1:
-                    members = [(i, batch[i]) for i in g]
-                    await self._ids.ensure([p for _, p in members])
-                    return await self.speaks.group(members, on_done, self._one)
-                return [(g[0], await self._one(batch[g[0]], g[0], on_done))]
+    def _sender(self, on_done: OnDone) -> Send:
+        """Return how a call sends one task: a group as one list request, a request alone."""
 
-        tasks = [asyncio.ensure_future(in_window(g)) for g in groups]
-        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-        failed = [t for t in done if t.exception() is not None]
-        if failed:
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-            raise failed[0].exception()  # type: ignore[misc]
-        results: list[GenResult] = [GenResult("", "error")] * len(batch)
-        for task in tasks:
-            for index, result in task.result():
-                results[index] = result
-        return results
+        async def send(members: list[tuple[int, PreparedRequest]]) -> list[tuple[int, GenResult]]:
+            if len(members) > 1:
+                await self._ids.ensure([p for _, p in members])
+                return await self.speaks.group(members, on_done, self._one)
+            index, prepared = members[0]
+            return [(index, await self._one(prepared, index, on_done))]
+
+        return send
 
     async def _start(self) -> None:
         """Create the client once; ask each endpoint what it serves until one answers."""

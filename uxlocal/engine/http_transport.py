@@ -16,7 +16,7 @@ import queue
 import threading
 import time
 import urllib.request
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -170,10 +170,12 @@ class LoopThread:
             raise
 
     def run_streaming(self, coro: Coroutine[Any, Any, T], finished: "queue.SimpleQueue[Finished | None]",
-                      sink: ResultSink, beat_s: float = 0.5) -> T:
+                      sink: ResultSink, beat_s: float = 0.5,
+                      handed: Callable[[int], None] | None = None) -> T:
         """Like ``run``, handing what the coroutine puts in ``finished`` to ``sink`` on this thread.
 
-        Results come a list at a time: a group's prompts cross threads in one handover.
+        Results come a list at a time: a group's prompts cross threads in one handover; after
+        each, ``handed`` hears how many (a following call asks the sink for more there).
 
         The coroutine's end puts ``None`` behind its results, so the call returns as soon as the
         last one is handed over, not at the next beat (up to half a second per engine call).
@@ -191,6 +193,8 @@ class LoopThread:
                     break
                 for index, result in ready:
                     sink.done(index, result)
+                if handed is not None:
+                    handed(len(ready))
             return future.result()
         except BaseException:
             future.cancel()  # Ctrl-C, a failed request or a failed sink: stop what is still in flight

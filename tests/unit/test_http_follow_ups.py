@@ -14,20 +14,13 @@ from typing import Any
 import pytest
 
 from benchmarks._openai_fake import FakeOpenAI
+from tests.unit.test_scheduler import dialogue
 from uxlocal.engine.base import GenRequest, GenResult, PreparedRequest, Sampling
 from uxlocal.engine.http import EndpointError, HttpEngine, HttpOptions, MessagesRenderer
 from uxlocal.engine.pool import ModelPool
 from uxlocal.engine.resolve import resolve
-from uxlocal.episode import EpisodeContext, EpisodeSpec, Outcome
+from uxlocal.episode import EpisodeSpec
 from uxlocal.rollout import Scheduler
-
-
-def talk(ctx: EpisodeContext, name: str, steps: int, seen: dict[str, list[str]]) -> Any:
-    for step in range(steps):
-        result = yield GenRequest("candidate", ({"role": "user", "content": f"{name}-{step}"},), Sampling())
-        seen.setdefault(name, []).append(result.text)
-        ctx.turn("assistant", result.text, model_role="candidate", result=result)
-    return Outcome("done", reward=1.0)
 
 
 def _engine(fake: FakeOpenAI, *, follow: bool = True) -> HttpEngine:
@@ -48,7 +41,7 @@ def fake() -> Any:
 def test_every_step_of_every_episode_goes_in_one_call_when_the_engine_follows(fake: FakeOpenAI,
                                                                               follow: bool) -> None:
     engine, seen = _engine(fake, follow=follow), {}
-    specs = [EpisodeSpec(f"ep{i}", lambda ctx, i=i: talk(ctx, f"ep{i}", 3, seen), item_id=f"i{i}")
+    specs = [EpisodeSpec(f"ep{i}", lambda ctx, i=i: dialogue(ctx, f"ep{i}", 3, seen), item_id=f"i{i}")
              for i in range(6)]
     try:
         stats = Scheduler(ModelPool.from_engines({"candidate": engine})).run(specs)
@@ -73,8 +66,8 @@ def test_a_slow_reply_does_not_hold_the_other_episodes(fake: FakeOpenAI) -> None
 
     fake.hook = hook
     engine, seen = _engine(fake), {}
-    specs = [EpisodeSpec("slow", lambda ctx: talk(ctx, "slow", 1, seen), item_id="s"),
-             EpisodeSpec("fast", lambda ctx: talk(ctx, "fast", 5, seen), item_id="f")]
+    specs = [EpisodeSpec("slow", lambda ctx: dialogue(ctx, "slow", 1, seen), item_id="s"),
+             EpisodeSpec("fast", lambda ctx: dialogue(ctx, "fast", 5, seen), item_id="f")]
     try:
         stats = Scheduler(ModelPool.from_engines({"candidate": engine})).run(specs)
     finally:

@@ -521,3 +521,22 @@ def test_a_request_with_no_cap_sends_no_max_tokens_and_its_named_seed() -> None:
     capped = PreparedRequest(GenRequest("candidate", chat, Sampling(max_tokens=64)), "p", [], "h")
     assert "max_tokens" not in dialect.payload(uncapped) and dialect.payload(uncapped)["seed"] == 626729
     assert dialect.payload(capped)["max_tokens"] == 64 and "seed" not in dialect.payload(capped)
+
+
+def test_the_fake_server_says_nothing_when_a_client_resets_its_connection(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """A handler thread's traceback would call ast.parse on Python 3.11, racing the main thread's."""
+    import socket
+    import struct
+
+    fake = FakeOpenAI().start()
+    try:
+        conn = socket.create_connection(("127.0.0.1", fake.port))
+        conn.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert conn.recv(12).startswith(b"HTTP/1")  # answered; the handler now waits on the kept-alive line
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()  # linger 0: a reset, as a client closing its pool does
+        time.sleep(0.3)
+    finally:
+        fake.stop()
+    assert "Traceback" not in capfd.readouterr().err

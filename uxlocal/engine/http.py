@@ -346,9 +346,8 @@ class HttpEngine(Engine):
                 return loop.run(self._run(self._call(batch, None, window, open_=False)))
             finished: queue.SimpleQueue[Finished | None] = queue.SimpleQueue()
             call = self._call(batch, finished.put, window, open_=self.follow_ups)
-            followed = Followed(call, sink, loop.loop.call_soon_threadsafe) if self.follow_ups else None
-            return loop.run_streaming(self._run(call), finished, sink,
-                                      handed=followed.handed if followed is not None else None)
+            handed = Followed(call, sink, loop.loop.call_soon_threadsafe).handed if self.follow_ups else None
+            return loop.run_streaming(self._run(call), finished, sink, handed=handed)
         finally:
             self.busy_s += time.perf_counter() - started
 

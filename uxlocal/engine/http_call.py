@@ -19,36 +19,41 @@ import time
 from collections.abc import Awaitable, Callable
 
 from uxlocal.engine.base import GenResult, PreparedRequest, ResultSink
-from uxlocal.engine.http_dialects import OnDone
 
 Send = Callable[[list[tuple[int, PreparedRequest]]], Awaitable[list[tuple[int, GenResult]]]]
 """Send one task's requests (index in the call, request): a group of label prompts, or one alone."""
-UNLIMITED = 1 << 30
-"""The window of a call given none: every request at once."""
 Group = Callable[[list[PreparedRequest]], list[list[int]]]
 """Split requests into the tasks they go in (indices into the list given)."""
+Task = asyncio.Future[list[tuple[int, GenResult]]]
+UNLIMITED = 1 << 30
+"""The window of a call given none: every request at once."""
 
 
 class HttpCall:
-    """The loop-side state of one call: every request sent, its tasks, whether more may come."""
+    """The loop-side state of one call: the batch's tasks, the tasks still out, whether more may come.
+
+    Follow-ups are sent and forgotten: their results reach the caller through the send function's
+    ``on_done``, so the call keeps neither their requests nor their results (a call of thousands
+    of requests stays flat), only the batch's, which ``run`` returns.
+    """
 
     def __init__(self, batch: list[PreparedRequest], send: Send, group: Group, *, places: int,
                  window: int | None, open_: bool) -> None:
         self.batch = list(batch)
-        """The call's requests by index: the batch, then each follow-up in the order it came."""
-        self.given = len(batch)
+        self.sent = len(batch)
+        """Requests sent so far: the next follow-up's index."""
         self.send = send
         self.group = group
         """Read when the call runs (the dialect that groups may be learned just before)."""
         self.places = places
         self.window = window
         self.closed = not open_
-        self.tasks: list[asyncio.Future[list[tuple[int, GenResult]]]] = []
-        self._unfinished = 0
+        self.batch_tasks: list[Task] = []
+        self.out: set[Task] = set()
         self._failed: BaseException | None = None
         self._room: asyncio.Semaphore | None = None
         self._over: asyncio.Event | None = None
-        """Set when a task failed, or when the call is closed and every task has ended."""
+        """Set when a task failed, or when the call is closed and no task is out."""
 
     async def run(self) -> list[GenResult]:
         """Send everything given until the call is closed and answered; the batch's results in order.
@@ -62,7 +67,7 @@ class HttpCall:
         per_task = self.places if len(groups) < len(self.batch) else 1
         self._room = asyncio.Semaphore(max(1, self.window // per_task) if self.window else UNLIMITED)
         self._over = asyncio.Event()
-        self._launch(0, groups)
+        self.batch_tasks = self._launch(self.batch, 0, groups)
         try:
             await self._over.wait()
         except asyncio.CancelledError:  # the caller stopped (Ctrl-C, a failed sink): so do the requests
@@ -71,40 +76,39 @@ class HttpCall:
         if self._failed is not None:
             await self._cancel()
             raise self._failed
-        results: list[GenResult] = [GenResult("", "error")] * self.given
-        for task in self.tasks:
+        results: list[GenResult] = [GenResult("", "error")] * len(self.batch)
+        for task in self.batch_tasks:
             for index, result in task.result():
-                if index < self.given:
-                    results[index] = result
+                results[index] = result
         return results
 
     def add(self, requests: list[PreparedRequest]) -> None:
         """Send follow-ups (on the loop): their indices count on from the call's last request."""
-        first = len(self.batch)
-        self.batch.extend(requests)
-        self._launch(first, self.group(requests))
+        first, self.sent = self.sent, self.sent + len(requests)
+        self._launch(requests, first, self.group(requests))
 
     def close(self) -> None:
         """Say nothing more comes (on the loop): the call ends once its tasks have."""
         self.closed = True
         self._check_over()
 
-    def _launch(self, first: int, groups: list[list[int]]) -> None:
-        for group in groups:
-            members = [(first + i, self.batch[first + i]) for i in group]
-            task = asyncio.ensure_future(self._in_window(members))
-            self.tasks.append(task)
-            self._unfinished += 1
+    def _launch(self, requests: list[PreparedRequest], first: int, groups: list[list[int]]) -> list[Task]:
+        """Start one task per group of ``requests``, whose indices in the call start at ``first``."""
+        tasks = [asyncio.ensure_future(self._in_window([(first + i, requests[i]) for i in group]))
+                 for group in groups]
+        for task in tasks:
+            self.out.add(task)
             task.add_done_callback(self._ended)
+        return tasks
 
-    def _ended(self, task: asyncio.Future[list[tuple[int, GenResult]]]) -> None:
-        self._unfinished -= 1
+    def _ended(self, task: Task) -> None:
+        self.out.discard(task)
         if self._failed is None and not task.cancelled() and task.exception() is not None:
             self._failed = task.exception()
         self._check_over()
 
     def _check_over(self) -> None:
-        if self._over is not None and (self._failed is not None or (self.closed and not self._unfinished)):
+        if self._over is not None and (self._failed is not None or (self.closed and not self.out)):
             self._over.set()
 
     async def _in_window(self, members: list[tuple[int, PreparedRequest]]) -> list[tuple[int, GenResult]]:
@@ -113,7 +117,7 @@ class HttpCall:
             return await self.send(members)
 
     async def _cancel(self) -> None:
-        pending = [t for t in self.tasks if not t.done()]
+        pending = list(self.out)
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
@@ -141,7 +145,7 @@ class Followed:
         self.call = call
         self.sink = sink
         self.schedule = schedule
-        self.sent = len(call.batch)
+        self.sent = call.sent
         self.answered = 0
         self.few = max(1, (call.window or 0) // FEW_SHARE)
         self.asked_at = 0.0
@@ -158,10 +162,10 @@ class Followed:
         added = self.sink.more()
         if added:
             self.sent += len(added)
-            self.schedule(self.call.add, list(added))
+            self.schedule(self.call.add, added)
         elif out <= 0:
             self.closing = True
             self.schedule(self.call.close)
 
 
-__all__ = ["Followed", "HttpCall", "OnDone"]
+__all__ = ["Followed", "Group", "HttpCall", "Send"]

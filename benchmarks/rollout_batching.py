@@ -103,37 +103,51 @@ def main(args: argparse.Namespace) -> None:
         episodes(args.episodes, args.exchanges, args.max_tokens, "b")))
     t_seq, s_seq = timed(lambda: Scheduler(pool, max_live=1).run(
         episodes(args.episodes, args.exchanges, args.max_tokens, "s")))
-    ceiling = decode_ceiling(engine.llm, mean_prompt(s_batched), args.ceiling_batch, args.max_tokens)
     report("rollout batching: batched scheduler vs one episode at a time",
            {"model": model.name, "episodes": args.episodes, "exchanges": args.exchanges,
             "max_tokens per turn": args.max_tokens, "load before timing": f"{load:.2f}",
             "engine": type(engine).__name__},
-           arm_rows((t_batched, s_batched), (t_seq, s_seq)) + ceiling_rows(ceiling, t_seq / t_batched),
-           args.json_out)
+           result_rows(engine.llm, (t_batched, s_batched), (t_seq, s_seq), args.ceiling_batch), args.json_out)
     pool.close()
 
 
-def mean_prompt(stats: RunStats) -> int:
-    """Mean prompt tokens of an arm's fresh generations (the context its decode steps attend over)."""
-    return max(1, stats.prompt_tokens // max(1, stats.generations))
+CEILING_TOKENS = 64
+"""Decode steps timed per arm of the ceiling measurement."""
 
 
-def decode_ceiling(llm: Any, context: int, batch: int, tokens: int) -> dict[str, float]:
-    """Decode tokens/s of ``batch`` sequences and of one, each after ``context`` prompt tokens.
+def result_rows(llm: Any, batched: tuple[float, RunStats], sequential: tuple[float, RunStats],
+                ceiling_batch: int) -> list[tuple[str, Any]]:
+    """Return both arms' rows, then the engine's ceiling at the batched arm's context.
+
+    The ceiling is measured now, on the same engine; the last row is the wall ratio over it.
+    """
+    (t_batched, s_batched), (t_seq, _) = batched, sequential
+    context = max(1, s_batched.prompt_tokens // max(1, s_batched.generations))  # mean prompt, fresh ones
+    used, one, many = decode_ceiling(llm, context, ceiling_batch)
+    speedup = many / one
+    return arm_rows(batched, sequential) + [
+        ("ceiling: context (mean prompt tokens)", context),
+        ("ceiling: decode tok/s at batch 1", one),
+        (f"ceiling: decode tok/s at batch {used}", many),
+        ("ceiling: engine decode speed-up (x)", speedup),
+        ("wall ratio / engine decode speed-up", t_seq / t_batched / speedup)]
+
+
+def decode_ceiling(llm: Any, context: int, batch: int) -> tuple[int, float, float]:
+    """Return (batch used, decode tok/s of one sequence, of the batch), each after ``context`` prompt tokens.
 
     Random-token prompts, prefilled once into the prefix cache, then timed as one-token and
-    ``1 + tokens``-token generations (ignoring EOS): the difference is ``tokens`` decode steps. The
-    batch shrinks to what the KV cache holds beside the prompts' blocks, so nothing is evicted.
+    ``1 + CEILING_TOKENS``-token generations (ignoring EOS): the difference is the decode steps.
+    The batch shrinks to what the KV cache holds beside the prompts' blocks, so nothing is evicted.
     """
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
 
     cache = llm.llm_engine.vllm_config.cache_config
     capacity = (cache.num_gpu_blocks or 0) * cache.block_size
-    tokens = max(8, tokens)
-    batch = max(1, min(batch, int(0.9 * capacity) // (context + tokens + cache.block_size)))
+    batch = max(1, min(batch, int(0.9 * capacity) // (context + CEILING_TOKENS + cache.block_size)))
     rng = random.Random(context)
-    speeds = {}
+    speeds = []
     for size in (1, batch):
         prompts = [TokensPrompt(prompt_token_ids=[rng.randrange(1000, 30000) for _ in range(context)])
                    for _ in range(size)]
@@ -143,19 +157,9 @@ def decode_ceiling(llm: Any, context: int, batch: int, tokens: int) -> dict[str,
                                                                       temperature=0), use_tqdm=False))[0]
 
         seconds(1)  # the prefill, into the prefix cache
-        speeds[size] = size * tokens / (seconds(1 + tokens) - seconds(1))
+        speeds.append(size * CEILING_TOKENS / (seconds(1 + CEILING_TOKENS) - seconds(1)))
     llm.reset_prefix_cache()
-    return {"context": context, "batch": batch, "one": speeds[1], "many": speeds[batch]}
-
-
-def ceiling_rows(ceiling: dict[str, float], wall_ratio: float) -> list[tuple[str, Any]]:
-    """Report rows of the engine's decode ceiling and how much of it the wall ratio reaches."""
-    speedup = ceiling["many"] / ceiling["one"]
-    return [("ceiling: context (mean prompt tokens)", int(ceiling["context"])),
-            ("ceiling: decode tok/s at batch 1", ceiling["one"]),
-            (f"ceiling: decode tok/s at batch {int(ceiling['batch'])}", ceiling["many"]),
-            ("ceiling: engine decode speed-up (x)", speedup),
-            ("wall ratio / engine decode speed-up", wall_ratio / speedup)]
+    return batch, speeds[0], speeds[1]
 
 
 def arm_rows(batched: tuple[float, RunStats], sequential: tuple[float, RunStats]) -> list[tuple[str, Any]]:
@@ -198,14 +202,12 @@ def tau2_main(args: argparse.Namespace) -> None:
         load = wait_quiet()
         t_batched, s_batched = arm("batched", args.episodes, 512)
         t_seq, s_seq = arm("sequential", args.episodes, 1)
-    ceiling = decode_ceiling(engine.llm, mean_prompt(s_batched), args.ceiling_batch, 64)
     report("rollout batching on tau2 episodes (upstream protocol, native tools)",
            {"model": model.name, "domain": args.domain, "tasks": args.episodes, "trials": args.trials,
             "agent temperature": args.agent_temperature,
             "max_steps": args.max_steps, "tool parser": model.tool_call_parser,
             "load before timing": f"{load:.2f}", "engine": type(engine).__name__},
-           arm_rows((t_batched, s_batched), (t_seq, s_seq)) + ceiling_rows(ceiling, t_seq / t_batched),
-           args.json_out)
+           result_rows(engine.llm, (t_batched, s_batched), (t_seq, s_seq), args.ceiling_batch), args.json_out)
     pool.close()
 
 

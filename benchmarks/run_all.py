@@ -32,6 +32,7 @@ from benchmarks import (
     cache_rerun,
     constrained_overhead,
     crash_resume,
+    decode_attention,
     http_follow_ups,
     http_vs_inprocess,
     judge_throughput,
@@ -45,7 +46,7 @@ from benchmarks._common import REPO, cli_parser, module_command
 
 SCRIPTS: dict[str, ModuleType] = {module.__name__.rsplit(".", 1)[1]: module for module in (
     rollout_batching, uxbench_judge, cache_rerun, constrained_overhead, lora_cpu, judge_throughput,
-    streaming_overhead, store_ingest, crash_resume, http_vs_inprocess, http_follow_ups)}
+    streaming_overhead, store_ingest, crash_resume, http_vs_inprocess, http_follow_ups, decode_attention)}
 """Every benchmark script this runs, by name, in round order (the README's table first)."""
 ORDER = tuple(SCRIPTS)
 

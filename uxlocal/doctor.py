@@ -1,4 +1,4 @@
-"""``uxlocal doctor``: what this environment will run on (vLLM build, our CPU LoRA kernels, CPU tuning).
+"""``uxlocal doctor``: what this environment will run on (vLLM build, our CPU kernels, CPU tuning).
 
 Layer contract: reads package metadata, the environment, this process's mapped libraries and the
 last roofline benchmark's record, and asks vLLM to load its plugins (imports vLLM, a few seconds);
@@ -31,12 +31,23 @@ def vllm_row() -> tuple[str, str, str]:
 
 def lora_kernels_row(load: bool = True) -> tuple[str, str, str]:
     """(check, status, detail) for our CPU LoRA kernels (``kernels/``)."""
+    return _kernel_row("cpu lora kernels", "plugin", load)
+
+
+def attention_kernel_row(load: bool = True) -> tuple[str, str, str]:
+    """(check, status, detail) for our CPU decode attention (``kernels/``)."""
+    return _kernel_row("cpu decode attention", "attention_backend", load)
+
+
+def _kernel_row(check: str, module: str, load: bool) -> tuple[str, str, str]:
+    import importlib
+
     try:
-        from uxlocal_kernels.plugin import status
+        status = importlib.import_module(f"uxlocal_kernels.{module}").status
     except ImportError as exc:
-        return "cpu lora kernels", "inactive", f"uxlocal_kernels does not import ({exc}): reinstall uxlocal"
+        return check, "inactive", f"uxlocal_kernels does not import ({exc}): reinstall uxlocal"
     state = status(load=load)
-    return "cpu lora kernels", "active" if state.active else "inactive", state.reason
+    return check, "active" if state.active else "inactive", state.reason
 
 
 def prefix_caching_row() -> tuple[str, str, str]:
@@ -139,5 +150,5 @@ def roofline_row() -> tuple[str, str, str]:
 
 def checks(load: bool = True) -> list[tuple[str, str, str]]:
     """Every check, in display order."""
-    return [vllm_row(), prefix_caching_row(), lora_kernels_row(load), *preload_rows(), cpu_settings_row(),
-            roofline_row()]
+    return [vllm_row(), prefix_caching_row(), lora_kernels_row(load), attention_kernel_row(load),
+            *preload_rows(), cpu_settings_row(), roofline_row()]

@@ -66,7 +66,9 @@ inline __m512i unzip_index(int first) {  // positions first..first+15 of the (lo
 }
 
 // Asks for the next block's cache lines while this one is computed: blocks sit at random
-// places in the cache, so the hardware prefetcher would start cold on every one.
+// places in the cache, so the hardware prefetcher would start cold on every one. At most
+// kPrefetchBytes per KV head and block (the rest of a large head streams in behind it).
+constexpr int64_t kPrefetchBytes = 16384;
 inline void prefetch(const uint16_t* p, int64_t bytes) {
   const char* c = reinterpret_cast<const char*>(p);
   for (int64_t i = 0; i < bytes; i += 64) _mm_prefetch(c + i, _MM_HINT_T0);
@@ -140,12 +142,14 @@ void one_sequence(const Args& a, int n) {
   const int64_t block_elems = static_cast<int64_t>(kvh) * 2 * bs * D;
   for (int j = 0; j < nblocks; ++j) {
     const uint16_t* blk = a.kv + static_cast<int64_t>(row[j]) * block_elems;
-    if (j + 1 < nblocks) prefetch(a.kv + static_cast<int64_t>(row[j + 1]) * block_elems, block_elems * 2);
     const int nt = std::min(bs, len - j * bs);
     const int padded = (nt + 31) & ~31;
     for (int kh = 0; kh < kvh; ++kh) {
       const uint16_t* kb = blk + static_cast<int64_t>(kh) * 2 * bs * D;
       const uint16_t* vb = kb + static_cast<int64_t>(bs) * D;
+      if (j + 1 < nblocks)  // this head's part of the next block (its start, for large heads)
+        prefetch(a.kv + static_cast<int64_t>(row[j + 1]) * block_elems + static_cast<int64_t>(kh) * 2 * bs * D,
+                 std::min<int64_t>(static_cast<int64_t>(bs) * D * 4, kPrefetchBytes));
       key_scores<G>(kb, bs, nt, D, qpair + kh * G * (D / 2), D / 2, vscale, unzip_a, unzip_b, sc, 128);
       __m512 acc[G][2 * DC];
       for (int g = 0; g < G; ++g) {

@@ -20,6 +20,7 @@ import functools
 import hashlib
 import logging
 import os
+import sys
 from pathlib import Path
 
 import torch
@@ -83,6 +84,9 @@ def load() -> object:
 
     folder = build_directory()
     folder.mkdir(parents=True, exist_ok=True)
+    if not any(folder.glob("*.so")):
+        print(f"uxlocal: building the CPU decode attention kernel once, into {folder} (~20 s)",
+              file=sys.stderr, flush=True)
     load_extension(
         name=f"uxlocal_decode_attention_{_digest()}",
         sources=[str(SOURCE)],

